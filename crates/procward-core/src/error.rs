@@ -1,0 +1,61 @@
+//! The one error type of the core. The binding maps each variant to a JS error code.
+
+use std::fmt;
+use std::io;
+
+/// What went wrong in a core operation.
+#[derive(Debug)]
+pub enum Error {
+  /// An OS call failed; `context` says which one and on what.
+  Io { context: String, source: io::Error },
+  /// The caller passed something unusable (empty command, bad option value).
+  InvalidInput(String),
+  /// The operation is not implemented on this platform (yet).
+  Unsupported(&'static str),
+}
+
+/// Result alias for the core.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+  pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Self {
+    Error::Io { context: context.into(), source }
+  }
+
+  /// A short, stable code for the error kind (`EIO`-style names for OS errors).
+  pub fn code(&self) -> String {
+    match self {
+      Error::Io { source, .. } => match source.raw_os_error() {
+        Some(libc::EMFILE) => "EMFILE".into(),
+        Some(libc::ENFILE) => "ENFILE".into(),
+        Some(libc::ENOENT) => "ENOENT".into(),
+        Some(libc::EACCES) => "EACCES".into(),
+        Some(libc::EPERM) => "EPERM".into(),
+        Some(libc::ESRCH) => "ESRCH".into(),
+        Some(libc::EAGAIN) => "EAGAIN".into(),
+        _ => "EIO".into(),
+      },
+      Error::InvalidInput(_) => "EINVAL".into(),
+      Error::Unsupported(_) => "ENOTSUP".into(),
+    }
+  }
+}
+
+impl fmt::Display for Error {
+  fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match self {
+      Error::Io { context, source } => write!(f, "{context}: {source}"),
+      Error::InvalidInput(msg) => write!(f, "invalid input: {msg}"),
+      Error::Unsupported(what) => write!(f, "not supported on this platform: {what}"),
+    }
+  }
+}
+
+impl std::error::Error for Error {
+  fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+    match self {
+      Error::Io { source, .. } => Some(source),
+      _ => None,
+    }
+  }
+}

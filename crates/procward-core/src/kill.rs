@@ -1,0 +1,290 @@
+//! Tree kill: stop a process, its process group and every descendant, and never signal a
+//! process that merely reuses a PID.
+//!
+//! 1. Snapshot the tree (descendants and group members, with start times) **before** the
+//!    first signal, so members that escaped the group (`setsid`, `set -m`, double fork) are
+//!    still known.
+//! 2. Send the signal (default SIGTERM) to the group and to every member whose identity is
+//!    `current` at that instant.
+//! 3. Poll until every member is gone (a zombie counts as gone) or the grace period ends.
+//! 4. Walk the tree again from the survivors, and SIGKILL every survivor and new descendant
+//!    after a fresh identity check.
+//! 5. Wait a short settle window and report who survived. A kill never reports success for
+//!    a process it did not see die.
+
+use crate::error::{Error, Result};
+use crate::identity::{judge, Identity, Verdict};
+use crate::probe::{probe_one, process_table, ProcessInfo};
+use crate::sys;
+use crate::tree::{descendants_in, group_members_in};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::time::{Duration, Instant};
+
+/// How to kill a tree.
+#[derive(Debug, Clone)]
+pub struct KillOptions {
+  /// First signal. Default SIGTERM.
+  pub signal: Signal,
+  /// How long members get to exit after the first signal before SIGKILL. Default 2 s.
+  /// Zero means no escalation: the first signal only, then the settle window.
+  pub grace: Duration,
+  /// How long to wait for members to disappear after the last signal. Default 500 ms.
+  pub settle: Duration,
+}
+
+impl Default for KillOptions {
+  fn default() -> Self {
+    KillOptions { signal: Signal::SIGTERM, grace: Duration::from_secs(2), settle: Duration::from_millis(500) }
+  }
+}
+
+/// What a tree kill did. Each list holds PIDs; a PID appears in `signalled` if it received
+/// at least one signal, and in `survivors` if its identity was still `current` at the end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KillReport {
+  /// Processes that were sent a signal (the group leader included when the group was).
+  pub signalled: Vec<i32>,
+  /// Processes that were already gone (or zombies) when their turn to be signalled came.
+  pub already_gone: Vec<i32>,
+  /// PIDs that were alive but belonged to another process: never signalled.
+  pub refused_reused: Vec<i32>,
+  /// Processes still alive at the end. Non-empty means the kill failed.
+  pub survivors: Vec<i32>,
+  /// Whether SIGKILL was sent.
+  pub escalated: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Target {
+  pid: i32,
+  start_time: u64,
+}
+
+impl From<&ProcessInfo> for Target {
+  fn from(p: &ProcessInfo) -> Self {
+    Target { pid: p.pid, start_time: p.start_time }
+  }
+}
+
+struct Run<'a> {
+  root: &'a Identity,
+  boot_id: String,
+  targets: Vec<Target>,
+  report: KillReport,
+}
+
+impl Run<'_> {
+  fn verdict(&self, t: Target) -> Verdict {
+    let id = Identity { pid: t.pid, start_time: t.start_time, boot_id: self.root.boot_id.clone() };
+    judge(&id, &self.boot_id, &probe_one(t.pid))
+  }
+
+  fn add(&mut self, t: Target) {
+    if !self.targets.iter().any(|x| x.pid == t.pid) {
+      self.targets.push(t);
+    }
+  }
+
+  fn note(list: &mut Vec<i32>, pid: i32) {
+    if !list.contains(&pid) {
+      list.push(pid);
+    }
+  }
+
+  /// Signals the whole group (if its leader is still ours), then each target that is not a
+  /// plain group member, each after a fresh identity check.
+  fn signal_all(&mut self, sig: Signal) {
+    let root = Target { pid: self.root.pid, start_time: self.root.start_time };
+    let group_sent = self.verdict(root) == Verdict::Current && kill(Pid::from_raw(-root.pid), sig).is_ok();
+    if group_sent {
+      Self::note(&mut self.report.signalled, root.pid);
+    }
+    for t in self.targets.clone() {
+      match self.verdict(t) {
+        Verdict::Current => {
+          let in_group = group_sent && sys::read_stat(t.pid).ok().flatten().is_some_and(|p| p.pgid == root.pid);
+          if in_group || kill(Pid::from_raw(t.pid), sig).is_ok() {
+            Self::note(&mut self.report.signalled, t.pid);
+          }
+        }
+        Verdict::Gone => {
+          if !self.report.signalled.contains(&t.pid) {
+            Self::note(&mut self.report.already_gone, t.pid);
+          }
+        }
+        Verdict::Replaced => Self::note(&mut self.report.refused_reused, t.pid),
+        Verdict::Unknown => {}
+      }
+    }
+  }
+
+  fn alive(&self) -> Vec<Target> {
+    self.targets.iter().copied().filter(|&t| matches!(self.verdict(t), Verdict::Current | Verdict::Unknown)).collect()
+  }
+
+  /// Polls until no target is alive or the deadline passes; returns the ones still alive.
+  fn wait_until(&self, deadline: Instant) -> Vec<Target> {
+    let mut step = Duration::from_millis(1);
+    loop {
+      let alive = self.alive();
+      if alive.is_empty() || Instant::now() >= deadline {
+        return alive;
+      }
+      std::thread::sleep(step.min(deadline.saturating_duration_since(Instant::now())));
+      step = (step * 2).min(Duration::from_millis(10));
+    }
+  }
+
+  /// Adds processes that appeared under the survivors (or in the group) since the snapshot.
+  fn rewalk(&mut self, survivors: &[Target]) {
+    let Ok(table) = process_table() else { return };
+    let mut found = Vec::new();
+    for s in survivors {
+      found.extend(descendants_in(&table, s.pid, s.start_time).iter().map(Target::from));
+    }
+    found.extend(group_members_in(&table, self.root.pid, self.root.start_time).iter().map(Target::from));
+    for t in found {
+      self.add(t);
+    }
+  }
+}
+
+/// Kills the tree rooted at `root` (see the module docs for the steps). Blocks for up to
+/// `grace + settle` (plus the time the kernel takes to read the process table).
+///
+/// Errors: `Unsupported` where the platform has no identity source yet; the verdict
+/// `unknown` for the root gives `InvalidInput`-free success with nothing signalled and the
+/// root listed as a survivor (unknown is never signalled, and never reported dead).
+pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
+  let boot_id = sys::boot_id().map_err(|e| Error::io("reading the boot id", e))?;
+  let mut run = Run { root, boot_id, targets: Vec::new(), report: KillReport::default() };
+  let root_target = Target { pid: root.pid, start_time: root.start_time };
+  match run.verdict(root_target) {
+    Verdict::Current => {}
+    Verdict::Gone => {
+      run.report.already_gone.push(root.pid);
+      return Ok(run.report);
+    }
+    Verdict::Replaced => {
+      run.report.refused_reused.push(root.pid);
+      return Ok(run.report);
+    }
+    Verdict::Unknown => {
+      run.report.survivors.push(root.pid);
+      return Ok(run.report);
+    }
+  }
+
+  // Snapshot before the first signal.
+  let table = process_table()?;
+  run.targets.push(root_target);
+  for p in descendants_in(&table, root.pid, root.start_time).iter().chain(&group_members_in(&table, root.pid, root.start_time)) {
+    if !p.is_dead() {
+      run.add(Target::from(p));
+    }
+  }
+
+  run.signal_all(opts.signal);
+  let escalate = opts.signal != Signal::SIGKILL && !opts.grace.is_zero();
+  let wait_for = if escalate { opts.grace } else { opts.settle };
+  let mut survivors = run.wait_until(Instant::now() + wait_for);
+
+  if escalate && !survivors.is_empty() {
+    run.rewalk(&survivors);
+    run.report.escalated = true;
+    run.signal_all(Signal::SIGKILL);
+    survivors = run.wait_until(Instant::now() + opts.settle);
+  }
+  run.report.survivors = survivors.iter().map(|t| t.pid).collect();
+  Ok(run.report)
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+  use super::*;
+  use crate::identity::{identity, verdict};
+  use std::os::unix::process::CommandExt;
+  use std::process::{Child, Command};
+
+  fn spawn_session(script: &str) -> (Child, Identity) {
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", script]);
+    unsafe {
+      cmd.pre_exec(|| {
+        libc::setsid();
+        Ok(())
+      });
+    }
+    let child = cmd.spawn().unwrap();
+    let id = crate::identity::identity_of_child(child.id() as i32).unwrap();
+    (child, id)
+  }
+
+  fn wait_for_descendants(pid: i32, n: usize) -> Vec<ProcessInfo> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+      let d: Vec<_> = crate::tree::descendants(pid).unwrap().into_iter().filter(|p| !p.is_dead()).collect();
+      if d.len() >= n || Instant::now() > deadline {
+        return d;
+      }
+      std::thread::sleep(Duration::from_millis(10));
+    }
+  }
+
+  #[test]
+  fn kills_a_tree_including_an_escaped_setsid_member() {
+    let (mut child, id) = spawn_session("setsid sleep 45 & sleep 30 & wait");
+    let before = wait_for_descendants(id.pid, 2);
+    assert_eq!(before.len(), 2);
+    let ids: Vec<_> = before.iter().map(|p| identity(p.pid).unwrap().unwrap()).collect();
+    let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(500), ..Default::default() }).unwrap();
+    child.wait().unwrap();
+    assert!(report.survivors.is_empty(), "{report:?}");
+    for i in &ids {
+      assert_eq!(verdict(i), Verdict::Gone, "{i:?} survived");
+    }
+  }
+
+  #[test]
+  fn escalates_to_sigkill_when_sigterm_is_ignored() {
+    let (mut child, id) = spawn_session("trap '' TERM; while :; do sleep 1; done");
+    std::thread::sleep(Duration::from_millis(100));
+    let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(200), ..Default::default() }).unwrap();
+    assert!(report.escalated);
+    assert!(report.survivors.is_empty());
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+  }
+
+  #[test]
+  fn refuses_a_reused_pid_and_signals_nothing() {
+    let (mut child, id) = spawn_session("sleep 30");
+    let wrong = Identity { start_time: id.start_time + 1, ..id.clone() };
+    let report = kill_tree(&wrong, &KillOptions::default()).unwrap();
+    assert_eq!(report.refused_reused, vec![id.pid]);
+    assert!(report.signalled.is_empty());
+    assert_eq!(verdict(&id), Verdict::Current);
+    unsafe { libc::kill(-id.pid, libc::SIGKILL) };
+    child.wait().unwrap();
+  }
+
+  #[test]
+  fn a_gone_root_is_reported_already_gone() {
+    let (mut child, id) = spawn_session("exit 0");
+    child.wait().unwrap();
+    let report = kill_tree(&id, &KillOptions::default()).unwrap();
+    assert_eq!(report.already_gone, vec![id.pid]);
+    assert!(report.signalled.is_empty());
+  }
+
+  #[test]
+  fn sigstopped_member_is_killed_by_escalation_not_reported_dead_early() {
+    let (mut child, id) = spawn_session("kill -STOP $$");
+    std::thread::sleep(Duration::from_millis(100));
+    let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(100), ..Default::default() }).unwrap();
+    assert!(report.escalated);
+    assert!(report.survivors.is_empty());
+    child.wait().unwrap();
+  }
+}

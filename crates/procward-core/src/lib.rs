@@ -1,0 +1,28 @@
+//! procward-core: the kernel-facing half of procward.
+//!
+//! Everything here is plain Rust with no Node dependency, so it is tested with `cargo test`:
+//!
+//! - [`identity`]: a process identity is `(pid, start time, boot id)`, never a bare PID, and
+//!   comparing one with the live system gives a [`identity::Verdict`].
+//! - [`probe`]: batched state reads (state, ppid, pgid, start time) and the process table.
+//! - [`tree`]: descendants from one pass over the process table.
+//! - [`kill`]: tree kill — snapshot, SIGTERM, grace period, SIGKILL after a fresh identity check.
+//! - [`spawn`]: `<shell> -c <command>` in a new session, with pipe or durable file capture.
+//! - [`reader`]: orphan-safe output capture (pipe drain and log-file tail).
+//! - [`utf8`]: incremental UTF-8 decoding of output chunks.
+//! - [`status`]: how a job ended (exit code or terminating signal).
+
+pub mod error;
+pub mod identity;
+pub mod kill;
+pub mod probe;
+pub mod reader;
+pub mod spawn;
+pub mod status;
+pub mod tree;
+pub mod utf8;
+
+mod sys;
+
+pub use error::{Error, Result};
+pub use identity::{Identity, Verdict};

@@ -1,0 +1,204 @@
+//! Output capture that never hangs on an orphaned grandchild and never loses the end.
+//!
+//! The exit of the direct child is never taken from pipe EOF: a grandchild (`sleep 30 &`)
+//! inherits the write end and can keep the pipe open for as long as it lives. Instead the
+//! reader watches the child through a pidfd (or a short polling tick where pidfds do not
+//! exist). Once the child has exited, the reader drains what is left until the pipe is
+//! idle for `idle` or `max_wait` or `byte_cap` is reached, then publishes the exit. Output
+//! that arrives later (from a grandchild still holding the pipe) is delivered as late
+//! output; the grandchild is neither waited for nor killed (only a kill kills).
+
+use crate::status::ExitInfo;
+use crate::utf8::Utf8Decoder;
+use crate::spawn::EventSink;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+/// One thing that happened to a job, in order: output events, then exactly one exit,
+/// then (pipe mode only) possibly late output from descendants still holding the pipe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobEvent {
+  /// Decoded text. `late` is true for output read after the exit was published.
+  Output { text: String, late: bool },
+  /// The direct child's end (durable mode: the job's end as the supervisor recorded it).
+  Exit(ExitInfo),
+}
+
+/// How long to keep reading after the direct child exited, before publishing the exit.
+#[derive(Debug, Clone)]
+pub struct DrainOptions {
+  /// Publish once the pipe has been idle this long. Default 40 ms.
+  pub idle: Duration,
+  /// Publish at the latest this long after the exit. Default 120 ms.
+  pub max_wait: Duration,
+  /// Publish after this many bytes were read after the exit. Default 1 MiB.
+  pub byte_cap: usize,
+}
+
+impl Default for DrainOptions {
+  fn default() -> Self {
+    DrainOptions { idle: Duration::from_millis(40), max_wait: Duration::from_millis(120), byte_cap: 1 << 20 }
+  }
+}
+
+const CHUNK: usize = 64 * 1024;
+/// Polling tick for the direct child when no pidfd exists.
+const EXIT_TICK: Duration = Duration::from_millis(20);
+/// How often a durable job's log file is checked for growth.
+const TAIL_TICK: Duration = Duration::from_millis(15);
+
+fn timeout(d: Duration) -> PollTimeout {
+  PollTimeout::try_from(d.as_millis().min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX)
+}
+
+fn reap(child: &mut Child) -> Option<ExitInfo> {
+  match child.try_wait() {
+    Ok(Some(status)) => Some(ExitInfo::from_status(status)),
+    Ok(None) => None,
+    // ECHILD: someone else reaped it; the status is lost, but the process is gone.
+    Err(_) => Some(ExitInfo { code: None, signal: None }),
+  }
+}
+
+/// The pipe reader: runs on its own thread until EOF.
+pub(crate) fn run_pipe(pipe: OwnedFd, mut child: Child, pidfd: Option<OwnedFd>, drain: DrainOptions, mut sink: EventSink) {
+  let mut file = File::from(pipe);
+  let mut buf = vec![0u8; CHUNK];
+  let mut decoder = Utf8Decoder::new();
+  let mut exit: Option<ExitInfo> = None;
+  let mut exit_at = Instant::now();
+  let mut after_exit = 0usize;
+  let mut eof = false;
+
+  loop {
+    let wait = match (exit.is_some(), pidfd.is_some()) {
+      (true, _) => timeout(drain.idle.min(drain.max_wait.saturating_sub(exit_at.elapsed()))),
+      (false, true) => PollTimeout::NONE,
+      (false, false) => timeout(EXIT_TICK),
+    };
+    let (pipe_ready, child_ready) = {
+      let mut fds = vec![PollFd::new(file.as_fd(), PollFlags::POLLIN)];
+      if let (None, Some(p)) = (&exit, &pidfd) {
+        fds.push(PollFd::new(p.as_fd(), PollFlags::POLLIN));
+      }
+      match poll(&mut fds, wait) {
+        Ok(_) => {
+          let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+          (ready(&fds[0]), fds.get(1).is_some_and(ready))
+        }
+        Err(nix::errno::Errno::EINTR) => continue,
+        Err(_) => (true, false),
+      }
+    };
+
+    if pipe_ready {
+      match file.read(&mut buf) {
+        Ok(0) => eof = true,
+        Ok(n) => {
+          let text = decoder.decode(&buf[..n]);
+          if !text.is_empty() {
+            sink(JobEvent::Output { text, late: false });
+          }
+          if exit.is_some() {
+            after_exit += n;
+          }
+        }
+        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+        Err(_) => eof = true,
+      }
+    }
+
+    if exit.is_none() && (child_ready || pidfd.is_none() || eof) {
+      exit = if eof { child.wait().ok().map(ExitInfo::from_status).or(Some(ExitInfo { code: None, signal: None })) } else { reap(&mut child) };
+      exit_at = Instant::now();
+    }
+
+    if let Some(info) = exit {
+      let idle = !pipe_ready;
+      if eof || idle || after_exit >= drain.byte_cap || exit_at.elapsed() >= drain.max_wait {
+        if eof {
+          let rest = decoder.finish();
+          if !rest.is_empty() {
+            sink(JobEvent::Output { text: rest, late: false });
+          }
+        }
+        sink(JobEvent::Exit(info));
+        break;
+      }
+    }
+  }
+
+  if !eof {
+    late_output(file, buf, decoder, sink);
+  }
+}
+
+/// After the exit is published: keep reading until the last holder of the pipe closes it,
+/// so a grandchild that writes never gets SIGPIPE from us.
+fn late_output(mut file: File, mut buf: Vec<u8>, mut decoder: Utf8Decoder, mut sink: EventSink) {
+  loop {
+    match file.read(&mut buf) {
+      Ok(0) => break,
+      Ok(n) => {
+        let text = decoder.decode(&buf[..n]);
+        if !text.is_empty() {
+          sink(JobEvent::Output { text, late: true });
+        }
+      }
+      Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+      Err(_) => break,
+    }
+  }
+  let rest = decoder.finish();
+  if !rest.is_empty() {
+    sink(JobEvent::Output { text: rest, late: true });
+  }
+}
+
+/// The durable-job tailer: follows the log file while the supervisor runs, then reads the
+/// exact exit status from the exit file.
+pub(crate) fn run_tail(log_path: PathBuf, exit_path: PathBuf, mut child: Child, pidfd: Option<OwnedFd>, mut sink: EventSink) {
+  let mut log = File::open(&log_path).ok();
+  let mut buf = vec![0u8; CHUNK];
+  let mut decoder = Utf8Decoder::new();
+  let mut pump = |log: &mut Option<File>, sink: &mut EventSink| {
+    let Some(f) = log.as_mut() else { return };
+    loop {
+      match f.read(&mut buf) {
+        Ok(0) | Err(_) => return,
+        Ok(n) => {
+          let text = decoder.decode(&buf[..n]);
+          if !text.is_empty() {
+            sink(JobEvent::Output { text, late: false });
+          }
+        }
+      }
+    }
+  };
+  let status = loop {
+    pump(&mut log, &mut sink);
+    if let Some(p) = &pidfd {
+      let mut fds = [PollFd::new(p.as_fd(), PollFlags::POLLIN)];
+      let _ = poll(&mut fds, timeout(TAIL_TICK));
+    } else {
+      std::thread::sleep(TAIL_TICK);
+    }
+    if let Some(info) = reap(&mut child) {
+      break info;
+    }
+  };
+  pump(&mut log, &mut sink);
+  let rest = decoder.finish();
+  if !rest.is_empty() {
+    sink(JobEvent::Output { text: rest, late: false });
+  }
+  // The supervisor writes the exit file before it exits; without it (the supervisor was
+  // SIGKILLed with its group) the supervisor's own status is the best truth we have.
+  let recorded = std::fs::read_to_string(&exit_path).ok().and_then(|t| ExitInfo::from_json(&t));
+  sink(JobEvent::Exit(recorded.unwrap_or(status)));
+}

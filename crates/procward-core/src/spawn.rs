@@ -1,0 +1,186 @@
+//! Spawning a job: `<shell> <shell_args...> <command>` in a new session (`setsid`), so its
+//! process group id equals its PID and a tree kill can address the whole group.
+//!
+//! Two capture modes:
+//! - [`Capture::Pipe`]: stdout and stderr share one pipe (merged in arrival order); a reader
+//!   thread drains it without ever hanging on a grandchild that keeps the pipe open.
+//! - [`Capture::Durable`]: the job is started under `procward-supervise`, which writes the
+//!   job's exact exit status to an exit file; stdout and stderr append to a log file, not a
+//!   pipe, so the job survives the host (no SIGPIPE) and its output and exit status outlive
+//!   it. A thread tails the log while the host lives.
+//!
+//! stdin is `/dev/null`. Every signal disposition is reset to default and the signal mask
+//! cleared in the child (Node ignores SIGPIPE, and ignored dispositions survive `exec`).
+
+use crate::error::{Error, Result};
+use crate::identity::{identity_of_child, Identity};
+use crate::reader::{self, DrainOptions, JobEvent};
+use std::fs::OpenOptions;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// Where the job's output goes.
+#[derive(Debug, Clone)]
+pub enum Capture {
+  /// One pipe for stdout and stderr, read by a dedicated thread.
+  Pipe,
+  /// A log file (appended, created 0600) and an exit file written by the supervisor.
+  Durable {
+    /// Log file for merged stdout and stderr.
+    log_path: PathBuf,
+    /// Where the supervisor writes `{"code":N,"signal":null}` or `{"code":null,"signal":N}`.
+    exit_path: PathBuf,
+    /// Path of the `procward-supervise` executable.
+    supervisor: PathBuf,
+  },
+}
+
+/// What to run and how.
+#[derive(Debug, Clone)]
+pub struct SpawnOptions {
+  /// The command string, passed to the shell as one argument, byte for byte.
+  pub command: String,
+  /// Shell executable. Default `/bin/sh`.
+  pub shell: PathBuf,
+  /// Arguments before the command. Default `["-c"]`.
+  pub shell_args: Vec<String>,
+  /// Working directory; `None` inherits the host's.
+  pub cwd: Option<PathBuf>,
+  /// The complete environment; `None` inherits the host's.
+  pub env: Option<Vec<(String, String)>>,
+  pub capture: Capture,
+  pub drain: DrainOptions,
+}
+
+impl SpawnOptions {
+  pub fn new(command: impl Into<String>) -> Self {
+    SpawnOptions {
+      command: command.into(),
+      shell: PathBuf::from("/bin/sh"),
+      shell_args: vec!["-c".into()],
+      cwd: None,
+      env: None,
+      capture: Capture::Pipe,
+      drain: DrainOptions::default(),
+    }
+  }
+}
+
+/// A started job. Its events (output, then exactly one exit) go to the sink given to
+/// [`spawn`], from a dedicated thread.
+#[derive(Debug, Clone)]
+pub struct Job {
+  /// PID of the direct child (the shell, or the supervisor in durable mode); also the
+  /// process group id and session id.
+  pub pid: i32,
+  pub identity: Identity,
+}
+
+/// Receives a job's events on the job's reader thread.
+pub type EventSink = Box<dyn FnMut(JobEvent) + Send + 'static>;
+
+/// Resets signal state in the child between fork and exec. Only async-signal-safe calls.
+pub(crate) fn reset_signals_in_child() {
+  unsafe {
+    for sig in 1..32 {
+      if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+        libc::signal(sig, libc::SIG_DFL);
+      }
+    }
+    let mut set: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut set);
+    libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+  }
+}
+
+/// Starts the job and its reader thread.
+///
+/// Errors: `InvalidInput` for an empty command; `Io` when the pipe, the log file, the fork
+/// or the exec fails (for example `ENOENT` for a missing shell or cwd, `EMFILE` when the
+/// host is out of file descriptors).
+pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
+  if opts.command.is_empty() {
+    return Err(Error::InvalidInput("command is empty".into()));
+  }
+  let mut cmd = match &opts.capture {
+    Capture::Pipe => Command::new(&opts.shell),
+    Capture::Durable { exit_path, supervisor, .. } => {
+      let mut c = Command::new(supervisor);
+      c.arg(exit_path).arg(&opts.shell);
+      c
+    }
+  };
+  cmd.args(&opts.shell_args).arg(&opts.command).stdin(Stdio::null());
+  if let Some(cwd) = &opts.cwd {
+    cmd.current_dir(cwd);
+  }
+  if let Some(env) = &opts.env {
+    cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+  }
+  unsafe {
+    cmd.pre_exec(|| {
+      if libc::setsid() < 0 {
+        return Err(std::io::Error::last_os_error());
+      }
+      reset_signals_in_child();
+      Ok(())
+    });
+  }
+
+  let what = || format!("spawning {} -c {:?}", opts.shell.display(), opts.command);
+  let read_end = match &opts.capture {
+    Capture::Pipe => {
+      let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::io("creating the output pipe", e.into()))?;
+      let w2 = w.try_clone().map_err(|e| Error::io("duplicating the output pipe", e))?;
+      cmd.stdout(Stdio::from(w)).stderr(Stdio::from(w2));
+      Some(r)
+    }
+    Capture::Durable { log_path, .. } => {
+      let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(log_path)
+        .map_err(|e| Error::io(format!("opening log {}", log_path.display()), e))?;
+      let log2 = log.try_clone().map_err(|e| Error::io("duplicating the log fd", e))?;
+      cmd.stdout(Stdio::from(log)).stderr(Stdio::from(log2));
+      None
+    }
+  };
+
+  let child = cmd.spawn().map_err(|e| Error::io(what(), e))?;
+  // The write ends live in `cmd`; drop them now so EOF can happen.
+  drop(cmd);
+  let pid = child.id() as i32;
+  let identity = identity_of_child(pid).map_err(|e| Error::io(format!("reading identity of {pid}"), e))?;
+  let pidfd = pidfd_open(pid);
+
+  let thread = std::thread::Builder::new().name(format!("procward-reader-{pid}"));
+  let drain = opts.drain.clone();
+  let spawned = match (read_end, opts.capture) {
+    (Some(r), _) => thread.spawn(move || reader::run_pipe(r, child, pidfd, drain, sink)),
+    (None, Capture::Durable { log_path, exit_path, .. }) => {
+      thread.spawn(move || reader::run_tail(log_path, exit_path, child, pidfd, sink))
+    }
+    (None, Capture::Pipe) => unreachable!("pipe capture always has a read end"),
+  };
+  spawned.map_err(|e| Error::io("starting the reader thread", e))?;
+  Ok(Job { pid, identity })
+}
+
+/// A pidfd (Linux 5.3+) becomes readable when the process exits, so exit is noticed without
+/// a polling tick even while a grandchild keeps the output pipe open. `None` elsewhere.
+fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+  #[cfg(target_os = "linux")]
+  {
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd >= 0 {
+      return Some(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+    }
+  }
+  let _ = pid;
+  None
+}

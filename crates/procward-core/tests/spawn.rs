@@ -1,0 +1,120 @@
+//! Spawn and capture with real processes (DESIGN section 4).
+
+use procward_core::reader::JobEvent;
+use procward_core::spawn::{spawn, Capture, SpawnOptions};
+use procward_core::status::ExitInfo;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+fn run(opts: SpawnOptions) -> (procward_core::spawn::Job, mpsc::Receiver<JobEvent>) {
+  let (tx, rx) = mpsc::channel();
+  let job = spawn(opts, Box::new(move |ev| drop(tx.send(ev)))).unwrap();
+  (job, rx)
+}
+
+/// Collects output until the exit event; returns (output, exit, time of exit).
+fn until_exit(rx: &mpsc::Receiver<JobEvent>) -> (String, ExitInfo) {
+  let mut out = String::new();
+  loop {
+    match rx.recv_timeout(Duration::from_secs(10)).expect("no exit within 10 s") {
+      JobEvent::Output { text, .. } => out.push_str(&text),
+      JobEvent::Exit(info) => return (out, info),
+    }
+  }
+}
+
+#[test]
+fn exit_is_published_while_a_grandchild_holds_the_pipe() {
+  let start = Instant::now();
+  let (_job, rx) = run(SpawnOptions::new("echo started; sleep 30 & echo bg=$!; exit 0"));
+  let (out, exit) = until_exit(&rx);
+  assert!(start.elapsed() < Duration::from_millis(1500), "took {:?}", start.elapsed());
+  assert_eq!(exit, ExitInfo::exited(0));
+  let mut lines = out.lines();
+  assert_eq!(lines.next(), Some("started"));
+  let bg: i32 = lines.next().unwrap().strip_prefix("bg=").unwrap().parse().unwrap();
+  // Waiting did not kill the grandchild.
+  assert!(procward_core::probe::probe_one(bg).is_alive());
+  unsafe { libc::kill(bg, libc::SIGKILL) };
+}
+
+#[test]
+fn a_character_split_across_writes_is_reassembled() {
+  let (_job, rx) = run(SpawnOptions::new("printf 'caf\\303'; sleep 0.2; printf '\\251 ok\\n'"));
+  let (out, exit) = until_exit(&rx);
+  assert_eq!(out, "café ok\n");
+  assert_eq!(exit.code, Some(0));
+}
+
+#[test]
+fn a_signal_death_is_never_exit_code_zero() {
+  let (_job, rx) = run(SpawnOptions::new("echo before; kill -KILL $$"));
+  let (out, exit) = until_exit(&rx);
+  assert_eq!(out, "before\n");
+  assert_eq!(exit, ExitInfo::signalled(libc::SIGKILL));
+}
+
+#[test]
+fn stdout_and_stderr_are_merged_and_a_full_pipe_never_blocks() {
+  let (_job, rx) = run(SpawnOptions::new("head -c 1000000 /dev/zero | tr '\\0' x >&2; echo out-done"));
+  let (out, exit) = until_exit(&rx);
+  assert_eq!(exit.code, Some(0));
+  assert_eq!(out.len(), 1_000_000 + "out-done\n".len());
+  assert!(out.ends_with("xout-done\n"));
+}
+
+#[test]
+fn the_job_leads_its_own_session() {
+  let (job, rx) = run(SpawnOptions::new("sleep 0.3"));
+  let info = match procward_core::probe::probe_one(job.pid) {
+    procward_core::probe::Probe::Found(i) => i,
+    other => panic!("{other:?}"),
+  };
+  assert_eq!(info.pgid, job.pid);
+  until_exit(&rx);
+}
+
+#[test]
+fn stdin_is_dev_null() {
+  let (_job, rx) = run(SpawnOptions::new("cat; echo rc=$?"));
+  let (out, _) = until_exit(&rx);
+  assert_eq!(out, "rc=0\n");
+}
+
+#[test]
+fn missing_cwd_is_a_clear_error() {
+  let mut opts = SpawnOptions::new("true");
+  opts.cwd = Some("/definitely/not/here".into());
+  let err = spawn(opts, Box::new(|_| {})).unwrap_err();
+  assert_eq!(err.code(), "ENOENT");
+}
+
+fn supervisor() -> std::path::PathBuf {
+  std::path::PathBuf::from(env!("CARGO_BIN_EXE_procward-supervise"))
+}
+
+#[test]
+fn durable_job_records_exact_exit_code_and_signal() {
+  let dir = std::env::temp_dir().join(format!("procward-core-test-{}", std::process::id()));
+  std::fs::create_dir_all(&dir).unwrap();
+  for (cmd, want, name) in [
+    ("echo out; echo err >&2; exit 7", ExitInfo::exited(7), "a"),
+    ("echo before; kill -KILL $$", ExitInfo::signalled(9), "b"),
+    ("exit 137", ExitInfo::exited(137), "c"),
+  ] {
+    let log_path = dir.join(format!("{name}.log"));
+    let exit_path = dir.join(format!("{name}.exit"));
+    let mut opts = SpawnOptions::new(cmd);
+    opts.capture = Capture::Durable { log_path: log_path.clone(), exit_path: exit_path.clone(), supervisor: supervisor() };
+    let (_job, rx) = run(opts);
+    let (_out, exit) = until_exit(&rx);
+    assert_eq!(exit, want, "{cmd}");
+    let recorded = std::fs::read_to_string(&exit_path).unwrap();
+    assert_eq!(ExitInfo::from_json(&recorded), Some(want));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&log_path).unwrap().permissions().mode() & 0o777, 0o600);
+  }
+  let log = std::fs::read_to_string(dir.join("a.log")).unwrap();
+  assert_eq!(log, "out\nerr\n");
+  std::fs::remove_dir_all(&dir).unwrap();
+}
