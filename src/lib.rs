@@ -1,0 +1,333 @@
+//! The napi binding of procward: converts between JS values and `procward-core` types and
+//! maps core errors to JS errors. No logic lives here.
+
+#![deny(clippy::all)]
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue};
+use napi_derive::napi;
+use procward_core as core;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// The one place where core errors become JS errors. The message starts with a stable
+/// code (`EMFILE: ...`, `EINVAL: ...`); the TypeScript facade lifts it into `error.code`.
+fn map_error(e: core::Error) -> Error {
+  Error::new(Status::GenericFailure, format!("{}: {}", e.code(), e))
+}
+
+fn invalid(msg: impl Into<String>) -> Error {
+  map_error(core::Error::InvalidInput(msg.into()))
+}
+
+/// Who a process is: PID plus start time plus boot id. A PID alone is never enough.
+#[napi(object)]
+#[derive(Clone)]
+pub struct Identity {
+  /// Process id.
+  pub pid: i32,
+  /// Start time as a decimal string (Linux: clock ticks since boot, `/proc/<pid>/stat` field 22).
+  pub start_time: String,
+  /// Boot id (Linux: `/proc/sys/kernel/random/boot_id`).
+  pub boot_id: String,
+}
+
+impl From<core::Identity> for Identity {
+  fn from(id: core::Identity) -> Self {
+    Identity { pid: id.pid, start_time: id.start_time.to_string(), boot_id: id.boot_id }
+  }
+}
+
+impl TryFrom<Identity> for core::Identity {
+  type Error = Error;
+  fn try_from(id: Identity) -> Result<Self> {
+    let start_time = id.start_time.parse().map_err(|_| invalid(format!("startTime {:?} is not a decimal integer", id.start_time)))?;
+    Ok(core::Identity { pid: id.pid, start_time, boot_id: id.boot_id })
+  }
+}
+
+/// Comparison of a recorded identity with the live system.
+#[napi(string_enum = "lowercase")]
+pub enum Verdict {
+  /// The same process is alive.
+  Current,
+  /// The PID is alive but is another process (reused PID, or another boot).
+  Replaced,
+  /// No such PID, or a zombie.
+  Gone,
+  /// Cannot be read now: treat as alive, never signal.
+  Unknown,
+}
+
+impl From<core::Verdict> for Verdict {
+  fn from(v: core::Verdict) -> Self {
+    match v {
+      core::Verdict::Current => Verdict::Current,
+      core::Verdict::Replaced => Verdict::Replaced,
+      core::Verdict::Gone => Verdict::Gone,
+      core::Verdict::Unknown => Verdict::Unknown,
+    }
+  }
+}
+
+/// One PID's state as the kernel reports it (Linux: one read of `/proc/<pid>/stat`).
+#[napi(object)]
+pub struct ProbeResult {
+  pub pid: i32,
+  /// Present and not a zombie.
+  pub alive: bool,
+  /// Whether a process with this PID exists at all (zombies included).
+  pub exists: bool,
+  /// Kernel state letter (`R`, `S`, `D`, `T`, `Z`, ...), field 3.
+  pub state: Option<String>,
+  /// Parent PID, field 4.
+  pub ppid: Option<i32>,
+  /// Process group id, field 5.
+  pub pgid: Option<i32>,
+  /// Start time (decimal string, clock ticks since boot), field 22.
+  pub start_time: Option<String>,
+  /// Why the PID could not be read (then `alive` is false and `exists` unknown-false).
+  pub error: Option<String>,
+}
+
+/// A process found in a tree, with the identity that makes it safe to signal later.
+#[napi(object)]
+pub struct ProcessEntry {
+  pub pid: i32,
+  pub ppid: i32,
+  pub pgid: i32,
+  /// Kernel state letter.
+  pub state: String,
+  /// Not a zombie.
+  pub alive: bool,
+  pub identity: Identity,
+}
+
+fn entry(p: &core::probe::ProcessInfo, boot_id: &str) -> ProcessEntry {
+  ProcessEntry {
+    pid: p.pid,
+    ppid: p.ppid,
+    pgid: p.pgid,
+    state: p.state.to_string(),
+    alive: !p.is_dead(),
+    identity: Identity { pid: p.pid, start_time: p.start_time.to_string(), boot_id: boot_id.to_string() },
+  }
+}
+
+/// Reads the identity of a live process; `null` when there is no such process or it is a zombie.
+#[napi]
+pub fn identity(pid: i32) -> Result<Option<Identity>> {
+  core::identity::identity(pid).map(|o| o.map(Identity::from)).map_err(|e| map_error(core::Error::Io { context: format!("reading identity of {pid}"), source: e }))
+}
+
+/// Compares a recorded identity with the live system, reading the kernel now.
+#[napi]
+pub fn verdict(identity: Identity) -> Result<Verdict> {
+  Ok(core::identity::verdict(&identity.try_into()?).into())
+}
+
+/// Probes many PIDs at once (one stat read each). Never throws for a missing PID.
+#[napi]
+pub fn probe(pids: Vec<i32>) -> Vec<ProbeResult> {
+  core::probe::probe(&pids)
+    .into_iter()
+    .zip(pids)
+    .map(|(p, pid)| match p {
+      core::probe::Probe::Found(i) => ProbeResult {
+        pid,
+        alive: !i.is_dead(),
+        exists: true,
+        state: Some(i.state.to_string()),
+        ppid: Some(i.ppid),
+        pgid: Some(i.pgid),
+        start_time: Some(i.start_time.to_string()),
+        error: None,
+      },
+      core::probe::Probe::Missing => ProbeResult { pid, alive: false, exists: false, state: None, ppid: None, pgid: None, start_time: None, error: None },
+      core::probe::Probe::Unreadable(e) => ProbeResult { pid, alive: false, exists: false, state: None, ppid: None, pgid: None, start_time: None, error: Some(e) },
+    })
+    .collect()
+}
+
+/// Descendants of `pid` (not including it), from one pass over the process table.
+/// Empty when `pid` does not exist.
+#[napi]
+pub fn descendants(pid: i32) -> Result<Vec<ProcessEntry>> {
+  let boot_id = core::identity::identity(std::process::id() as i32).ok().flatten().map(|i| i.boot_id).unwrap_or_default();
+  Ok(core::tree::descendants(pid).map_err(map_error)?.iter().map(|p| entry(p, &boot_id)).collect())
+}
+
+/// Options of a tree kill. Milliseconds.
+#[napi(object)]
+pub struct KillOptions {
+  /// Grace period between the first signal and SIGKILL. Default 2000; 0 = never escalate.
+  pub grace_ms: Option<u32>,
+  /// First signal by name (`SIGTERM`, `TERM`, `SIGINT`, ...). Default `SIGTERM`.
+  pub signal: Option<String>,
+  /// How long to wait for processes to vanish after the last signal. Default 500.
+  pub settle_ms: Option<u32>,
+}
+
+/// What a tree kill did (PIDs).
+#[napi(object)]
+pub struct KillReport {
+  /// Sent at least one signal.
+  pub signalled: Vec<i32>,
+  /// Already gone (or zombies) when their turn came.
+  pub already_gone: Vec<i32>,
+  /// Alive but another process (reused PID): never signalled.
+  pub refused_reused: Vec<i32>,
+  /// Still alive at the end: the kill failed for these.
+  pub survivors: Vec<i32>,
+  /// Whether SIGKILL was sent.
+  pub escalated: bool,
+}
+
+fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
+  let mut opts = core::kill::KillOptions::default();
+  if let Some(o) = o {
+    if let Some(g) = o.grace_ms {
+      opts.grace = Duration::from_millis(g.into());
+    }
+    if let Some(s) = o.settle_ms {
+      opts.settle = Duration::from_millis(s.into());
+    }
+    if let Some(name) = o.signal {
+      let n = core::status::signal_number(&name).ok_or_else(|| invalid(format!("unknown signal {name:?}")))?;
+      opts.signal = n.try_into().map_err(|_| invalid(format!("unknown signal {name:?}")))?;
+    }
+  }
+  Ok(opts)
+}
+
+/// Tree kill (see DESIGN section 3) on a dedicated thread, never libuv's pool; the callback
+/// gets `(error, report)` once. Holds the event loop open until it has reported.
+#[napi]
+pub fn kill_tree(identity: Identity, options: Option<KillOptions>, callback: ThreadsafeFunction<KillReport, UnknownReturnValue>) -> Result<()> {
+  let root: core::Identity = identity.try_into()?;
+  let opts = kill_options(options)?;
+  std::thread::Builder::new()
+    .name("procward-kill".into())
+    .spawn(move || {
+      let result = core::kill::kill_tree(&root, &opts).map_err(map_error).map(|r| KillReport {
+        signalled: r.signalled,
+        already_gone: r.already_gone,
+        refused_reused: r.refused_reused,
+        survivors: r.survivors,
+        escalated: r.escalated,
+      });
+      callback.call(result, ThreadsafeFunctionCallMode::Blocking);
+    })
+    .map_err(|e| map_error(core::Error::Io { context: "starting the kill thread".into(), source: e }))?;
+  Ok(())
+}
+
+/// What to spawn.
+#[napi(object)]
+pub struct SpawnOptions {
+  /// Shell command, passed byte for byte as one argument.
+  pub command: String,
+  /// Shell executable. Default `/bin/sh`.
+  pub shell: Option<String>,
+  /// Arguments before the command. Default `["-c"]`.
+  pub shell_args: Option<Vec<String>>,
+  /// Working directory. Default: the host's.
+  pub cwd: Option<String>,
+  /// The complete environment of the job. Default: the host's.
+  pub env: Option<HashMap<String, String>>,
+  /// Durable mode: log file for merged output (created 0600, appended).
+  pub log_path: Option<String>,
+  /// Durable mode: exit file the supervisor writes.
+  pub exit_path: Option<String>,
+  /// Durable mode: path of the `procward-supervise` executable.
+  pub supervisor: Option<String>,
+  /// After the direct child exits, publish once output has been idle this long. Default 40.
+  pub drain_idle_ms: Option<u32>,
+  /// ... and at the latest this long after the exit. Default 120.
+  pub drain_max_ms: Option<u32>,
+}
+
+/// A started job.
+#[napi(object)]
+pub struct SpawnedJob {
+  /// PID of the direct child; also its process group id and session id.
+  pub pid: i32,
+  pub identity: Identity,
+}
+
+/// One event of a job: `output` (text, `late` when read after the exit was published) or
+/// `exit` (exactly once: `exitCode`, or `signal` with `signalNumber`).
+#[napi(object)]
+pub struct JobEvent {
+  /// `"output"` or `"exit"`.
+  pub kind: String,
+  pub text: Option<String>,
+  pub late: Option<bool>,
+  pub exit_code: Option<i32>,
+  /// Terminating signal name, e.g. `SIGKILL`.
+  pub signal: Option<String>,
+  pub signal_number: Option<i32>,
+}
+
+impl From<core::reader::JobEvent> for JobEvent {
+  fn from(ev: core::reader::JobEvent) -> Self {
+    match ev {
+      core::reader::JobEvent::Output { text, late } => {
+        JobEvent { kind: "output".into(), text: Some(text), late: Some(late), exit_code: None, signal: None, signal_number: None }
+      }
+      core::reader::JobEvent::Exit(info) => JobEvent {
+        kind: "exit".into(),
+        text: None,
+        late: None,
+        exit_code: info.code,
+        signal: info.signal.map(core::status::signal_name),
+        signal_number: info.signal,
+      },
+    }
+  }
+}
+
+fn spawn_options(o: SpawnOptions) -> Result<core::spawn::SpawnOptions> {
+  let mut opts = core::spawn::SpawnOptions::new(o.command);
+  if let Some(s) = o.shell {
+    opts.shell = s.into();
+  }
+  if let Some(a) = o.shell_args {
+    opts.shell_args = a;
+  }
+  opts.cwd = o.cwd.map(Into::into);
+  opts.env = o.env.map(|m| m.into_iter().collect());
+  if let Some(ms) = o.drain_idle_ms {
+    opts.drain.idle = Duration::from_millis(ms.into());
+  }
+  if let Some(ms) = o.drain_max_ms {
+    opts.drain.max_wait = Duration::from_millis(ms.into());
+  }
+  opts.capture = match (o.log_path, o.exit_path, o.supervisor) {
+    (None, None, None) => core::spawn::Capture::Pipe,
+    (Some(log), Some(exit), Some(sup)) => core::spawn::Capture::Durable { log_path: log.into(), exit_path: exit.into(), supervisor: sup.into() },
+    _ => return Err(invalid("durable mode needs logPath, exitPath and supervisor together")),
+  };
+  Ok(opts)
+}
+
+/// Starts a job in a new session. Events arrive through `onEvent` from the job's own reader
+/// thread; the callback is weak, so a running job never keeps Node's event loop alive.
+#[napi]
+pub fn spawn(options: SpawnOptions, on_event: ThreadsafeFunction<JobEvent, UnknownReturnValue, JobEvent, Status, false, true>) -> Result<SpawnedJob> {
+  let opts = spawn_options(options)?;
+  let job = core::spawn::spawn(
+    opts,
+    Box::new(move |ev| {
+      on_event.call(ev.into(), ThreadsafeFunctionCallMode::NonBlocking);
+    }),
+  )
+  .map_err(map_error)?;
+  Ok(SpawnedJob { pid: job.pid, identity: job.identity.into() })
+}
+
+/// The conventional name of a signal number (`SIGKILL` for 9).
+#[napi]
+pub fn signal_name(signal: i32) -> String {
+  core::status::signal_name(signal)
+}
