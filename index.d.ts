@@ -151,13 +151,4 @@ export interface SpawnOptions {
 export declare function verdict(identity: Identity): Verdict
 
 /** Comparison of a recorded identity with the live system. */
-export declare const enum Verdict {
-  /** The same process is alive. */
-  Current = 'current',
-  /** The PID is alive but is another process (reused PID, or another boot). */
-  Replaced = 'replaced',
-  /** No such PID, or a zombie. */
-  Gone = 'gone',
-  /** Cannot be read now: treat as alive, never signal. */
-  Unknown = 'unknown',
-}
+export type Verdict = 'current' | 'replaced' | 'gone' | 'unknown'

@@ -5,7 +5,7 @@ import { copyFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 
 const run = (cmd, args) => execFileSync(cmd, args, { stdio: 'inherit', shell: process.platform === 'win32' });
-run('npx', ['napi', 'build', '--platform', '--release']);
+run('npx', ['napi', 'build', '--platform', '--release', '--no-const-enum']);
 run('cargo', ['build', '--release', '-p', 'procward-core', '--bin', 'procward-supervise']);
 const exe = process.platform === 'win32' ? 'procward-supervise.exe' : 'procward-supervise';
 copyFileSync(join('target', 'release', exe), exe);

@@ -12,6 +12,7 @@
 
 use procward_core::status::ExitInfo;
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,7 +22,7 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
   let mut tmp = PathBuf::from(path);
   tmp.set_extension(format!("tmp{}", std::process::id()));
   {
-    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
     f.write_all(text.as_bytes())?;
     f.sync_all()?;
   }

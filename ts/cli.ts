@@ -1,0 +1,158 @@
+/**
+ * `procward`: the command line. Every invocation is a fresh host that recovers from the
+ * checkpoint in the state directory, so a job started by one invocation is listed, polled,
+ * waited for and killed by the next.
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import shellQuote from 'shell-quote';
+import { ProcwardError } from './errors.js';
+import { ProcessRegistry, type SessionSummary } from './registry.js';
+import { defaultStateDir } from './statedir.js';
+
+interface Common {
+  stateDir?: string;
+  json?: boolean;
+}
+
+function int(name: string, min: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be an integer >= ${min}`);
+    return n;
+  };
+}
+
+function common(cmd: Command): Command {
+  return cmd
+    .option('--state-dir <dir>', 'state directory (default: $PROCWARD_STATE_DIR or the platform state dir)')
+    .option('--json', 'print JSON');
+}
+
+async function withRegistry<T>(opts: Common, fn: (r: ProcessRegistry) => Promise<T>): Promise<T> {
+  const registry = await ProcessRegistry.open({ stateDir: opts.stateDir ?? defaultStateDir() });
+  for (const d of registry.diagnostics) process.stderr.write(`procward: ${d}\n`);
+  try {
+    return await fn(registry);
+  } finally {
+    await registry.close();
+  }
+}
+
+function print(opts: Common, value: unknown, text: string): void {
+  process.stdout.write(opts.json ? `${JSON.stringify(value, null, 2)}\n` : text.endsWith('\n') || text === '' ? text : `${text}\n`);
+}
+
+function describeEnd(s: SessionSummary): string {
+  if (s.status === 'running') return 'running';
+  const how = s.signal ? `killed by ${s.signal}` : s.exitCode !== null ? `exit code ${s.exitCode}` : 'exit status unknown';
+  return `${s.reason ?? 'exited'} (${how})`;
+}
+
+function age(ms: number): string {
+  const s = Math.round(ms / 1000);
+  return s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m${s % 60}s` : `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
+}
+
+const program = new Command('procward')
+  .description('Background process registry: start jobs, read their output, wait for them, stop their whole tree.')
+  .showHelpAfterError();
+
+common(program.command('start'))
+  .description('start a command in the background (durable: survives this process) and print its session id')
+  .argument('<command...>', 'the shell command (one quoted string, or words after --)')
+  .option('--cwd <dir>', 'working directory')
+  .option('--task <id>', 'task id to record')
+  .option('--session-key <key>', 'session key to record')
+  .action(async (words: string[], opts: Common & { cwd?: string; task?: string; sessionKey?: string }) => {
+    const command = words.length === 1 ? (words[0] as string) : shellQuote.quote(words);
+    await withRegistry(opts, async (r) => {
+      const s = await r.spawn(command, {
+        ...(opts.cwd !== undefined && { cwd: opts.cwd }),
+        ...(opts.task !== undefined && { taskId: opts.task }),
+        ...(opts.sessionKey !== undefined && { sessionKey: opts.sessionKey }),
+      });
+      print(opts, s, s.id);
+    });
+  });
+
+common(program.command('list'))
+  .description('list sessions')
+  .option('--task <id>', 'only this task')
+  .option('--session-key <key>', 'only this session key')
+  .action(async (opts: Common & { task?: string; sessionKey?: string }) => {
+    await withRegistry(opts, async (r) => {
+      const all = await r.list({
+        ...(opts.task !== undefined && { taskId: opts.task }),
+        ...(opts.sessionKey !== undefined && { sessionKey: opts.sessionKey }),
+      });
+      const rows = all.map((s) => `${s.id}  ${String(s.pid ?? '-').padStart(7)}  ${age(s.uptimeMs).padStart(6)}  ${describeEnd(s).padEnd(28)}  ${s.command}`);
+      print(opts, all, rows.length ? rows.join('\n') : 'no sessions');
+    });
+  });
+
+common(program.command('poll'))
+  .description('status and output preview of a session')
+  .argument('<id>', 'session id or unique prefix')
+  .action(async (id: string, opts: Common) => {
+    await withRegistry(opts, async (r) => {
+      const p = await r.poll(id);
+      print(opts, p, `${p.id} pid ${p.pid ?? '-'} ${describeEnd(p)} after ${age(p.uptimeMs)}\n${p.outputPreview}`);
+    });
+  });
+
+common(program.command('log'))
+  .description('output lines of a session (default: the last 200)')
+  .argument('<id>', 'session id or unique prefix')
+  .option('--offset <n>', 'first line, 0-based', int('offset', 0))
+  .option('--limit <n>', 'number of lines', int('limit', 1))
+  .action(async (id: string, opts: Common & { offset?: number; limit?: number }) => {
+    await withRegistry(opts, async (r) => {
+      const page = await r.readLog(id, {
+        ...(opts.offset !== undefined && { offset: opts.offset }),
+        ...(opts.limit !== undefined && { limit: opts.limit }),
+      });
+      print(opts, page, page.lines.length ? `${page.text}\n` : '');
+      if (!opts.json) process.stderr.write(`[${page.showing}]\n`);
+    });
+  });
+
+common(program.command('wait'))
+  .description('wait for a session to end, print its output and how it ended (exit status 124 on timeout)')
+  .argument('<id>', 'session id or unique prefix')
+  .option('--timeout <ms>', 'give up after this many milliseconds', int('timeout', 1))
+  .action(async (id: string, opts: Common & { timeout?: number }) => {
+    await withRegistry(opts, async (r) => {
+      const w = await r.wait(id, opts.timeout !== undefined ? { timeoutMs: opts.timeout } : {});
+      if (opts.json) print(opts, w, '');
+      else {
+        const log = await r.readLog(w.id, { limit: 1_000_000 });
+        process.stdout.write(log.lines.length ? `${log.text}\n` : '');
+        process.stderr.write(`${w.id}: ${w.timedOut ? 'still running (timed out)' : describeEnd(w)}\n`);
+      }
+      if (w.timedOut) process.exitCode = 124;
+    });
+  });
+
+common(program.command('kill'))
+  .description('stop a session and its whole process tree (SIGTERM, grace period, SIGKILL)')
+  .argument('<id>', 'session id or unique prefix')
+  .option('--grace <ms>', 'grace period before SIGKILL (0 = never escalate)', int('grace', 0))
+  .action(async (id: string, opts: Common & { grace?: number }) => {
+    await withRegistry(opts, async (r) => {
+      const k = await r.kill(id, opts.grace !== undefined ? { graceMs: opts.grace } : {});
+      print(opts, k, k.outcome === 'already_exited' ? `${k.id}: already exited` : `${k.id}: killed (signalled ${k.signalled.length}, escalated: ${k.escalated})`);
+    });
+  });
+
+program.parseAsync(process.argv).then(
+  () => process.exit(),
+  (err: unknown) => {
+    const e = err instanceof ProcwardError ? err : null;
+    const json = process.argv.includes('--json');
+    const code = e?.code ?? (err as { code?: string }).code ?? 'ERROR';
+    const message = err instanceof Error ? err.message : String(err);
+    if (json) process.stdout.write(`${JSON.stringify({ error: { code, message, ...(e?.details && { details: e.details }) } }, null, 2)}\n`);
+    else process.stderr.write(`procward: ${code}: ${message}\n`);
+    process.exit(1);
+  },
+);

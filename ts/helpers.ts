@@ -1,0 +1,72 @@
+/**
+ * Low-level native helpers, usable without a registry: a reuse-safe replacement for
+ * ps-spawning libraries (ps-list, pidtree, tree-kill). Linux reads procfs; other platforms
+ * report identities as unknown until their sources are implemented (see README).
+ */
+import { fromNative } from './errors.js';
+import { native, type Identity, type NativeKillReport, type ProbeResult, type ProcessEntry, type Verdict } from './native.js';
+
+export type { Identity, ProbeResult, ProcessEntry, Verdict };
+
+/** Result of {@link killTree}: PIDs signalled, already gone, refused (reused PID), and survivors. */
+export type KillReport = NativeKillReport;
+
+/** Options of {@link killTree}. */
+export interface KillTreeOptions {
+  /** Milliseconds between the first signal and SIGKILL. Default 2000; 0 = never escalate. */
+  graceMs?: number;
+  /** First signal name. Default `SIGTERM`. */
+  signal?: string;
+  /** Milliseconds to wait for processes to vanish after the last signal. Default 500. */
+  settleMs?: number;
+}
+
+function wrap<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw fromNative(err);
+  }
+}
+
+/**
+ * Identity of a live process: `{ pid, startTime, bootId }` (Linux: `/proc/<pid>/stat`
+ * field 22 in clock ticks, and `/proc/sys/kernel/random/boot_id`). `null` when there is no
+ * such process or it is a zombie.
+ */
+export function identity(pid: number): Identity | null {
+  return wrap(() => native.identity(pid));
+}
+
+/** Compares a recorded identity with the live system: `current`, `replaced`, `gone` or `unknown`. */
+export function verdict(id: Identity): Verdict {
+  return wrap(() => native.verdict(id));
+}
+
+/** Probes PIDs in one batch (one `/proc/<pid>/stat` read each); never throws for a missing PID. */
+export function probe(pids: number[]): ProbeResult[] {
+  return wrap(() => native.probe(pids));
+}
+
+/** Descendants of `pid` with their identities, from one pass over the process table. */
+export function descendants(pid: number): ProcessEntry[] {
+  return wrap(() => native.descendants(pid));
+}
+
+/**
+ * Kills the tree rooted at `root` on a native thread: snapshot, signal, grace period,
+ * SIGKILL of survivors after a fresh identity check. Resolves with the report even when
+ * there are survivors (check `survivors`); rejects only on misuse (`EINVAL`).
+ */
+export function killTree(root: Identity, options: KillTreeOptions = {}): Promise<KillReport> {
+  if (options.graceMs !== undefined && !(Number.isInteger(options.graceMs) && options.graceMs >= 0)) {
+    return Promise.reject(fromNative(new Error(`EINVAL: graceMs must be a non-negative integer, got ${options.graceMs}`)));
+  }
+  return new Promise((resolve, reject) => {
+    try {
+      native.killTree(root, options, (err, report) => (err ? reject(fromNative(err)) : resolve(report)));
+    } catch (err) {
+      reject(fromNative(err));
+    }
+  });
+}

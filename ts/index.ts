@@ -1,0 +1,26 @@
+/**
+ * procward: a background process registry for Node.js agent runtimes.
+ *
+ * - {@link ProcessRegistry}: sessions for background jobs (spawn, poll, wait, readLog, kill,
+ *   list), with crash recovery from a checkpoint when opened with a `stateDir`.
+ * - Native helpers: {@link identity}, {@link verdict}, {@link probe}, {@link descendants},
+ *   {@link killTree}: PID-reuse-safe process inspection and tree kill.
+ * - {@link redact}: the redaction applied to everything procward persists or shows.
+ */
+export { ProcessRegistry } from './registry.js';
+export type {
+  RegistryOptions,
+  SpawnOptions,
+  SessionSummary,
+  PollResult,
+  WaitResult,
+  LogResult,
+  KillResult,
+} from './registry.js';
+export type { SessionRecord, SessionStatus, CompletionReason } from './session.js';
+export { identity, verdict, probe, descendants, killTree } from './helpers.js';
+export type { Identity, Verdict, ProbeResult, ProcessEntry, KillReport, KillTreeOptions } from './helpers.js';
+export { ProcwardError } from './errors.js';
+export type { ProcwardErrorCode } from './errors.js';
+export { redact } from './redact.js';
+export { defaultStateDir } from './statedir.js';

@@ -1,0 +1,99 @@
+/**
+ * Output views: a bounded rolling tail of a session's output, the plain view used for
+ * previews (ANSI escapes removed, carriage-return progress shown as its latest frame), and
+ * line paging for `readLog`.
+ */
+
+/** Default size of a session's in-memory tail, in UTF-16 characters. */
+export const DEFAULT_TAIL_CHARS = 200_000;
+
+/** A rolling tail: keeps the last `maxChars` characters and counts what it dropped. */
+export class OutputTail {
+  private chunks: string[] = [];
+  private size = 0;
+  /** Characters ever appended. */
+  totalChars = 0;
+  /** Characters dropped from the front because of the cap. */
+  droppedChars = 0;
+
+  constructor(readonly maxChars: number = DEFAULT_TAIL_CHARS) {}
+
+  append(text: string): void {
+    if (!text) return;
+    this.chunks.push(text);
+    this.size += text.length;
+    this.totalChars += text.length;
+    if (this.size > this.maxChars * 2 || this.chunks.length > 4096) this.compact();
+  }
+
+  private compact(): void {
+    const all = this.chunks.join('');
+    const keep = all.length > this.maxChars ? all.slice(all.length - this.maxChars) : all;
+    this.droppedChars += all.length - keep.length;
+    this.chunks = keep ? [keep] : [];
+    this.size = keep.length;
+  }
+
+  /** The retained text (at most `maxChars` characters). */
+  text(): string {
+    this.compact();
+    return this.chunks[0] ?? '';
+  }
+}
+
+// CSI (ESC [ ... final byte), OSC (ESC ] ... BEL or ESC \), and other two-byte escapes.
+const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]|\u009b[0-?]*[ -/]*[@-~]/g;
+
+/**
+ * The plain view of output: ANSI CSI/OSC sequences removed, `\r\n` as one line break,
+ * and within each line only the text after the last bare `\r` (a progress bar's latest
+ * frame).
+ */
+export function plainText(text: string): string {
+  return text
+    .replace(ANSI, '')
+    .replace(/\r\n/g, '\n')
+    .split('\n')
+    .map((line) => {
+      const cr = line.lastIndexOf('\r', line.length - 2);
+      return (cr >= 0 ? line.slice(cr + 1) : line).replace(/\r$/, '');
+    })
+    .join('\n');
+}
+
+/** The last `maxChars` characters of the plain view. */
+export function preview(text: string, maxChars = 2000): string {
+  const plain = plainText(text);
+  return plain.length > maxChars ? plain.slice(plain.length - maxChars) : plain;
+}
+
+/** One page of lines. */
+export interface LinePage {
+  /** The lines of this page, without their line breaks. */
+  lines: string[];
+  /** Lines in the whole text (a trailing newline does not start a new line). */
+  totalLines: number;
+  /** Zero-based index of the first line of the page. */
+  offset: number;
+  /** Human-readable range, e.g. `lines 301-500 of 500`. */
+  showing: string;
+}
+
+/**
+ * Pages `text` by line. Default: the last `limit` (200) lines; an explicit `offset`
+ * (zero-based, 0 = the first line) pages from the start.
+ */
+export function pageLines(text: string, opts: { offset?: number; limit?: number } = {}): LinePage {
+  const limit = opts.limit ?? 200;
+  if (!Number.isInteger(limit) || limit <= 0) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+  if (opts.offset !== undefined && (!Number.isInteger(opts.offset) || opts.offset < 0)) {
+    throw new RangeError(`offset must be a non-negative integer, got ${opts.offset}`);
+  }
+  const all = plainText(text).split('\n');
+  if (all.length > 0 && all[all.length - 1] === '') all.pop();
+  const totalLines = all.length;
+  const offset = opts.offset ?? Math.max(0, totalLines - limit);
+  const lines = all.slice(offset, offset + limit);
+  const showing = lines.length === 0 ? `no lines (of ${totalLines})` : `lines ${offset + 1}-${offset + lines.length} of ${totalLines}`;
+  return { lines, totalLines, offset, showing };
+}

@@ -1,0 +1,54 @@
+/**
+ * The session record: what procward knows about one background job. This shape is what
+ * the checkpoint persists (see `checkpoint.ts`), so every field is plain JSON.
+ */
+import { z } from 'zod';
+
+/** `running` until the job's end is known, then `exited`. */
+export type SessionStatus = 'running' | 'exited';
+
+/**
+ * Why a session ended: `exited` (on its own), `killed` (by procward), `lost` (its process
+ * vanished while no host watched it and no exit status was recorded), `failed_start`.
+ */
+export type CompletionReason = 'exited' | 'killed' | 'lost' | 'failed_start';
+
+export const identitySchema = z.object({
+  pid: z.number().int().positive(),
+  startTime: z.string().regex(/^\d+$/),
+  bootId: z.string().min(1),
+});
+
+export const sessionRecordSchema = z.object({
+  id: z.string().regex(/^proc_[0-9a-f]{12}$/),
+  /** The command as the user gave it, redacted. */
+  command: z.string(),
+  cwd: z.string(),
+  /** PID of the direct child (durable jobs: the supervisor); also the process group id. */
+  pid: z.number().int().positive().nullable(),
+  identity: identitySchema.nullable(),
+  taskId: z.string().optional(),
+  ownerTaskId: z.string().optional(),
+  sessionKey: z.string().optional(),
+  /** Milliseconds since the epoch. */
+  startedAt: z.number(),
+  exitedAt: z.number().nullable(),
+  status: z.enum(['running', 'exited']),
+  exitCode: z.number().int().nullable(),
+  /** Terminating signal name, e.g. `SIGKILL`. */
+  signal: z.string().nullable(),
+  reason: z.enum(['exited', 'killed', 'lost', 'failed_start']).nullable(),
+  /** Who ended it: `process` (itself), `kill` (procward), `recovery` (noticed after a host restart). */
+  terminationSource: z.string().nullable(),
+  /** Durable jobs write their output to `logPath` and their exit status to `exitPath`. */
+  durable: z.boolean(),
+  logPath: z.string().nullable(),
+  exitPath: z.string().nullable(),
+  /** Identity of the host process that last wrote this entry. */
+  writer: identitySchema,
+  /** Milliseconds since the epoch; the newer entry wins when hosts merge. */
+  updatedAt: z.number(),
+});
+
+export type SessionRecord = z.infer<typeof sessionRecordSchema>;
+export type RecordedIdentity = z.infer<typeof identitySchema>;
