@@ -127,7 +127,7 @@ export interface SpawnedJob {
 export interface SpawnOptions {
   /** Shell command, passed byte for byte as one argument. */
   command: string
-  /** Shell executable. Default `/bin/sh`. */
+  /** Shell executable. Default `/bin/bash` when it exists, else `/bin/sh`. */
   shell?: string
   /** Arguments before the command. Default `["-c"]`. */
   shellArgs?: Array<string>

@@ -227,7 +227,7 @@ pub fn kill_tree(identity: Identity, options: Option<KillOptions>, callback: Thr
 pub struct SpawnOptions {
   /// Shell command, passed byte for byte as one argument.
   pub command: String,
-  /// Shell executable. Default `/bin/sh`.
+  /// Shell executable. Default `/bin/bash` when it exists, else `/bin/sh`.
   pub shell: Option<String>,
   /// Arguments before the command. Default `["-c"]`.
   pub shell_args: Option<Vec<String>>,

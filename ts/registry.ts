@@ -19,7 +19,7 @@ import type { CompletionReason, SessionRecord, SessionStatus } from './session.j
 export interface RegistryOptions {
   /** Directory for the checkpoint and durable job files (created 0700). Without it nothing is persisted. */
   stateDir?: string;
-  /** Shell for commands. Default `/bin/sh`. */
+  /** Shell for commands. Default `/bin/bash` when it exists (it execs the last command, so signal deaths stay visible), else `/bin/sh`. */
   shell?: string;
   /** Shell arguments before the command. Default `['-c']`. */
   shellArgs?: string[];

@@ -43,7 +43,7 @@ pub enum Capture {
 pub struct SpawnOptions {
   /// The command string, passed to the shell as one argument, byte for byte.
   pub command: String,
-  /// Shell executable. Default `/bin/sh`.
+  /// Shell executable. Default [`default_shell`].
   pub shell: PathBuf,
   /// Arguments before the command. Default `["-c"]`.
   pub shell_args: Vec<String>,
@@ -59,13 +59,28 @@ impl SpawnOptions {
   pub fn new(command: impl Into<String>) -> Self {
     SpawnOptions {
       command: command.into(),
-      shell: PathBuf::from("/bin/sh"),
+      shell: default_shell(),
       shell_args: vec!["-c".into()],
       cwd: None,
       env: None,
       capture: Capture::Pipe,
       drain: DrainOptions::default(),
     }
+  }
+}
+
+/// `/bin/bash` when it exists, else `/bin/sh`.
+///
+/// bash runs the last simple command of `-c` with `exec`, so `sh -c '...'` or a lone
+/// `node server.js` becomes the session leader itself and its own exit status (including
+/// a death by signal) is what the session reports. dash (Debian's `/bin/sh`) forks instead,
+/// and a child killed by SIGKILL then surfaces as the shell's `exit 137`.
+pub fn default_shell() -> PathBuf {
+  let bash = PathBuf::from("/bin/bash");
+  if bash.exists() {
+    bash
+  } else {
+    PathBuf::from("/bin/sh")
   }
 }
 

@@ -1,0 +1,74 @@
+// Shared test support: temporary state directories, cleanup of the processes a test
+// started (by PID or by the process group it created, never by name), and a CLI runner.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach } from 'vitest';
+import { probe } from '../ts/helpers.js';
+
+export const ROOT = join(__dirname, '..');
+export const CLI = join(ROOT, 'dist', 'cli.mjs');
+
+const dirs: string[] = [];
+const groups: number[] = [];
+const pids: number[] = [];
+
+export function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'procward-test-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** Kill this process group at the end of the test (a group the test created). */
+export function cleanupGroup(pgid: number | null | undefined): void {
+  if (pgid) groups.push(pgid);
+}
+
+/** Kill this PID at the end of the test (a process the test started). */
+export function cleanupPid(pid: number | null | undefined): void {
+  if (pid) pids.push(pid);
+}
+
+afterEach(() => {
+  for (const g of groups.splice(0)) {
+    try {
+      process.kill(-g, 'SIGKILL');
+    } catch {}
+  }
+  for (const p of pids.splice(0)) {
+    try {
+      process.kill(p, 'SIGKILL');
+    } catch {}
+  }
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** Alive means present and not a zombie (this machine's PID 1 reaps orphans slowly). */
+export function isAlive(pid: number): boolean {
+  return probe([pid])[0]?.alive === true;
+}
+
+export async function until(cond: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built CLI as a separate process (a fresh host each time). */
+export function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, timeout: 30_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
