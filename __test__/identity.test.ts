@@ -1,7 +1,7 @@
 // DESIGN section 2 (process identity) and section 3 (trees and kill), through the JS API.
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { descendants, identity, killTree, probe, verdict } from '../ts/helpers.js';
+import { descendants, identity, killTree, probe, verdict } from '../dist/index.mjs';
 import { cleanupGroup, isAlive, until } from './support.js';
 
 function startGroup(script: string) {

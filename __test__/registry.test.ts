@@ -1,6 +1,6 @@
 // DESIGN sections 4 (spawning and output) and 5 (sessions), with real processes.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ProcessRegistry } from '../ts/registry.js';
+import { ProcessRegistry } from '../dist/index.mjs';
 import { cleanupGroup, cleanupPid, isAlive, tempDir } from './support.js';
 
 let registry: ProcessRegistry;

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
-import { probe } from '../ts/helpers.js';
+import { probe } from '../dist/index.mjs';
 
 export const ROOT = join(__dirname, '..');
 export const CLI = join(ROOT, 'dist', 'cli.mjs');

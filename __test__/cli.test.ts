@@ -1,0 +1,145 @@
+// DESIGN section 8 (CLI) and section 6 (recovery): every CLI invocation is a separate host
+// process that recovers from the checkpoint.
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ProcessRegistry } from '../dist/index.mjs';
+import { cleanupGroup, cleanupPid, cli, isAlive, ROOT, tempDir, until } from './support.js';
+
+describe('CLI round trip across processes', () => {
+  it('start in one process, list and poll from others, wait from a third gets exit code 7 and the output', async () => {
+    const state = tempDir();
+    const started = await cli(['start', '--state-dir', state, '--json', '--', 'echo first; sleep 1; echo second; exit 7']);
+    expect(started.code).toBe(0);
+    const s = JSON.parse(started.stdout);
+    cleanupGroup(s.pid);
+    expect(s.id).toMatch(/^proc_[0-9a-f]{12}$/);
+
+    // The starting CLI process has exited; the job lives on.
+    expect(isAlive(s.pid)).toBe(true);
+    const listed = JSON.parse((await cli(['list', '--state-dir', state, '--json'])).stdout);
+    expect(listed).toMatchObject([{ id: s.id, status: 'running', durable: true, detached: true }]);
+    const polled = JSON.parse((await cli(['poll', s.id.slice(5, 11), '--state-dir', state, '--json'])).stdout);
+    expect(polled).toMatchObject({ id: s.id, status: 'running', pid: s.pid });
+
+    const waited = await cli(['wait', s.id, '--state-dir', state]);
+    expect(waited.code).toBe(0);
+    expect(waited.stdout).toBe('first\nsecond\n');
+    expect(waited.stderr).toContain('exit code 7');
+
+    const json = JSON.parse((await cli(['wait', s.id, '--state-dir', state, '--json'])).stdout);
+    expect(json).toMatchObject({ status: 'exited', exitCode: 7, signal: null, reason: 'exited' });
+    const log = await cli(['log', s.id, '--state-dir', state, '--offset', '1']);
+    expect(log.stdout).toBe('second\n');
+  });
+
+  it('kill from another process stops the detached job tree and records the signal', async () => {
+    const state = tempDir();
+    const s = JSON.parse((await cli(['start', '--state-dir', state, '--json', '--', 'sleep 30 & sleep 30; wait'])).stdout);
+    cleanupGroup(s.pid);
+    const k = await cli(['kill', s.id, '--state-dir', state, '--json', '--grace', '500']);
+    expect(k.code).toBe(0);
+    expect(JSON.parse(k.stdout)).toMatchObject({ outcome: 'killed', survivors: [] });
+    await until(() => !isAlive(s.pid), 3000, 'supervisor exit');
+    const p = JSON.parse((await cli(['poll', s.id, '--state-dir', state, '--json'])).stdout);
+    expect(p).toMatchObject({ status: 'exited', reason: 'killed' });
+    expect(p.signal).toMatch(/^SIG(TERM|KILL)$/);
+  });
+
+  it('wait --timeout exits 124 while the job runs; unknown ids exit 1 with a clear error', async () => {
+    const state = tempDir();
+    const s = JSON.parse((await cli(['start', '--state-dir', state, '--json', '--', 'sleep 20'])).stdout);
+    cleanupGroup(s.pid);
+    const w = await cli(['wait', s.id, '--state-dir', state, '--timeout', '200']);
+    expect(w.code).toBe(124);
+    const bad = await cli(['poll', 'proc_000000000000', '--state-dir', state, '--json']);
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.stdout).error.code).toBe('UNKNOWN_SESSION');
+    const badTimeout = await cli(['wait', s.id, '--state-dir', state, '--timeout', '0']);
+    expect(badTimeout.code).not.toBe(0);
+    expect(badTimeout.stderr).toMatch(/timeout must be an integer >= 1/);
+  });
+
+  it('several words after -- keep their argument boundaries', async () => {
+    const state = tempDir();
+    const s = JSON.parse((await cli(['start', '--state-dir', state, '--json', '--', 'printf', '%s|', 'a b', "c'd"])).stdout);
+    cleanupGroup(s.pid);
+    const w = await cli(['wait', s.id, '--state-dir', state]);
+    expect(w.stdout).toBe("a b|c'd|\n");
+  });
+});
+
+describe('checkpoint and recovery', () => {
+  it('state directory is 0700, checkpoint and logs 0600, and persisted commands are redacted', async () => {
+    const state = tempDir();
+    const token = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
+    const s = JSON.parse((await cli(['start', '--state-dir', state, '--json', '--', `echo ${token} >/dev/null; curl -H "Authorization: Bearer abcdefghijklmnop123456" http://localhost:1 || true`])).stdout);
+    cleanupGroup(s.pid);
+    await cli(['wait', s.id, '--state-dir', state]);
+    expect(statSync(state).mode & 0o777).toBe(0o700);
+    const cp = join(state, 'checkpoint.json');
+    expect(statSync(cp).mode & 0o777).toBe(0o600);
+    expect(statSync(join(state, 'sessions', s.id, 'output.log')).mode & 0o777).toBe(0o600);
+    expect(statSync(join(state, 'sessions', s.id, 'exit.json')).mode & 0o777).toBe(0o600);
+    const text = readFileSync(cp, 'utf8');
+    expect(text).not.toContain(token);
+    expect(text).not.toContain('abcdefghijklmnop123456');
+    expect(JSON.parse(text).version).toBe(1);
+  });
+
+  it('a host SIGKILLed mid-job: the next host adopts the live job, then reports its exact exit code', async () => {
+    const state = tempDir();
+    const script = `
+      const { ProcessRegistry } = require(${JSON.stringify(join(ROOT, 'dist', 'index.js'))});
+      ProcessRegistry.open({ stateDir: ${JSON.stringify(state)} }).then(async (r) => {
+        const s = await r.spawn('echo alive; sleep 1.5; echo late; exit 42');
+        process.stdout.write(JSON.stringify(s) + '\\n');
+        setInterval(() => {}, 1000);
+      });`;
+    const host = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    cleanupPid(host.pid);
+    const line = await new Promise<string>((resolve) => host.stdout.once('data', (d) => resolve(String(d))));
+    const s = JSON.parse(line);
+    cleanupGroup(s.pid);
+    host.kill('SIGKILL');
+    await new Promise((r) => host.once('exit', r));
+
+    const next = await ProcessRegistry.open({ stateDir: state });
+    const p = await next.poll(s.id);
+    expect(p).toMatchObject({ status: 'running', detached: true, pid: s.pid });
+    const w = await next.wait(s.id, { timeoutMs: 10_000 });
+    expect(w).toMatchObject({ status: 'exited', exitCode: 42, reason: 'exited' });
+    expect((await next.readLog(s.id)).lines).toEqual(['alive', 'late']);
+    await next.close();
+  });
+
+  it('a job whose process vanished without an exit file is reported lost, not exited 0', async () => {
+    const state = tempDir();
+    const r1 = await ProcessRegistry.open({ stateDir: state, durable: false });
+    const s = await r1.spawn('sleep 30');
+    cleanupGroup(s.pid);
+    await r1.close();
+    process.kill(-(s.pid as number), 'SIGKILL');
+    await until(() => !isAlive(s.pid as number), 3000, 'death');
+    const r2 = await ProcessRegistry.open({ stateDir: state });
+    const p = await r2.poll(s.id);
+    expect(p).toMatchObject({ status: 'exited', reason: 'lost', exitCode: null });
+    await r2.close();
+  });
+
+  it('a corrupt checkpoint is moved aside and the previous generation is recovered', async () => {
+    const state = tempDir();
+    const r1 = await ProcessRegistry.open({ stateDir: state });
+    const a = await r1.spawn('exit 5');
+    cleanupGroup(a.pid);
+    await r1.wait(a.id, { timeoutMs: 10_000 });
+    await r1.close();
+    writeFileSync(join(state, 'checkpoint.json'), '{"version":1,"sessions":[{"id":"proc_');
+    const r2 = await ProcessRegistry.open({ stateDir: state });
+    expect(r2.diagnostics.join('\n')).toMatch(/invalid JSON.*moved aside/);
+    expect(readdirSync(state).some((f) => f.startsWith('checkpoint.json.corrupt-'))).toBe(true);
+    expect((await r2.poll(a.id)).exitCode).toBe(5);
+    await r2.close();
+  });
+});
