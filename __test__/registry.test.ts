@@ -1,4 +1,6 @@
 // DESIGN sections 4 (spawning and output) and 5 (sessions), with real processes.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
 import { cleanupGroup, cleanupPid, isAlive, tempDir } from './support.js';
@@ -166,5 +168,34 @@ describe('durable sessions in one host', () => {
     expect(w).toMatchObject({ exitCode: 7, reason: 'exited', durable: true });
     expect((await r.readLog(s.id)).lines).toEqual(['out', 'err']);
     await r.close();
+  });
+});
+
+describe('the event loop', () => {
+  const index = join(__dirname, '..', 'dist', 'index.js');
+  function host(body: string): Promise<{ code: number | null; stdout: string }> {
+    const script = `const { ProcessRegistry } = require(${JSON.stringify(index)});\n(async () => {\n${body}\n})();`;
+    return new Promise((resolve) => {
+      execFile(process.execPath, ['-e', script], { timeout: 20_000 }, (err, stdout) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout });
+      });
+    });
+  }
+
+  it('a running job does not keep the host alive (weak callbacks)', async () => {
+    const { code, stdout } = await host(`const r = await ProcessRegistry.open(); const s = await r.spawn('sleep 20'); console.log(s.pid);`);
+    expect(code).toBe(0);
+    const pid = Number(stdout.trim());
+    cleanupGroup(pid);
+    // The host is gone while its job still runs.
+    expect(isAlive(pid)).toBe(true);
+  });
+
+  it('awaiting wait keeps the host alive until the job ends', async () => {
+    const { code, stdout } = await host(
+      `const r = await ProcessRegistry.open(); const s = await r.spawn('sleep 0.5; echo finished; exit 4'); const w = await r.wait(s.id); console.log(JSON.stringify(w));`,
+    );
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ exitCode: 4, outputPreview: 'finished\n' });
   });
 });

@@ -117,7 +117,9 @@ fn entry(p: &core::probe::ProcessInfo, boot_id: &str) -> ProcessEntry {
 /// Reads the identity of a live process; `null` when there is no such process or it is a zombie.
 #[napi]
 pub fn identity(pid: i32) -> Result<Option<Identity>> {
-  core::identity::identity(pid).map(|o| o.map(Identity::from)).map_err(|e| map_error(core::Error::Io { context: format!("reading identity of {pid}"), source: e }))
+  core::identity::identity(pid)
+    .map(|o| o.map(Identity::from))
+    .map_err(|e| map_error(core::Error::Io { context: format!("reading identity of {pid}"), source: e }))
 }
 
 /// Compares a recorded identity with the live system, reading the kernel now.
@@ -143,8 +145,12 @@ pub fn probe(pids: Vec<i32>) -> Vec<ProbeResult> {
         start_time: Some(i.start_time.to_string()),
         error: None,
       },
-      core::probe::Probe::Missing => ProbeResult { pid, alive: false, exists: false, state: None, ppid: None, pgid: None, start_time: None, error: None },
-      core::probe::Probe::Unreadable(e) => ProbeResult { pid, alive: false, exists: false, state: None, ppid: None, pgid: None, start_time: None, error: Some(e) },
+      core::probe::Probe::Missing => {
+        ProbeResult { pid, alive: false, exists: false, state: None, ppid: None, pgid: None, start_time: None, error: None }
+      }
+      core::probe::Probe::Unreadable(e) => {
+        ProbeResult { pid, alive: false, exists: false, state: None, ppid: None, pgid: None, start_time: None, error: Some(e) }
+      }
     })
     .collect()
 }
@@ -203,7 +209,11 @@ fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
 /// Tree kill (see DESIGN section 3) on a dedicated thread, never libuv's pool; the callback
 /// gets `(error, report)` once. Holds the event loop open until it has reported.
 #[napi]
-pub fn kill_tree(identity: Identity, options: Option<KillOptions>, callback: ThreadsafeFunction<KillReport, UnknownReturnValue>) -> Result<()> {
+pub fn kill_tree(
+  identity: Identity,
+  options: Option<KillOptions>,
+  callback: ThreadsafeFunction<KillReport, UnknownReturnValue>,
+) -> Result<()> {
   let root: core::Identity = identity.try_into()?;
   let opts = kill_options(options)?;
   std::thread::Builder::new()
@@ -305,7 +315,9 @@ fn spawn_options(o: SpawnOptions) -> Result<core::spawn::SpawnOptions> {
   }
   opts.capture = match (o.log_path, o.exit_path, o.supervisor) {
     (None, None, None) => core::spawn::Capture::Pipe,
-    (Some(log), Some(exit), Some(sup)) => core::spawn::Capture::Durable { log_path: log.into(), exit_path: exit.into(), supervisor: sup.into() },
+    (Some(log), Some(exit), Some(sup)) => {
+      core::spawn::Capture::Durable { log_path: log.into(), exit_path: exit.into(), supervisor: sup.into() }
+    }
     _ => return Err(invalid("durable mode needs logPath, exitPath and supervisor together")),
   };
   Ok(opts)
@@ -314,7 +326,10 @@ fn spawn_options(o: SpawnOptions) -> Result<core::spawn::SpawnOptions> {
 /// Starts a job in a new session. Events arrive through `onEvent` from the job's own reader
 /// thread; the callback is weak, so a running job never keeps Node's event loop alive.
 #[napi]
-pub fn spawn(options: SpawnOptions, on_event: ThreadsafeFunction<JobEvent, UnknownReturnValue, JobEvent, Status, false, true>) -> Result<SpawnedJob> {
+pub fn spawn(
+  options: SpawnOptions,
+  on_event: ThreadsafeFunction<JobEvent, UnknownReturnValue, JobEvent, Status, false, true>,
+) -> Result<SpawnedJob> {
   let opts = spawn_options(options)?;
   let job = core::spawn::spawn(
     opts,

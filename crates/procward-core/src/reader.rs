@@ -8,9 +8,9 @@
 //! that arrives later (from a grandchild still holding the pipe) is delivered as late
 //! output; the grandchild is neither waited for nor killed (only a kill kills).
 
+use crate::spawn::EventSink;
 use crate::status::ExitInfo;
 use crate::utf8::Utf8Decoder;
-use crate::spawn::EventSink;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::fs::File;
 use std::io::{ErrorKind, Read};
@@ -114,7 +114,8 @@ pub(crate) fn run_pipe(pipe: OwnedFd, mut child: Child, pidfd: Option<OwnedFd>, 
     }
 
     if exit.is_none() && (child_ready || pidfd.is_none() || eof) {
-      exit = if eof { child.wait().ok().map(ExitInfo::from_status).or(Some(ExitInfo { code: None, signal: None })) } else { reap(&mut child) };
+      exit =
+        if eof { child.wait().ok().map(ExitInfo::from_status).or(Some(ExitInfo { code: None, signal: None })) } else { reap(&mut child) };
       exit_at = Instant::now();
     }
 

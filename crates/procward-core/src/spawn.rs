@@ -177,9 +177,7 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   let drain = opts.drain.clone();
   let spawned = match (read_end, opts.capture) {
     (Some(r), _) => thread.spawn(move || reader::run_pipe(r, child, pidfd, drain, sink)),
-    (None, Capture::Durable { log_path, exit_path, .. }) => {
-      thread.spawn(move || reader::run_tail(log_path, exit_path, child, pidfd, sink))
-    }
+    (None, Capture::Durable { log_path, exit_path, .. }) => thread.spawn(move || reader::run_tail(log_path, exit_path, child, pidfd, sink)),
     (None, Capture::Pipe) => unreachable!("pipe capture always has a read end"),
   };
   spawned.map_err(|e| Error::io("starting the reader thread", e))?;
