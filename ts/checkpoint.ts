@@ -8,12 +8,13 @@
  * generation.
  */
 import { mkdirSync, chmodSync, openSync, fsyncSync, closeSync, lstatSync } from 'node:fs';
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
 import writeFileAtomic from 'write-file-atomic';
 import { z } from 'zod';
 import { ProcwardError } from './errors.js';
+import { expiredIds, type RetentionOptions } from './retention.js';
 import { sessionRecordSchema, type SessionRecord } from './session.js';
 
 export const CHECKPOINT_VERSION = 1;
@@ -104,10 +105,10 @@ export class Checkpoint {
 
   /**
    * Merges `records` into the checkpoint under the cross-process lock: entries of other
-   * writers are kept, and for a session both sides know the newer `updatedAt` wins.
-   * Returns the merged list.
+   * writers are kept, for a session both sides know the newer `updatedAt` wins, and
+   * finished sessions past their retention are dropped. Returns the merged list.
    */
-  async save(records: SessionRecord[]): Promise<SessionRecord[]> {
+  async save(records: SessionRecord[], retention: RetentionOptions = {}): Promise<SessionRecord[]> {
     // proper-lockfile locks a path by creating `<path>.lock`; the target need not exist.
     const release = await lockfile.lock(this.path, {
       realpath: false,
@@ -130,7 +131,8 @@ export class Checkpoint {
         const other = merged.get(rec.id);
         if (!other || other.updatedAt <= rec.updatedAt) merged.set(rec.id, rec);
       }
-      const sessions = [...merged.values()].sort((a, b) => a.startedAt - b.startedAt);
+      const expired = expiredIds(merged.values(), retention);
+      const sessions = [...merged.values()].filter((s) => !expired.has(s.id)).sort((a, b) => a.startedAt - b.startedAt);
       if (currentText !== null) {
         await writeFileAtomic(this.prevPath, currentText, { mode: 0o600, fsync: true });
       }
@@ -142,9 +144,4 @@ export class Checkpoint {
       await release();
     }
   }
-}
-
-/** Writes `text` to `path` with mode 0600 (used for small per-session files). */
-export async function writePrivateFile(path: string, text: string): Promise<void> {
-  await writeFile(path, text, { mode: 0o600 });
 }

@@ -4,7 +4,8 @@
  *
  * Data flows one way: native spawn → reader events → session → registry → checkpoint.
  */
-import { resolve as resolvePath } from 'node:path';
+import { rmSync } from 'node:fs';
+import { dirname, resolve as resolvePath } from 'node:path';
 import { Checkpoint } from './checkpoint.js';
 import { fromNative, ProcwardError } from './errors.js';
 import { identity as readIdentity, killTree, verdict, type Identity, type KillReport } from './helpers.js';
@@ -13,10 +14,11 @@ import { jobFiles, readExitFile, readLog, readLogTail, type RecordedExit } from 
 import { native, supervisorPath, type JobEvent } from './native.js';
 import { DEFAULT_TAIL_CHARS, OutputTail, pageLines, preview } from './output.js';
 import { redact } from './redact.js';
+import { expiredIds, type RetentionOptions } from './retention.js';
 import type { CompletionReason, SessionRecord, SessionStatus } from './session.js';
 
 /** Options of {@link ProcessRegistry.open}. */
-export interface RegistryOptions {
+export interface RegistryOptions extends RetentionOptions {
   /** Directory for the checkpoint and durable job files (created 0700). Without it nothing is persisted. */
   stateDir?: string;
   /** Shell for commands. Default `/bin/bash` when it exists (it execs the last command, so signal deaths stay visible), else `/bin/sh`. */
@@ -487,16 +489,32 @@ export class ProcessRegistry {
     return out.sort((a, b) => a.startedAt - b.startedAt);
   }
 
+  /** Drops finished sessions past their retention (and their job files). */
+  private prune(): void {
+    for (const id of expiredIds([...this.sessions.values()].map((l) => l.record), this.options)) {
+      const dir = this.sessions.get(id)?.record.logPath;
+      this.sessions.delete(id);
+      if (dir) rmSync(dirname(dir), { recursive: true, force: true });
+    }
+  }
+
   /** Writes the checkpoint (group commit: concurrent callers share one write). */
   private persist(): Promise<void> {
-    if (!this.checkpoint) return Promise.resolve();
+    if (!this.checkpoint) {
+      this.prune();
+      return Promise.resolve();
+    }
     this.dirty = true;
     if (!this.saving) {
       this.saving = (async () => {
         try {
           while (this.dirty) {
             this.dirty = false;
-            await this.checkpoint?.save([...this.sessions.values()].map((l) => ({ ...l.record })));
+            this.prune();
+            await this.checkpoint?.save(
+              [...this.sessions.values()].map((l) => ({ ...l.record })),
+              this.options,
+            );
           }
         } finally {
           this.saving = null;
