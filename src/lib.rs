@@ -189,6 +189,7 @@ pub struct KillReport {
   pub escalated: bool,
 }
 
+#[cfg(unix)]
 fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
   let mut opts = core::kill::KillOptions::default();
   if let Some(o) = o {
@@ -214,22 +215,30 @@ pub fn kill_tree(
   options: Option<KillOptions>,
   callback: ThreadsafeFunction<KillReport, UnknownReturnValue>,
 ) -> Result<()> {
-  let root: core::Identity = identity.try_into()?;
-  let opts = kill_options(options)?;
-  std::thread::Builder::new()
-    .name("procward-kill".into())
-    .spawn(move || {
-      let result = core::kill::kill_tree(&root, &opts).map_err(map_error).map(|r| KillReport {
-        signalled: r.signalled,
-        already_gone: r.already_gone,
-        refused_reused: r.refused_reused,
-        survivors: r.survivors,
-        escalated: r.escalated,
-      });
-      callback.call(result, ThreadsafeFunctionCallMode::Blocking);
-    })
-    .map_err(|e| map_error(core::Error::Io { context: "starting the kill thread".into(), source: e }))?;
-  Ok(())
+  #[cfg(not(unix))]
+  {
+    let _ = (identity, options, callback);
+    return Err(map_error(core::Error::Unsupported("tree kill (Windows Job Objects are not written yet)")));
+  }
+  #[cfg(unix)]
+  {
+    let root: core::Identity = identity.try_into()?;
+    let opts = kill_options(options)?;
+    std::thread::Builder::new()
+      .name("procward-kill".into())
+      .spawn(move || {
+        let result = core::kill::kill_tree(&root, &opts).map_err(map_error).map(|r| KillReport {
+          signalled: r.signalled,
+          already_gone: r.already_gone,
+          refused_reused: r.refused_reused,
+          survivors: r.survivors,
+          escalated: r.escalated,
+        });
+        callback.call(result, ThreadsafeFunctionCallMode::Blocking);
+      })
+      .map_err(|e| map_error(core::Error::Io { context: "starting the kill thread".into(), source: e }))?;
+    Ok(())
+  }
 }
 
 /// What to spawn.
@@ -279,6 +288,7 @@ pub struct JobEvent {
   pub signal_number: Option<i32>,
 }
 
+#[cfg(unix)]
 impl From<core::reader::JobEvent> for JobEvent {
   fn from(ev: core::reader::JobEvent) -> Self {
     match ev {
@@ -297,6 +307,7 @@ impl From<core::reader::JobEvent> for JobEvent {
   }
 }
 
+#[cfg(unix)]
 fn spawn_options(o: SpawnOptions) -> Result<core::spawn::SpawnOptions> {
   let mut opts = core::spawn::SpawnOptions::new(o.command);
   if let Some(s) = o.shell {
@@ -330,15 +341,23 @@ pub fn spawn(
   options: SpawnOptions,
   on_event: ThreadsafeFunction<JobEvent, UnknownReturnValue, JobEvent, Status, false, true>,
 ) -> Result<SpawnedJob> {
-  let opts = spawn_options(options)?;
-  let job = core::spawn::spawn(
-    opts,
-    Box::new(move |ev| {
-      on_event.call(ev.into(), ThreadsafeFunctionCallMode::NonBlocking);
-    }),
-  )
-  .map_err(map_error)?;
-  Ok(SpawnedJob { pid: job.pid, identity: job.identity.into() })
+  #[cfg(not(unix))]
+  {
+    let _ = (options, on_event);
+    return Err(map_error(core::Error::Unsupported("spawn (Windows is not written yet)")));
+  }
+  #[cfg(unix)]
+  {
+    let opts = spawn_options(options)?;
+    let job = core::spawn::spawn(
+      opts,
+      Box::new(move |ev| {
+        on_event.call(ev.into(), ThreadsafeFunctionCallMode::NonBlocking);
+      }),
+    )
+    .map_err(map_error)?;
+    Ok(SpawnedJob { pid: job.pid, identity: job.identity.into() })
+  }
 }
 
 /// The conventional name of a signal number (`SIGKILL` for 9).

@@ -51,6 +51,7 @@ pub fn identity(pid: i32) -> std::io::Result<Option<Identity>> {
   }
 }
 
+#[cfg(unix)]
 /// Identity of a process we just spawned and have not reaped yet: even if it already
 /// exited, its zombie still carries the start time.
 pub(crate) fn identity_of_child(pid: i32) -> std::io::Result<Identity> {

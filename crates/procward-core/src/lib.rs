@@ -11,18 +11,25 @@
 //! - [`reader`]: orphan-safe output capture (pipe drain and log-file tail).
 //! - [`utf8`]: incremental UTF-8 decoding of output chunks.
 //! - [`status`]: how a job ended (exit code or terminating signal).
+//!
+//! `kill`, `spawn` and `reader` are Unix-only for now; Windows (Job Objects, ConPTY) is not
+//! written yet. Identity, probe and tree compile on Linux, macOS and Windows (see `sys`).
 
 pub mod error;
 pub mod identity;
+#[cfg(unix)]
 pub mod kill;
 pub mod probe;
+#[cfg(unix)]
 pub mod reader;
+#[cfg(unix)]
 pub mod spawn;
 pub mod status;
 pub mod tree;
 pub mod utf8;
 
 mod sys;
+pub use sys::COARSE_START_TIME;
 
 pub use error::{Error, Result};
 pub use identity::{Identity, Verdict};

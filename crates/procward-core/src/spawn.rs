@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::identity::{identity_of_child, Identity};
 use crate::reader::{self, DrainOptions, JobEvent};
 use std::fs::OpenOptions;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -148,7 +148,7 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   let what = || format!("spawning {} -c {:?}", opts.shell.display(), opts.command);
   let read_end = match &opts.capture {
     Capture::Pipe => {
-      let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::io("creating the output pipe", e.into()))?;
+      let (r, w) = pipe_cloexec().map_err(|e| Error::io("creating the output pipe", e))?;
       let w2 = w.try_clone().map_err(|e| Error::io("duplicating the output pipe", e))?;
       cmd.stdout(Stdio::from(w)).stderr(Stdio::from(w2));
       Some(r)
@@ -184,11 +184,30 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   Ok(Job { pid, identity })
 }
 
+/// A pipe whose both ends are close-on-exec, so no other child inherits them.
+fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
+  #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+  {
+    Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?)
+  }
+  #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+  {
+    // No pipe2 (macOS): a fork on another thread between pipe and fcntl could inherit
+    // the ends; procward spawns from the JS thread only, which keeps that window closed.
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+    let (r, w) = nix::unistd::pipe()?;
+    fcntl(&r, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    fcntl(&w, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    Ok((r, w))
+  }
+}
+
 /// A pidfd (Linux 5.3+) becomes readable when the process exits, so exit is noticed without
 /// a polling tick even while a grandchild keeps the output pipe open. `None` elsewhere.
 fn pidfd_open(pid: i32) -> Option<OwnedFd> {
   #[cfg(target_os = "linux")]
   {
+    use std::os::fd::FromRawFd;
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd >= 0 {
       return Some(unsafe { OwnedFd::from_raw_fd(fd as i32) });

@@ -76,7 +76,10 @@ pub fn signal_number(name: &str) -> Option<i32> {
     return full.parse::<nix::sys::signal::Signal>().ok().map(|s| s as i32);
   }
   #[allow(unreachable_code)]
-  None
+  {
+    let _ = name;
+    None
+  }
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
 //! Spawn and capture with real processes (DESIGN section 4).
+#![cfg(unix)]
 
 use procward_core::reader::JobEvent;
 use procward_core::spawn::{spawn, Capture, SpawnOptions};

@@ -10,57 +10,71 @@
 //! the job ended; the job itself gets default dispositions back. A SIGKILL of the group
 //! ends it too, and then no exit file is written (the killer knows what it did).
 
-use procward_core::status::ExitInfo;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-  let dir = path.parent().unwrap_or(Path::new("."));
-  let mut tmp = PathBuf::from(path);
-  tmp.set_extension(format!("tmp{}", std::process::id()));
-  {
-    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-  }
-  std::fs::rename(&tmp, path)?;
-  std::fs::File::open(dir)?.sync_all()
+#[cfg(not(unix))]
+fn main() {
+  eprintln!("procward-supervise: durable jobs are not supported on this platform yet");
+  std::process::exit(70);
 }
 
+#[cfg(unix)]
 fn main() {
-  let args: Vec<_> = std::env::args_os().skip(1).collect();
-  if args.len() < 2 {
-    eprintln!("usage: procward-supervise <exit-file> <program> [args...]");
-    std::process::exit(64);
-  }
-  let exit_path = PathBuf::from(&args[0]);
-  unsafe {
-    for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGPIPE] {
-      libc::signal(sig, libc::SIG_IGN);
+  unix::main()
+}
+
+#[cfg(unix)]
+mod unix {
+  use procward_core::status::ExitInfo;
+  use std::io::Write;
+  use std::os::unix::fs::OpenOptionsExt;
+  use std::os::unix::process::CommandExt;
+  use std::path::{Path, PathBuf};
+  use std::process::Command;
+
+  fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = PathBuf::from(path);
+    tmp.set_extension(format!("tmp{}", std::process::id()));
+    {
+      let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+      f.write_all(text.as_bytes())?;
+      f.sync_all()?;
     }
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()
   }
-  let mut cmd = Command::new(&args[1]);
-  cmd.args(&args[2..]);
-  unsafe {
-    cmd.pre_exec(|| {
+
+  pub fn main() {
+    let args: Vec<_> = std::env::args_os().skip(1).collect();
+    if args.len() < 2 {
+      eprintln!("usage: procward-supervise <exit-file> <program> [args...]");
+      std::process::exit(64);
+    }
+    let exit_path = PathBuf::from(&args[0]);
+    unsafe {
       for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGPIPE] {
-        libc::signal(sig, libc::SIG_DFL);
+        libc::signal(sig, libc::SIG_IGN);
       }
-      Ok(())
-    });
-  }
-  let info = match cmd.status() {
-    Ok(status) => ExitInfo::from_status(status),
-    Err(e) => {
-      eprintln!("procward-supervise: cannot start {:?}: {e}", args[1]);
-      ExitInfo::exited(127)
     }
-  };
-  if let Err(e) = write_atomically(&exit_path, &info.to_json()) {
-    eprintln!("procward-supervise: cannot write {}: {e}", exit_path.display());
-    std::process::exit(70);
+    let mut cmd = Command::new(&args[1]);
+    cmd.args(&args[2..]);
+    unsafe {
+      cmd.pre_exec(|| {
+        for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGPIPE] {
+          libc::signal(sig, libc::SIG_DFL);
+        }
+        Ok(())
+      });
+    }
+    let info = match cmd.status() {
+      Ok(status) => ExitInfo::from_status(status),
+      Err(e) => {
+        eprintln!("procward-supervise: cannot start {:?}: {e}", args[1]);
+        ExitInfo::exited(127)
+      }
+    };
+    if let Err(e) = write_atomically(&exit_path, &info.to_json()) {
+      eprintln!("procward-supervise: cannot write {}: {e}", exit_path.display());
+      std::process::exit(70);
+    }
   }
 }
