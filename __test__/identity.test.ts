@@ -71,7 +71,8 @@ describe('probe and descendants', () => {
 describe('tree kill', () => {
   it('kills the leader, its group and a member that escaped with setsid', async () => {
     const child = startGroup('setsid sleep 45 & sleep 30 & wait');
-    await until(() => descendants(child.pid as number).filter((d) => d.alive).length >= 2, 5000, 'tree');
+    const ready = () => descendants(child.pid as number).filter((d) => d.alive);
+    await until(() => ready().length >= 2 && ready().some((d) => d.pgid !== child.pid), 5000, 'tree with an escaped member');
     const members = descendants(child.pid as number);
     const escaped = members.find((d) => d.pgid !== child.pid);
     expect(escaped).toBeDefined();

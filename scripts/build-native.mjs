@@ -8,5 +8,5 @@ const run = (cmd, args) => execFileSync(cmd, args, { stdio: 'inherit', shell: pr
 run('npx', ['napi', 'build', '--platform', '--release', '--no-const-enum']);
 run('cargo', ['build', '--release', '-p', 'procward-core', '--bin', 'procward-supervise']);
 const exe = process.platform === 'win32' ? 'procward-supervise.exe' : 'procward-supervise';
-copyFileSync(join('target', 'release', exe), exe);
+copyFileSync(join(process.env.CARGO_TARGET_DIR ?? 'target', 'release', exe), exe);
 chmodSync(exe, 0o755);

@@ -185,6 +185,8 @@ pub struct KillReport {
   pub refused_reused: Vec<i32>,
   /// Still alive at the end: the kill failed for these.
   pub survivors: Vec<i32>,
+  /// Identities of the survivors, to finish the kill later without risking a reused PID.
+  pub survivor_identities: Vec<Identity>,
   /// Whether SIGKILL was sent.
   pub escalated: bool,
 }
@@ -232,6 +234,7 @@ pub fn kill_tree(
           already_gone: r.already_gone,
           refused_reused: r.refused_reused,
           survivors: r.survivors,
+          survivor_identities: r.survivor_identities.into_iter().map(Identity::from).collect(),
           escalated: r.escalated,
         });
         callback.call(result, ThreadsafeFunctionCallMode::Blocking);

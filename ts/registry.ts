@@ -116,6 +116,8 @@ interface Live {
   /** Recovered from a checkpoint: not our child, refreshed by identity. */
   detached: boolean;
   killing: boolean;
+  /** Stops the background finishing of a kill that timed out. */
+  finisher?: AbortController;
   waiters: Set<() => void>;
 }
 
@@ -125,6 +127,7 @@ interface Outcome extends RecordedExit {
 }
 
 const DETACHED_TICK_MS = 25;
+const EMPTY_REPORT = { signalled: [], alreadyGone: [], refusedReused: [], survivors: [], survivorIdentities: [], escalated: false };
 
 /** A background process registry. Create with {@link ProcessRegistry.open}. */
 export class ProcessRegistry {
@@ -422,38 +425,71 @@ export class ProcessRegistry {
     const live = this.get(id);
     await this.refresh(live);
     const r = live.record;
-    const ended = (): KillResult => ({
-      id: r.id,
-      outcome: 'already_exited',
-      signalled: [],
-      alreadyGone: r.pid ? [r.pid] : [],
-      refusedReused: [],
-      survivors: [],
-      escalated: false,
-      exitCode: r.exitCode,
-      signal: r.signal,
-    });
+    const graceMs = opts.graceMs ?? this.options.graceMs ?? 2000;
     const hasEnded = () => r.status === 'exited';
-    if (hasEnded() || !r.identity) return ended();
-    live.killing = true;
-    const report = await killTree(r.identity, { graceMs: opts.graceMs ?? this.options.graceMs ?? 2000 });
+    const wasRunning = !hasEnded();
+    if (!r.identity) return { id: r.id, outcome: 'already_exited', ...EMPTY_REPORT, exitCode: r.exitCode, signal: r.signal };
+    live.finisher?.abort();
+    if (wasRunning) live.killing = true;
+    // On an ended session this still cleans up what is left of its process group.
+    const report = await killTree(r.identity, { graceMs });
+    const result = (outcome: KillResult['outcome']): KillResult => ({ id: r.id, outcome, ...report, exitCode: r.exitCode, signal: r.signal });
     if (report.survivors.length > 0) {
-      throw new ProcwardError('KILL_SURVIVORS', `${report.survivors.length} process(es) survived the kill of ${r.id}: ${report.survivors.join(', ')}`, { report });
+      this.finishInBackground(live, report.survivorIdentities, graceMs);
+      throw new ProcwardError(
+        'KILL_SURVIVORS',
+        `${report.survivors.length} process(es) survived the kill of ${r.id}: ${report.survivors.join(', ')}; procward keeps trying in the background`,
+        { report, finishingInBackground: true },
+      );
     }
-    if (report.signalled.length === 0) {
-      // Nothing was ours to signal: it had ended (or its PID was reused) before the kill.
+    if (!wasRunning) return result('already_exited');
+    if (!report.signalled.includes(r.pid as number)) {
+      // The leader had ended (or its PID was reused) before the kill reached it.
       live.killing = false;
       if (live.detached) await this.refresh(live);
       else await this.settle(live, 2000);
-      if (hasEnded()) return ended();
+      if (hasEnded()) return result('already_exited');
     }
     if (!live.detached) await this.settle(live, 2000);
-    if (r.exitPath) {
-      const recorded = await readExitFile(r.exitPath);
-      if (recorded) this.finish(live, { ...recorded, reason: 'killed', source: 'kill' });
-    }
-    this.finish(live, { exitCode: null, signal: report.escalated ? 'SIGKILL' : 'SIGTERM', reason: 'killed', source: 'kill' });
-    return { id: r.id, outcome: 'killed', ...report, exitCode: r.exitCode, signal: r.signal };
+    const recorded = r.exitPath ? await readExitFile(r.exitPath) : null;
+    this.finish(live, {
+      exitCode: recorded?.exitCode ?? null,
+      signal: recorded ? recorded.signal : report.escalated ? 'SIGKILL' : 'SIGTERM',
+      reason: 'killed',
+      source: 'kill',
+    });
+    return result('killed');
+  }
+
+  /**
+   * A kill that timed out keeps going: every 500 ms (first after the grace period) each
+   * survivor is re-checked by identity and SIGKILLed with its descendants, for up to 60 s.
+   * A new kill of the session or `close()` stops it.
+   */
+  private finishInBackground(live: Live, survivors: Identity[], graceMs: number): void {
+    const controller = new AbortController();
+    live.finisher = controller;
+    const deadline = Date.now() + 60_000;
+    let left = survivors;
+    const tick = async () => {
+      if (controller.signal.aborted || this.closed) return;
+      const next: Identity[] = [];
+      for (const id of left) {
+        const rep = await killTree(id, { signal: 'SIGKILL', graceMs: 0, settleMs: 200 }).catch(() => null);
+        next.push(...(rep ? rep.survivorIdentities : [id]));
+      }
+      left = next;
+      if (controller.signal.aborted) return;
+      if (left.length === 0) {
+        if (live.record.identity && verdict(live.record.identity) !== 'current') {
+          this.finish(live, { exitCode: null, signal: 'SIGKILL', reason: 'killed', source: 'kill' });
+        }
+        return;
+      }
+      if (Date.now() < deadline) setTimeout(tick, 500).unref();
+      else this.diagnostics.push(`kill of ${live.record.id}: ${left.map((i) => i.pid).join(', ')} still alive after 60 s`);
+    };
+    setTimeout(tick, Math.max(graceMs, 250)).unref();
   }
 
   /** Waits up to `ms` for the reader to publish the end of an attached session. */
@@ -530,6 +566,7 @@ export class ProcessRegistry {
    */
   async close(): Promise<void> {
     if (this.closed) return;
+    for (const live of this.sessions.values()) live.finisher?.abort();
     await this.persist();
     this.closed = true;
   }

@@ -51,6 +51,8 @@ pub struct KillReport {
   pub refused_reused: Vec<i32>,
   /// Processes still alive at the end. Non-empty means the kill failed.
   pub survivors: Vec<i32>,
+  /// The survivors' identities, so a caller can keep finishing the kill safely.
+  pub survivor_identities: Vec<Identity>,
   /// Whether SIGKILL was sent.
   pub escalated: bool,
 }
@@ -158,10 +160,13 @@ impl Run<'_> {
 /// root listed as a survivor (unknown is never signalled, and never reported dead).
 pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
   let boot_id = sys::boot_id().map_err(|e| Error::io("reading the boot id", e))?;
+  let same_boot = boot_id == root.boot_id;
   let mut run = Run { root, boot_id, targets: Vec::new(), report: KillReport::default() };
   let root_target = Target { pid: root.pid, start_time: root.start_time };
-  match run.verdict(root_target) {
+  let root_verdict = run.verdict(root_target);
+  match root_verdict {
     Verdict::Current => {}
+    Verdict::Gone if same_boot => run.report.already_gone.push(root.pid),
     Verdict::Gone => {
       run.report.already_gone.push(root.pid);
       return Ok(run.report);
@@ -172,17 +177,31 @@ pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
     }
     Verdict::Unknown => {
       run.report.survivors.push(root.pid);
+      run.report.survivor_identities.push(root.clone());
       return Ok(run.report);
     }
   }
 
-  // Snapshot before the first signal.
+  // Snapshot before the first signal. When the leader is already gone (a zombie, or
+  // reaped), what is left of its process group is still provably its own: a PID cannot be
+  // reused while a process group of that id exists, so a member of group `root.pid` that
+  // started after the leader belongs to the group the leader created.
   let table = process_table()?;
-  run.targets.push(root_target);
-  for p in descendants_in(&table, root.pid, root.start_time).iter().chain(&group_members_in(&table, root.pid, root.start_time)) {
-    if !p.is_dead() {
-      run.add(Target::from(p));
+  if root_verdict == Verdict::Current {
+    run.targets.push(root_target);
+    for p in descendants_in(&table, root.pid, root.start_time) {
+      if !p.is_dead() {
+        run.add(Target::from(&p));
+      }
     }
+  }
+  for p in group_members_in(&table, root.pid, root.start_time) {
+    if !p.is_dead() {
+      run.add(Target::from(&p));
+    }
+  }
+  if run.targets.is_empty() {
+    return Ok(run.report);
   }
 
   run.signal_all(opts.signal);
@@ -197,6 +216,8 @@ pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
     survivors = run.wait_until(Instant::now() + opts.settle);
   }
   run.report.survivors = survivors.iter().map(|t| t.pid).collect();
+  run.report.survivor_identities =
+    survivors.iter().map(|t| Identity { pid: t.pid, start_time: t.start_time, boot_id: root.boot_id.clone() }).collect();
   Ok(run.report)
 }
 
@@ -276,6 +297,18 @@ mod tests {
     let report = kill_tree(&id, &KillOptions::default()).unwrap();
     assert_eq!(report.already_gone, vec![id.pid]);
     assert!(report.signalled.is_empty());
+  }
+
+  #[test]
+  fn a_gone_leader_leaves_its_group_members_to_be_cleaned_up() {
+    let (mut child, id) = spawn_session("sleep 30 & echo $! ; exit 0");
+    child.wait().unwrap();
+    let leftovers = crate::tree::group_members_in(&process_table().unwrap(), id.pid, id.start_time);
+    assert_eq!(leftovers.iter().filter(|p| !p.is_dead()).count(), 1);
+    let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(300), ..Default::default() }).unwrap();
+    assert_eq!(report.already_gone, vec![id.pid]);
+    assert_eq!(report.signalled, vec![leftovers[0].pid]);
+    assert!(report.survivors.is_empty());
   }
 
   #[test]

@@ -119,3 +119,30 @@ fn durable_job_records_exact_exit_code_and_signal() {
   assert_eq!(log, "out\nerr\n");
   std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn durable_supervisor_adopts_double_forked_orphans_so_they_stay_in_the_tree() {
+  let dir = std::env::temp_dir().join(format!("procward-core-orphan-{}", std::process::id()));
+  std::fs::create_dir_all(&dir).unwrap();
+  let mut opts = SpawnOptions::new("(setsid sleep 30 &); echo forked; sleep 30");
+  opts.capture = Capture::Durable { log_path: dir.join("log"), exit_path: dir.join("exit"), supervisor: supervisor() };
+  let (job, rx) = run(opts);
+  let deadline = Instant::now() + Duration::from_secs(5);
+  // The orphan escaped both the group (setsid) and its parent (the subshell exited), yet
+  // it was adopted by the supervisor, so it is still a descendant of the session.
+  let tree = loop {
+    let t: Vec<_> = procward_core::tree::descendants(job.pid).unwrap().into_iter().filter(|p| !p.is_dead()).collect();
+    if t.iter().any(|p| p.ppid == job.pid && p.pgid != job.pid) || Instant::now() > deadline {
+      break t;
+    }
+    std::thread::sleep(Duration::from_millis(20));
+  };
+  let orphan = tree.iter().find(|p| p.ppid == job.pid && p.pgid != job.pid).expect("orphan adopted by the supervisor");
+  let report = procward_core::kill::kill_tree(&job.identity, &Default::default()).unwrap();
+  assert!(report.signalled.contains(&orphan.pid), "{report:?}");
+  assert!(report.survivors.is_empty());
+  let (_, exit) = until_exit(&rx);
+  assert_eq!(exit, ExitInfo::signalled(libc::SIGTERM));
+  std::fs::remove_dir_all(&dir).unwrap();
+}

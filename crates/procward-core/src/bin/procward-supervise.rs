@@ -43,6 +43,25 @@ mod unix {
     std::fs::File::open(dir)?.sync_all()
   }
 
+  /// Reaps every child (the job and adopted orphans) until the job itself has ended.
+  fn wait_for(job: libc::pid_t) -> ExitInfo {
+    loop {
+      let mut status = 0;
+      let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+      if pid == job {
+        return if libc::WIFSIGNALED(status) {
+          ExitInfo::signalled(libc::WTERMSIG(status))
+        } else {
+          ExitInfo::exited(libc::WEXITSTATUS(status))
+        };
+      }
+      if pid < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+        // ECHILD: the job is gone without a status we could read.
+        return ExitInfo::exited(127);
+      }
+    }
+  }
+
   pub fn main() {
     let args: Vec<_> = std::env::args_os().skip(1).collect();
     if args.len() < 2 {
@@ -65,8 +84,14 @@ mod unix {
         Ok(())
       });
     }
-    let info = match cmd.status() {
-      Ok(status) => ExitInfo::from_status(status),
+    // A child subreaper (Linux 3.4+) adopts the job's orphans (double forks, `(cmd &)`), so
+    // they stay descendants of the session and a tree kill still finds them.
+    #[cfg(target_os = "linux")]
+    unsafe {
+      libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+    let info = match cmd.spawn() {
+      Ok(child) => wait_for(child.id() as libc::pid_t),
       Err(e) => {
         eprintln!("procward-supervise: cannot start {:?}: {e}", args[1]);
         ExitInfo::exited(127)

@@ -1,0 +1,112 @@
+// DESIGN section 3 (process trees and tree kill), with real process trees.
+import { spawn } from 'node:child_process';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { descendants, identity, killTree, ProcessRegistry, probe, verdict } from '../dist/index.mjs';
+import { cleanupGroup, cleanupPid, isAlive, until } from './support.js';
+
+let registry: ProcessRegistry;
+beforeEach(async () => {
+  registry = await ProcessRegistry.open();
+});
+afterEach(async () => {
+  await registry.close();
+});
+
+async function start(command: string) {
+  const s = await registry.spawn(command);
+  cleanupGroup(s.pid);
+  return s;
+}
+
+/** Waits until the session's tree has at least `n` live descendants, and returns them. */
+async function treeOf(pid: number, n: number) {
+  await until(() => descendants(pid).filter((d) => d.alive).length >= n, 5000, `${n} descendants`);
+  const tree = descendants(pid).filter((d) => d.alive);
+  for (const d of tree) if (d.pgid !== pid) cleanupGroup(d.pgid);
+  return tree;
+}
+
+describe('tree kill reaches every descendant', () => {
+  it('nested subshell trees are fully killed', async () => {
+    const s = await start(`sh -c '(sleep 300 & sleep 301 & wait) & (sleep 302 & wait) & wait'`);
+    const tree = await treeOf(s.pid!, 5);
+    const k = await registry.kill(s.id, { graceMs: 1000 });
+    expect(k.survivors).toEqual([]);
+    for (const d of tree) expect(isAlive(d.pid)).toBe(false);
+  });
+
+  it('children in their own process groups under set -m job control are killed', async () => {
+    const s = await start(`bash -c 'set -m; sleep 303 & sleep 304 & wait'`);
+    const tree = await treeOf(s.pid!, 2);
+    expect(tree.some((d) => d.pgid !== s.pid)).toBe(true);
+    await registry.kill(s.id, { graceMs: 1000 });
+    for (const d of tree) expect(isAlive(d.pid)).toBe(false);
+  });
+
+  it('a SIGTERM-ignoring parent with two SIGTERM-ignoring children all end by SIGKILL', async () => {
+    const s = await start(`sh -c 'trap "" TERM; sh -c "trap \\"\\" TERM; sleep 305" & sh -c "trap \\"\\" TERM; sleep 306" & wait'`);
+    const tree = await treeOf(s.pid!, 4);
+    const k = await registry.kill(s.id, { graceMs: 200 });
+    expect(k.escalated).toBe(true);
+    expect(k.survivors).toEqual([]);
+    for (const d of tree) expect(isAlive(d.pid)).toBe(false);
+    expect(isAlive(s.pid!)).toBe(false);
+  });
+
+  it('killing a session never touches a process outside its tree', async () => {
+    const sibling = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    cleanupGroup(sibling.pid);
+    const s = await start('sleep 307 & sleep 308 & wait');
+    await treeOf(s.pid!, 2);
+    await registry.kill(s.id, { graceMs: 500 });
+    expect(isAlive(sibling.pid as number)).toBe(true);
+  });
+
+  it('a kill of an exited session says already_exited and still cleans up its group', async () => {
+    const s = await start(`sh -c 'sleep 309 & echo bg=$!; exit 0'`);
+    const w = await registry.wait(s.id, { timeoutMs: 5000 });
+    const bg = Number(/bg=(\d+)/.exec(w.outputPreview)?.[1]);
+    cleanupPid(bg);
+    expect(isAlive(bg)).toBe(true);
+    const k = await registry.kill(s.id, { graceMs: 500 });
+    expect(k.outcome).toBe('already_exited');
+    expect(k.signalled).toContain(bg);
+    expect(isAlive(bg)).toBe(false);
+    expect((await registry.poll(s.id)).reason).toBe('exited');
+  });
+});
+
+describe('zombies and reused PIDs', () => {
+  it('a real zombie (a child its parent never reaps) is gone and not alive', async () => {
+    // `exec sleep` replaces the shell, and sleep never reaps the `true` child.
+    const s = await start(`bash -c 'true & exec sleep 30'`);
+    await until(() => descendants(s.pid!).some((d) => d.state === 'Z'), 5000, 'zombie');
+    const zombie = descendants(s.pid!).find((d) => d.state === 'Z')!;
+    expect(zombie.alive).toBe(false);
+    expect(probe([zombie.pid])[0]).toMatchObject({ exists: true, alive: false, state: 'Z' });
+    expect(verdict(zombie.identity)).toBe('gone');
+    expect(identity(zombie.pid)).toBeNull();
+  });
+
+  it('a live process recorded one tick off is never signalled by killTree, not even with SIGKILL', async () => {
+    const s = await start('sleep 30');
+    const id = identity(s.pid!)!;
+    const report = await killTree({ ...id, startTime: String(BigInt(id.startTime) - 1n) }, { signal: 'SIGKILL' });
+    expect(report).toMatchObject({ signalled: [], refusedReused: [s.pid], survivors: [] });
+    expect(isAlive(s.pid!)).toBe(true);
+  });
+});
+
+describe('timed-out stops finish in the background', () => {
+  it('a SIGSTOPped job survives a no-grace kill, which is an error, and is then SIGKILLed in the background', async () => {
+    const s = await start('kill -STOP $$');
+    await until(() => probe([s.pid!])[0]?.state === 'T', 5000, 'stopped');
+    const err = await registry.kill(s.id, { graceMs: 0 }).catch((e) => e);
+    expect(err.code).toBe('KILL_SURVIVORS');
+    expect(err.details.report.survivors).toEqual([s.pid]);
+    expect(err.details.finishingInBackground).toBe(true);
+    const w = await registry.wait(s.id, { timeoutMs: 5000 });
+    expect(w).toMatchObject({ status: 'exited', reason: 'killed', signal: 'SIGKILL' });
+    expect(isAlive(s.pid!)).toBe(false);
+  });
+});
