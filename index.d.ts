@@ -63,6 +63,8 @@ export interface KillReport {
   refusedReused: Array<number>
   /** Still alive at the end: the kill failed for these. */
   survivors: Array<number>
+  /** Identities of the survivors, to finish the kill later without risking a reused PID. */
+  survivorIdentities: Array<Identity>
   /** Whether SIGKILL was sent. */
   escalated: boolean
 }

@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { defineConfig } from 'tsup';
+
+const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
 
 export default defineConfig([
   {
@@ -18,6 +21,7 @@ export default defineConfig([
     shims: true,
     target: 'node20',
     banner: { js: '#!/usr/bin/env node' },
+    define: { __PROCWARD_VERSION__: JSON.stringify(version) },
     external: [/index\.js$/],
   },
 ]);

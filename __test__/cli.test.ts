@@ -1,11 +1,10 @@
 // DESIGN section 8 (CLI) and section 6 (recovery): every CLI invocation is a separate host
 // process that recovers from the checkpoint.
-import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
-import { cleanupGroup, cleanupPid, cli, isAlive, ROOT, tempDir, until } from './support.js';
+import { cleanupGroup, cli, crashHost, isAlive, startHost, tempDir, until } from './support.js';
 
 describe('CLI round trip across processes', () => {
   it('start in one process, list and poll from others, wait from a third gets exit code 7 and the output', async () => {
@@ -24,7 +23,7 @@ describe('CLI round trip across processes', () => {
     expect(polled).toMatchObject({ id: s.id, status: 'running', pid: s.pid });
 
     const waited = await cli(['wait', s.id, '--state-dir', state]);
-    expect(waited.code).toBe(0);
+    expect(waited.code).toBe(7);
     expect(waited.stdout).toBe('first\nsecond\n');
     expect(waited.stderr).toContain('exit code 7');
 
@@ -90,20 +89,9 @@ describe('checkpoint and recovery', () => {
 
   it('a host SIGKILLed mid-job: the next host adopts the live job, then reports its exact exit code', async () => {
     const state = tempDir();
-    const script = `
-      const { ProcessRegistry } = require(${JSON.stringify(join(ROOT, 'dist', 'index.js'))});
-      ProcessRegistry.open({ stateDir: ${JSON.stringify(state)} }).then(async (r) => {
-        const s = await r.spawn('echo alive; sleep 1.5; echo late; exit 42');
-        process.stdout.write(JSON.stringify(s) + '\\n');
-        setInterval(() => {}, 1000);
-      });`;
-    const host = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-    cleanupPid(host.pid);
-    const line = await new Promise<string>((resolve) => host.stdout.once('data', (d) => resolve(String(d))));
-    const s = JSON.parse(line);
+    const { line: s, host } = await startHost(state, `const s = await r.spawn('echo alive; sleep 1.5; echo late; exit 42'); console.log(JSON.stringify(s));`);
     cleanupGroup(s.pid);
-    host.kill('SIGKILL');
-    await new Promise((r) => host.once('exit', r));
+    await crashHost(host);
 
     const next = await ProcessRegistry.open({ stateDir: state });
     const p = await next.poll(s.id);
@@ -114,17 +102,16 @@ describe('checkpoint and recovery', () => {
     await next.close();
   });
 
-  it('a job whose process vanished without an exit file is reported lost, not exited 0', async () => {
+  it('a job whose process vanished without an exit file while no host watched is reported lost, not exited 0', async () => {
     const state = tempDir();
-    const r1 = await ProcessRegistry.open({ stateDir: state, durable: false });
-    const s = await r1.spawn('sleep 30');
+    const { line: s, host } = await startHost(state, `const s = await r.spawn('sleep 30', { durable: false }); console.log(JSON.stringify(s));`);
     cleanupGroup(s.pid);
-    await r1.close();
+    await crashHost(host);
     process.kill(-(s.pid as number), 'SIGKILL');
     await until(() => !isAlive(s.pid as number), 3000, 'death');
     const r2 = await ProcessRegistry.open({ stateDir: state });
     const p = await r2.poll(s.id);
-    expect(p).toMatchObject({ status: 'exited', reason: 'lost', exitCode: null });
+    expect(p).toMatchObject({ status: 'exited', reason: 'lost', exitCode: null, signal: null });
     await r2.close();
   });
 

@@ -48,7 +48,7 @@ describe('session id prefixes', () => {
   const ids = ['proc_aaaa11112222', 'proc_aaab33334444'];
   it('resolves a unique prefix and rejects ambiguous or short ones', () => {
     expect(resolveSessionId(ids, 'aaaa')).toBe('proc_aaaa11112222');
-    expect(() => resolveSessionId(ids, 'aaa')).toThrow(/4 to 12 hex/);
+    expect(() => resolveSessionId(ids, 'aaa')).toThrow(/4 to 12 hex characters/);
     expect(() => resolveSessionId([...ids, 'proc_aaaa99998888'], 'proc_aaaa')).toThrow(/matches 2 sessions/);
   });
 });

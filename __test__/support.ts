@@ -1,6 +1,6 @@
 // Shared test support: temporary state directories, cleanup of the processes a test
 // started (by PID or by the process group it created, never by name), and a CLI runner.
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,4 +71,39 @@ export function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRes
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/**
+ * Starts a separate host process that opens a registry on `stateDir`, runs `body` (with
+ * `r` the registry; it must print one JSON line), and then stays alive until killed.
+ * Resolves with the parsed line and the host's PID.
+ */
+export async function startHost(stateDir: string, body: string, registryOptions = '{}'): Promise<{ line: any; host: ChildProcess }> {
+  const index = join(ROOT, 'dist', 'index.js');
+  const script = `const { ProcessRegistry } = require(${JSON.stringify(index)});
+ProcessRegistry.open({ stateDir: ${JSON.stringify(stateDir)}, ...${registryOptions} }).then(async (r) => {
+${body}
+setInterval(() => {}, 1000);
+});`;
+  const host = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  cleanupPid(host.pid);
+  let buf = '';
+  const line = await new Promise<string>((resolve, reject) => {
+    host.stdout!.on('data', (d) => {
+      buf += String(d);
+      const nl = buf.indexOf('\n');
+      if (nl >= 0) resolve(buf.slice(0, nl));
+    });
+    host.once('exit', (code) => reject(new Error(`host exited with ${code} before printing`)));
+  });
+  return { line: JSON.parse(line), host };
+}
+
+/** SIGKILLs a host process the test started and waits for it to be gone. */
+export async function crashHost(host: ChildProcess): Promise<void> {
+  if (host.exitCode === null && host.signalCode === null) {
+    const gone = new Promise((r) => host.once('exit', r));
+    host.kill('SIGKILL');
+    await gone;
+  }
 }

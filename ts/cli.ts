@@ -3,11 +3,15 @@
  * checkpoint in the state directory, so a job started by one invocation is listed, polled,
  * waited for and killed by the next.
  */
+import { constants as osConstants } from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
 import shellQuote from 'shell-quote';
 import { ProcwardError } from './errors.js';
 import { ProcessRegistry, type SessionSummary } from './registry.js';
 import { defaultStateDir } from './statedir.js';
+
+declare const __PROCWARD_VERSION__: string;
+const version = typeof __PROCWARD_VERSION__ === 'string' ? __PROCWARD_VERSION__ : '0.0.0-dev';
 
 interface Common {
   stateDir?: string;
@@ -48,6 +52,10 @@ function describeEnd(s: SessionSummary): string {
   return `${s.reason ?? 'exited'} (${how})`;
 }
 
+function signalNumber(name: string): number {
+  return osConstants.signals[name as keyof typeof osConstants.signals] ?? 0;
+}
+
 function age(ms: number): string {
   const s = Math.round(ms / 1000);
   return s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m${s % 60}s` : `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
@@ -55,6 +63,7 @@ function age(ms: number): string {
 
 const program = new Command('procward')
   .description('Background process registry: start jobs, read their output, wait for them, stop their whole tree.')
+  .version(version)
   .showHelpAfterError();
 
 common(program.command('start'))
@@ -85,8 +94,10 @@ common(program.command('list'))
         ...(opts.task !== undefined && { taskId: opts.task }),
         ...(opts.sessionKey !== undefined && { sessionKey: opts.sessionKey }),
       });
-      const rows = all.map((s) => `${s.id}  ${String(s.pid ?? '-').padStart(7)}  ${age(s.uptimeMs).padStart(6)}  ${describeEnd(s).padEnd(28)}  ${s.command}`);
-      print(opts, all, rows.length ? rows.join('\n') : 'no sessions');
+      const row = (id: string, pid: string, ran: string, state: string, command: string) =>
+        `${id.padEnd(17)}  ${pid.padStart(7)}  ${ran.padStart(6)}  ${state.padEnd(28)}  ${command}`;
+      const rows = all.map((s) => row(s.id, String(s.pid ?? '-'), age(s.uptimeMs), describeEnd(s), s.command));
+      print(opts, all, rows.length ? [row('SESSION', 'PID', 'RAN', 'STATE', 'COMMAND'), ...rows].join('\n') : 'no sessions');
     });
   });
 
@@ -117,7 +128,9 @@ common(program.command('log'))
   });
 
 common(program.command('wait'))
-  .description('wait for a session to end, print its output and how it ended (exit status 124 on timeout)')
+  .description(
+    "wait for a session to end; print its output (stdout) and how it ended (stderr); exit with the job's exit code, 128+N for signal N, 124 on timeout",
+  )
   .argument('<id>', 'session id or unique prefix')
   .option('--timeout <ms>', 'give up after this many milliseconds', int('timeout', 1))
   .action(async (id: string, opts: Common & { timeout?: number }) => {
@@ -130,6 +143,7 @@ common(program.command('wait'))
         process.stderr.write(`${w.id}: ${w.timedOut ? 'still running (timed out)' : describeEnd(w)}\n`);
       }
       if (w.timedOut) process.exitCode = 124;
+      else process.exitCode = w.exitCode ?? (w.signal ? 128 + signalNumber(w.signal) : 1);
     });
   });
 
@@ -140,7 +154,8 @@ common(program.command('kill'))
   .action(async (id: string, opts: Common & { grace?: number }) => {
     await withRegistry(opts, async (r) => {
       const k = await r.kill(id, opts.grace !== undefined ? { graceMs: opts.grace } : {});
-      print(opts, k, k.outcome === 'already_exited' ? `${k.id}: already exited` : `${k.id}: killed (signalled ${k.signalled.length}, escalated: ${k.escalated})`);
+      const what = `${k.signalled.length} process(es) signalled${k.escalated ? ', escalated to SIGKILL' : ''}`;
+      print(opts, k, k.outcome === 'already_exited' ? `${k.id}: already exited (leftovers: ${what})` : `${k.id}: killed (${what})`);
     });
   });
 

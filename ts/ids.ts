@@ -25,7 +25,7 @@ export function resolveSessionId(known: Iterable<string>, query: string): string
   const q = query.trim().toLowerCase();
   const hex = q.startsWith('proc_') ? q.slice(5) : q;
   if (!/^[0-9a-f]{4,12}$/.test(hex)) {
-    throw new ProcwardError('INVALID_ARGUMENT', `session id ${JSON.stringify(query)} is not proc_ + 4 to 12 hex characters`);
+    throw new ProcwardError('INVALID_ARGUMENT', `session id ${JSON.stringify(query)} is not a session id: 4 to 12 hex characters, optionally after proc_`);
   }
   const matches = [...known].filter((id) => id.slice(5).startsWith(hex));
   if (matches.length === 1) return matches[0] as string;

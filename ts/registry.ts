@@ -536,6 +536,8 @@ export class ProcessRegistry {
 
   /** Writes the checkpoint (group commit: concurrent callers share one write). */
   private persist(): Promise<void> {
+    // After close() another host may own the state directory: write nothing more.
+    if (this.closed) return Promise.resolve();
     if (!this.checkpoint) {
       this.prune();
       return Promise.resolve();
@@ -561,8 +563,9 @@ export class ProcessRegistry {
   }
 
   /**
-   * Flushes the checkpoint and stops accepting work. Running jobs are not killed: durable
-   * ones live on and the next host recovers them; pipe-mode jobs lose their reader.
+   * Flushes the checkpoint and stops accepting work; nothing is written after it. Running
+   * jobs are not killed: durable ones live on and the next host recovers them; pipe-mode
+   * jobs lose their reader when this process exits.
    */
   async close(): Promise<void> {
     if (this.closed) return;

@@ -14,7 +14,7 @@
 
 use crate::error::{Error, Result};
 use crate::identity::{judge, Identity, Verdict};
-use crate::probe::{probe_one, process_table, ProcessInfo};
+use crate::probe::{probe_one, process_table, Probe, ProcessInfo};
 use crate::sys;
 use crate::tree::{descendants_in, group_members_in};
 use nix::sys::signal::{kill, Signal};
@@ -61,11 +61,14 @@ pub struct KillReport {
 struct Target {
   pid: i32,
   start_time: u64,
+  /// Process group at snapshot time: members of the root's group are reached by the
+  /// group signal even if they die before their own turn comes.
+  pgid: i32,
 }
 
 impl From<&ProcessInfo> for Target {
   fn from(p: &ProcessInfo) -> Self {
-    Target { pid: p.pid, start_time: p.start_time }
+    Target { pid: p.pid, start_time: p.start_time, pgid: p.pgid }
   }
 }
 
@@ -77,9 +80,19 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-  fn verdict(&self, t: Target) -> Verdict {
+  /// One fresh read of the kernel: the verdict, and the live process when it is current.
+  fn check(&self, t: Target) -> (Verdict, Option<ProcessInfo>) {
     let id = Identity { pid: t.pid, start_time: t.start_time, boot_id: self.root.boot_id.clone() };
-    judge(&id, &self.boot_id, &probe_one(t.pid))
+    let probe = probe_one(t.pid);
+    let v = judge(&id, &self.boot_id, &probe);
+    match probe {
+      Probe::Found(info) if v == Verdict::Current => (v, Some(info)),
+      _ => (v, None),
+    }
+  }
+
+  fn verdict(&self, t: Target) -> Verdict {
+    self.check(t).0
   }
 
   fn add(&mut self, t: Target) {
@@ -95,43 +108,55 @@ impl Run<'_> {
   }
 
   /// Signals the whole group (if its leader is still ours), then each target that is not a
-  /// plain group member, each after a fresh identity check.
+  /// member of that group, each right after a fresh identity check.
   fn signal_all(&mut self, sig: Signal) {
-    let root = Target { pid: self.root.pid, start_time: self.root.start_time };
+    let root = Target { pid: self.root.pid, start_time: self.root.start_time, pgid: self.root.pid };
     let group_sent = self.verdict(root) == Verdict::Current && kill(Pid::from_raw(-root.pid), sig).is_ok();
     if group_sent {
       Self::note(&mut self.report.signalled, root.pid);
     }
     for t in self.targets.clone() {
-      match self.verdict(t) {
-        Verdict::Current => {
-          let in_group = group_sent && sys::read_stat(t.pid).ok().flatten().is_some_and(|p| p.pgid == root.pid);
+      match self.check(t) {
+        (Verdict::Current, info) => {
+          let in_group = group_sent && info.is_some_and(|p| p.pgid == root.pid);
           if in_group || kill(Pid::from_raw(t.pid), sig).is_ok() {
             Self::note(&mut self.report.signalled, t.pid);
           }
         }
-        Verdict::Gone => {
+        (Verdict::Gone, _) if group_sent && t.pgid == root.pid => Self::note(&mut self.report.signalled, t.pid),
+        (Verdict::Gone, _) => {
           if !self.report.signalled.contains(&t.pid) {
             Self::note(&mut self.report.already_gone, t.pid);
           }
         }
-        Verdict::Replaced => Self::note(&mut self.report.refused_reused, t.pid),
-        Verdict::Unknown => {}
+        (Verdict::Replaced, _) => Self::note(&mut self.report.refused_reused, t.pid),
+        (Verdict::Unknown, _) => {}
       }
     }
   }
 
-  fn alive(&self) -> Vec<Target> {
-    self.targets.iter().copied().filter(|&t| matches!(self.verdict(t), Verdict::Current | Verdict::Unknown)).collect()
+  fn is_alive(&self, t: Target) -> bool {
+    matches!(self.verdict(t), Verdict::Current | Verdict::Unknown)
   }
 
   /// Polls until no target is alive or the deadline passes; returns the ones still alive.
+  /// A target seen dead stays dead (a reused PID is not ours), so each pass only rechecks
+  /// from the first target still alive and stops there.
   fn wait_until(&self, deadline: Instant) -> Vec<Target> {
-    let mut step = Duration::from_millis(1);
+    let mut pending: Vec<Target> = self.targets.clone();
+    let mut step = Duration::from_micros(500);
     loop {
-      let alive = self.alive();
-      if alive.is_empty() || Instant::now() >= deadline {
-        return alive;
+      while let Some(&t) = pending.last() {
+        if self.is_alive(t) {
+          break;
+        }
+        pending.pop();
+      }
+      if pending.is_empty() {
+        return pending;
+      }
+      if Instant::now() >= deadline {
+        return pending.into_iter().filter(|&t| self.is_alive(t)).collect();
       }
       std::thread::sleep(step.min(deadline.saturating_duration_since(Instant::now())));
       step = (step * 2).min(Duration::from_millis(10));
@@ -162,7 +187,7 @@ pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
   let boot_id = sys::boot_id().map_err(|e| Error::io("reading the boot id", e))?;
   let same_boot = boot_id == root.boot_id;
   let mut run = Run { root, boot_id, targets: Vec::new(), report: KillReport::default() };
-  let root_target = Target { pid: root.pid, start_time: root.start_time };
+  let root_target = Target { pid: root.pid, start_time: root.start_time, pgid: root.pid };
   let root_verdict = run.verdict(root_target);
   match root_verdict {
     Verdict::Current => {}

@@ -1,0 +1,20 @@
+// `npm run bench`: every benchmark, side by side in one run; prints markdown tables and
+// writes them to bench/RESULTS.md.
+import { writeFileSync } from 'node:fs';
+import { cpus, release } from 'node:os';
+import { join } from 'node:path';
+import { killBench, probeBench, treeBench } from './identity.mjs';
+
+const only = process.argv.slice(2);
+const suites = { probe: probeBench, tree: treeBench, kill: killBench };
+const header = `Run ${new Date().toISOString()} on ${cpus().length}× ${cpus()[0]?.model ?? 'cpu'}, Linux ${release()}, Node ${process.version}.\n`;
+const parts = [header];
+for (const [name, fn] of Object.entries(suites)) {
+  if (only.length && !only.includes(name)) continue;
+  process.stderr.write(`bench: ${name}...\n`);
+  parts.push(await fn());
+}
+const text = parts.join('\n');
+process.stdout.write(text);
+if (!only.length) writeFileSync(join(import.meta.dirname, 'RESULTS.md'), text);
+process.exit(0);
