@@ -9,7 +9,9 @@ import { cleanupGroup, cli, crashHost, isAlive, startHost, tempDir, until } from
 describe('CLI round trip across processes', () => {
   it('start in one process, list and poll from others, wait from a third gets exit code 7 and the output', async () => {
     const state = tempDir();
-    const started = await cli(['start', '--state-dir', state, '--json', '--', 'echo first; sleep 1; echo second; exit 7']);
+    // The job waits for a gate file, so it is still running however slow the machine is.
+    const gate = join(state, 'gate');
+    const started = await cli(['start', '--state-dir', state, '--json', '--', `echo first; while [ ! -e ${gate} ]; do sleep 0.05; done; echo second; exit 7`]);
     expect(started.code).toBe(0);
     const s = JSON.parse(started.stdout);
     cleanupGroup(s.pid);
@@ -22,6 +24,7 @@ describe('CLI round trip across processes', () => {
     const polled = JSON.parse((await cli(['poll', s.id.slice(5, 11), '--state-dir', state, '--json'])).stdout);
     expect(polled).toMatchObject({ id: s.id, status: 'running', pid: s.pid });
 
+    writeFileSync(gate, '');
     const waited = await cli(['wait', s.id, '--state-dir', state]);
     expect(waited.code).toBe(7);
     expect(waited.stdout).toBe('first\nsecond\n');
