@@ -10,6 +10,15 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
+ * An exclusive cross-process lock on a file (`flock(2)`): released by `release()`, by
+ * garbage collection, or by the kernel when this process dies.
+ */
+export declare class FileLock {
+  /** Releases the lock (idempotent). */
+  release(): void
+}
+
+/**
  * Descendants of `pid` (not including it), from one pass over the process table.
  * Empty when `pid` does not exist.
  */
@@ -148,6 +157,12 @@ export interface SpawnOptions {
   /** ... and at the latest this long after the exit. Default 120. */
   drainMaxMs?: number
 }
+
+/**
+ * Takes the exclusive lock on `path` (created 0600) without blocking; `null` when another
+ * process holds it. Throws `ENOENT`/`EACCES`-coded errors when the file cannot be opened.
+ */
+export declare function tryLockFile(path: string): FileLock | null
 
 /** Compares a recorded identity with the live system, reading the kernel now. */
 export declare function verdict(identity: Identity): Verdict

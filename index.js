@@ -835,11 +835,13 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.FileLock = nativeBinding.FileLock
 module.exports.descendants = nativeBinding.descendants
 module.exports.identity = nativeBinding.identity
 module.exports.killTree = nativeBinding.killTree
 module.exports.probe = nativeBinding.probe
 module.exports.signalName = nativeBinding.signalName
 module.exports.spawn = nativeBinding.spawn
+module.exports.tryLockFile = nativeBinding.tryLockFile
 module.exports.verdict = nativeBinding.verdict
 module.exports.Verdict = nativeBinding.Verdict

@@ -337,12 +337,17 @@ fn spawn_options(o: SpawnOptions) -> Result<core::spawn::SpawnOptions> {
   Ok(opts)
 }
 
+/// Events a job may have queued for the JS thread before its reader blocks. A blocked
+/// reader stops reading, the pipe fills and the job blocks on write: the same back-pressure
+/// Node streams apply, so an output flood cannot grow the host's memory without bound.
+const EVENT_QUEUE: usize = 16;
+
 /// Starts a job in a new session. Events arrive through `onEvent` from the job's own reader
 /// thread; the callback is weak, so a running job never keeps Node's event loop alive.
 #[napi]
 pub fn spawn(
   options: SpawnOptions,
-  on_event: ThreadsafeFunction<JobEvent, UnknownReturnValue, JobEvent, Status, false, true>,
+  on_event: ThreadsafeFunction<JobEvent, UnknownReturnValue, JobEvent, Status, false, true, { EVENT_QUEUE }>,
 ) -> Result<SpawnedJob> {
   #[cfg(not(unix))]
   {
@@ -355,7 +360,7 @@ pub fn spawn(
     let job = core::spawn::spawn(
       opts,
       Box::new(move |ev| {
-        on_event.call(ev.into(), ThreadsafeFunctionCallMode::NonBlocking);
+        on_event.call(ev.into(), ThreadsafeFunctionCallMode::Blocking);
       }),
     )
     .map_err(map_error)?;
@@ -367,4 +372,39 @@ pub fn spawn(
 #[napi]
 pub fn signal_name(signal: i32) -> String {
   core::status::signal_name(signal)
+}
+
+/// An exclusive cross-process lock on a file (`flock(2)`): released by `release()`, by
+/// garbage collection, or by the kernel when this process dies.
+#[napi]
+pub struct FileLock {
+  #[cfg(unix)]
+  inner: Option<core::lockfile::FileLock>,
+}
+
+/// Takes the exclusive lock on `path` (created 0600) without blocking; `null` when another
+/// process holds it. Throws `ENOENT`/`EACCES`-coded errors when the file cannot be opened.
+#[napi]
+pub fn try_lock_file(path: String) -> Result<Option<FileLock>> {
+  #[cfg(unix)]
+  {
+    Ok(core::lockfile::try_lock(std::path::Path::new(&path)).map_err(map_error)?.map(|l| FileLock { inner: Some(l) }))
+  }
+  #[cfg(not(unix))]
+  {
+    let _ = path;
+    Err(map_error(core::Error::Unsupported("file locks")))
+  }
+}
+
+#[napi]
+impl FileLock {
+  /// Releases the lock (idempotent).
+  #[napi]
+  pub fn release(&mut self) {
+    #[cfg(unix)]
+    {
+      self.inner = None;
+    }
+  }
 }

@@ -1,25 +1,37 @@
 /**
  * The checkpoint: one JSON document (`checkpoint.json`, schema version 1) in the state
- * directory, listing every session. Writes are atomic (temp file, fsync, rename, then an
- * fsync of the directory), keep the previous generation as `checkpoint.prev.json`, take a
- * cross-process lock, and merge with what other hosts wrote (newer `updatedAt` wins per
- * session). Reads validate each entry on its own; a file that cannot be parsed is moved
- * aside as `checkpoint.json.corrupt-<time>` and reading continues from the previous
- * generation.
+ * directory, listing every session.
+ *
+ * - Writes are atomic and durable: a uniquely named temp file in the same directory,
+ *   fsync, rename, then an fsync of the directory. The previous generation is kept as
+ *   `checkpoint.prev.json`.
+ * - Every write holds `checkpoint.lock` (`flock(2)`, released by the kernel if the holder
+ *   dies) and merges with what other hosts wrote: their entries are kept and, for a session
+ *   both sides know, the newer `updatedAt` wins. Temp files of writers that died mid-write
+ *   are removed under the lock.
+ * - Reads validate each entry on its own. A file that is empty, not JSON, of the wrong
+ *   shape, a symlink or not a regular file is moved aside as
+ *   `checkpoint.json.corrupt-<time>` with a diagnostic, and reading continues from the
+ *   previous generation. This happens on writes too, so a corrupt file never makes a
+ *   writer drop other hosts' entries.
  */
-import { mkdirSync, chmodSync, openSync, fsyncSync, closeSync, lstatSync } from 'node:fs';
-import { readFile, rename } from 'node:fs/promises';
+import { chmodSync, closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, unlinkSync } from 'node:fs';
+import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import lockfile from 'proper-lockfile';
 import writeFileAtomic from 'write-file-atomic';
 import { z } from 'zod';
 import { ProcwardError } from './errors.js';
+import { native } from './native.js';
 import { expiredIds, type RetentionOptions } from './retention.js';
 import { sessionRecordSchema, type SessionRecord } from './session.js';
 
 export const CHECKPOINT_VERSION = 1;
 const FILE = 'checkpoint.json';
 const PREV = 'checkpoint.prev.json';
+const LOCK = 'checkpoint.lock';
+/** write-file-atomic's temp names: `<file>.<decimal hash>`. */
+const TEMP = /^checkpoint(\.prev)?\.json\.\d+$/;
+const LOCK_TIMEOUT_MS = 10_000;
 
 const documentSchema = z.object({
   version: z.literal(CHECKPOINT_VERSION),
@@ -30,6 +42,11 @@ const documentSchema = z.object({
 export interface LoadResult {
   sessions: SessionRecord[];
   diagnostics: string[];
+}
+
+interface Generation {
+  sessions: SessionRecord[];
+  text: string;
 }
 
 /** Creates the state directory (0700) if needed and checks it is not a symlink. */
@@ -50,49 +67,62 @@ function fsyncDir(dir: string): void {
   }
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 /** The checkpoint of one state directory. */
 export class Checkpoint {
   readonly path: string;
   readonly prevPath: string;
+  readonly lockPath: string;
+  /** Completed writes (a burst of spawns shares one; see the registry's group commit). */
+  writes = 0;
 
   constructor(readonly dir: string) {
     ensureStateDir(dir);
     this.path = join(dir, FILE);
     this.prevPath = join(dir, PREV);
+    this.lockPath = join(dir, LOCK);
   }
 
-  /** Parses one generation; `null` when the file does not exist. Throws on corruption. */
-  private async parse(path: string, diagnostics: string[]): Promise<SessionRecord[] | null> {
+  /** Reads one generation; `null` when it does not exist. Throws `CHECKPOINT_CORRUPT`. */
+  private async read(path: string, diagnostics: string[]): Promise<Generation | null> {
     let text: string;
     try {
-      text = await readFile(path, 'utf8');
+      const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+      try {
+        text = await handle.readFile('utf8');
+      } finally {
+        await handle.close();
+      }
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return null;
+      if (code === 'ELOOP') throw new ProcwardError('CHECKPOINT_CORRUPT', `${path}: is a symlink; refusing to follow it`);
+      if (code === 'EISDIR') throw new ProcwardError('CHECKPOINT_CORRUPT', `${path}: is not a regular file`);
       throw err;
     }
     let doc: z.infer<typeof documentSchema>;
     try {
       doc = documentSchema.parse(JSON.parse(text));
     } catch (err) {
-      const why = text.trim() === '' ? 'it is empty' : err instanceof SyntaxError ? `invalid JSON (${err.message})` : 'wrong shape';
+      const why = text.trim() === '' ? 'it is empty' : err instanceof SyntaxError ? `invalid JSON (${err.message})` : 'wrong shape (expected { version: 1, sessions: [...] })';
       throw new ProcwardError('CHECKPOINT_CORRUPT', `${path}: ${why}`);
     }
     const sessions: SessionRecord[] = [];
     doc.sessions.forEach((raw, i) => {
       const parsed = sessionRecordSchema.safeParse(raw);
       if (parsed.success) sessions.push(parsed.data);
-      else diagnostics.push(`${path}: entry ${i} skipped: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+      else diagnostics.push(`${path}: entry ${i} skipped: ${parsed.error.issues[0]?.path.join('.') ?? ''} ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     });
-    return sessions;
+    return { sessions, text };
   }
 
-  /** Reads the newest readable generation. Never throws for a corrupt file. */
-  async load(): Promise<LoadResult> {
-    const diagnostics: string[] = [];
+  /** The newest readable generation; corrupt files are moved aside with a diagnostic. */
+  private async newest(diagnostics: string[]): Promise<Generation | null> {
     for (const path of [this.path, this.prevPath]) {
       try {
-        const sessions = await this.parse(path, diagnostics);
-        if (sessions) return { sessions, diagnostics };
+        const gen = await this.read(path, diagnostics);
+        if (gen) return gen;
       } catch (err) {
         if (!(err instanceof ProcwardError)) throw err;
         const aside = `${path}.corrupt-${Date.now()}`;
@@ -100,48 +130,58 @@ export class Checkpoint {
         diagnostics.push(`${err.message}; moved aside to ${aside}`);
       }
     }
-    return { sessions: [], diagnostics };
+    return null;
+  }
+
+  /** Reads the checkpoint. Never throws for a corrupt file (see the module docs). */
+  async load(): Promise<LoadResult> {
+    const diagnostics: string[] = [];
+    const gen = await this.newest(diagnostics);
+    return { sessions: gen?.sessions ?? [], diagnostics };
+  }
+
+  private async lock(): Promise<{ release(): void }> {
+    const end = Date.now() + LOCK_TIMEOUT_MS;
+    for (let delay = 1; ; delay = Math.min(delay * 2, 20)) {
+      const lock = native.tryLockFile(this.lockPath);
+      if (lock) return lock;
+      if (Date.now() > end) throw new ProcwardError('LOCK_TIMEOUT', `${this.lockPath} stayed locked for ${LOCK_TIMEOUT_MS} ms`);
+      await sleep(delay);
+    }
+  }
+
+  /** Removes temp files of writers that died mid-write. Only call while holding the lock. */
+  private removeStaleTemps(): void {
+    for (const name of readdirSync(this.dir)) {
+      if (TEMP.test(name)) unlinkSync(join(this.dir, name));
+    }
   }
 
   /**
-   * Merges `records` into the checkpoint under the cross-process lock: entries of other
-   * writers are kept, for a session both sides know the newer `updatedAt` wins, and
-   * finished sessions past their retention are dropped. Returns the merged list.
+   * Merges `records` into the checkpoint under the lock (see the module docs); finished
+   * sessions past their retention are dropped. Returns the merged list and diagnostics.
    */
-  async save(records: SessionRecord[], retention: RetentionOptions = {}): Promise<SessionRecord[]> {
-    // proper-lockfile locks a path by creating `<path>.lock`; the target need not exist.
-    const release = await lockfile.lock(this.path, {
-      realpath: false,
-      stale: 10_000,
-      retries: { retries: 200, minTimeout: 5, maxTimeout: 50, factor: 1.5 },
-    });
+  async save(records: SessionRecord[], retention: RetentionOptions = {}): Promise<LoadResult> {
+    const lock = await this.lock();
     try {
+      this.removeStaleTemps();
       const diagnostics: string[] = [];
-      let current: SessionRecord[] = [];
-      let currentText: string | null = null;
-      try {
-        currentText = await readFile(this.path, 'utf8');
-        current = (await this.parse(this.path, diagnostics)) ?? [];
-      } catch (err) {
-        if (!(err instanceof ProcwardError) && (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-        if (err instanceof ProcwardError) currentText = null;
-      }
-      const merged = new Map(current.map((s) => [s.id, s]));
+      const current = await this.newest(diagnostics);
+      const merged = new Map((current?.sessions ?? []).map((s) => [s.id, s]));
       for (const rec of records) {
         const other = merged.get(rec.id);
         if (!other || other.updatedAt <= rec.updatedAt) merged.set(rec.id, rec);
       }
       const expired = expiredIds(merged.values(), retention);
       const sessions = [...merged.values()].filter((s) => !expired.has(s.id)).sort((a, b) => a.startedAt - b.startedAt);
-      if (currentText !== null) {
-        await writeFileAtomic(this.prevPath, currentText, { mode: 0o600, fsync: true });
-      }
+      if (current) await writeFileAtomic(this.prevPath, current.text, { mode: 0o600, fsync: true });
       const doc = { version: CHECKPOINT_VERSION, writtenAt: Date.now(), sessions };
       await writeFileAtomic(this.path, `${JSON.stringify(doc, null, 1)}\n`, { mode: 0o600, fsync: true });
       fsyncDir(this.dir);
-      return sessions;
+      this.writes++;
+      return { sessions, diagnostics };
     } finally {
-      await release();
+      lock.release();
     }
   }
 }

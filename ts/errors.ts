@@ -12,7 +12,8 @@ export type ProcwardErrorCode =
   | 'IDENTITY_UNKNOWN'
   | 'REGISTRY_CLOSED'
   | 'SPAWN_FAILED'
-  | 'CHECKPOINT_CORRUPT';
+  | 'CHECKPOINT_CORRUPT'
+  | 'LOCK_TIMEOUT';
 
 /** An error with a stable `code` and optional structured `details`. */
 export class ProcwardError extends Error {

@@ -3,7 +3,7 @@
  * ps-spawning libraries (ps-list, pidtree, tree-kill). Linux reads procfs; other platforms
  * report identities as unknown until their sources are implemented (see README).
  */
-import { fromNative } from './errors.js';
+import { fromNative, ProcwardError } from './errors.js';
 import { native, type Identity, type NativeKillReport, type ProbeResult, type ProcessEntry, type Verdict } from './native.js';
 
 export type { Identity, ProbeResult, ProcessEntry, Verdict };
@@ -21,6 +21,13 @@ export interface KillTreeOptions {
   settleMs?: number;
 }
 
+/** Throws `INVALID_ARGUMENT` unless `pid` is an integer from 1 to 2^31 - 1. */
+function checkPid(pid: unknown): void {
+  if (!Number.isInteger(pid) || (pid as number) < 1 || (pid as number) > 2 ** 31 - 1) {
+    throw new ProcwardError('INVALID_ARGUMENT', `a PID must be an integer from 1 to 2^31-1, got ${String(pid)}`);
+  }
+}
+
 function wrap<T>(fn: () => T): T {
   try {
     return fn();
@@ -35,21 +42,26 @@ function wrap<T>(fn: () => T): T {
  * such process or it is a zombie.
  */
 export function identity(pid: number): Identity | null {
+  checkPid(pid);
   return wrap(() => native.identity(pid));
 }
 
 /** Compares a recorded identity with the live system: `current`, `replaced`, `gone` or `unknown`. */
 export function verdict(id: Identity): Verdict {
+  checkPid(id?.pid);
   return wrap(() => native.verdict(id));
 }
 
 /** Probes PIDs in one batch (one `/proc/<pid>/stat` read each); never throws for a missing PID. */
 export function probe(pids: number[]): ProbeResult[] {
+  if (!Array.isArray(pids)) throw new ProcwardError('INVALID_ARGUMENT', 'probe takes an array of PIDs');
+  pids.forEach(checkPid);
   return wrap(() => native.probe(pids));
 }
 
 /** Descendants of `pid` with their identities, from one pass over the process table. */
 export function descendants(pid: number): ProcessEntry[] {
+  checkPid(pid);
   return wrap(() => native.descendants(pid));
 }
 
@@ -64,6 +76,7 @@ export function killTree(root: Identity, options: KillTreeOptions = {}): Promise
   }
   return new Promise((resolve, reject) => {
     try {
+      checkPid(root?.pid);
       native.killTree(root, options, (err, report) => (err ? reject(fromNative(err)) : resolve(report)));
     } catch (err) {
       reject(fromNative(err));

@@ -1,25 +1,83 @@
 /**
- * The files of a durable job, in `<stateDir>/sessions/<id>/`: `output.log` (merged stdout
- * and stderr, appended by the job itself) and `exit.json` (written atomically by
- * `procward-supervise` when the job ends: `{"code":7,"signal":null}` or
- * `{"code":null,"signal":9}`).
+ * The files of a session, in `<stateDir>/sessions/<id>/` (directory 0700, files 0600):
+ *
+ * - `session.json`: the session record as it was just before the spawn, so a job started
+ *   by a host that crashed before its checkpoint write is still found (see `recovery.ts`);
+ * - `output.log`: merged stdout and stderr of a durable job, appended by the job itself;
+ * - `supervisor.json`: `{ pid, startTime, bootId }` of the durable job's supervisor,
+ *   written by the supervisor itself when it starts;
+ * - `exit.json`: written atomically by the supervisor when the job ends:
+ *   `{"code":7,"signal":null}` or `{"code":null,"signal":9}`;
+ * - `kill-requested`: written before procward signals the job, so any host that then sees
+ *   the job gone records it as `killed`, not `exited`.
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { native } from './native.js';
+import { identitySchema, type RecordedIdentity } from './session.js';
 
 export interface JobFiles {
   dir: string;
+  metaPath: string;
   logPath: string;
   exitPath: string;
+  supervisorPath: string;
+  killMarkPath: string;
+}
+
+/** Names a session's files without touching the disk. */
+export function sessionFiles(stateDir: string, sessionId: string): JobFiles {
+  const dir = join(stateDir, 'sessions', sessionId);
+  return {
+    dir,
+    metaPath: join(dir, 'session.json'),
+    logPath: join(dir, 'output.log'),
+    exitPath: join(dir, 'exit.json'),
+    supervisorPath: join(dir, 'supervisor.json'),
+    killMarkPath: join(dir, 'kill-requested'),
+  };
 }
 
 /** Creates the session directory (0700) and names its files. */
 export function jobFiles(stateDir: string, sessionId: string): JobFiles {
-  const dir = join(stateDir, 'sessions', sessionId);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return { dir, logPath: join(dir, 'output.log'), exitPath: join(dir, 'exit.json') };
+  const files = sessionFiles(stateDir, sessionId);
+  mkdirSync(files.dir, { recursive: true, mode: 0o700 });
+  return files;
+}
+
+/** Ids of the session directories present in the state directory. */
+export function sessionDirs(stateDir: string): string[] {
+  try {
+    return readdirSync(join(stateDir, 'sessions'));
+  } catch {
+    return [];
+  }
+}
+
+/** Removes a session's directory (after pruning, or a failed spawn). */
+export function removeSessionDir(stateDir: string, sessionId: string): void {
+  rmSync(sessionFiles(stateDir, sessionId).dir, { recursive: true, force: true });
+}
+
+/** Writes a small private file synchronously (0600). */
+export function writePrivate(path: string, text: string): void {
+  writeFileSync(path, text, { mode: 0o600 });
+}
+
+/** The supervisor's identity, or `null` when it has not written it (yet). */
+export function readSupervisorIdentity(path: string): RecordedIdentity | null {
+  try {
+    const parsed = identitySchema.safeParse(JSON.parse(readFileSync(path, 'utf8')));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether a kill was requested for the session (see the module docs). */
+export function killRequested(files: JobFiles | null): boolean {
+  return files !== null && existsSync(files.killMarkPath);
 }
 
 /** A recorded end: exit code or terminating signal name. */
@@ -28,16 +86,26 @@ export interface RecordedExit {
   signal: string | null;
 }
 
-/** Reads the exit file; `null` when it does not exist (yet) or is unreadable. */
-export async function readExitFile(path: string): Promise<RecordedExit | null> {
+/**
+ * Reads the exit file: `null` when it does not exist (yet); `invalid` (with the reason)
+ * when it exists but does not hold an exit code 0-255 or a signal 1-64.
+ */
+export async function readExitFile(path: string): Promise<RecordedExit | { invalid: string } | null> {
+  let text: string;
   try {
-    const data = JSON.parse(await readFile(path, 'utf8')) as { code?: unknown; signal?: unknown };
-    if (typeof data.code === 'number') return { exitCode: data.code, signal: null };
-    if (typeof data.signal === 'number') return { exitCode: null, signal: native.signalName(data.signal) };
-    return null;
+    text = await readFile(path, 'utf8');
   } catch {
     return null;
   }
+  try {
+    const data = JSON.parse(text) as { code?: unknown; signal?: unknown };
+    const { code, signal } = data;
+    if (Number.isInteger(code) && (code as number) >= 0 && (code as number) <= 255 && signal == null) return { exitCode: code as number, signal: null };
+    if (Number.isInteger(signal) && (signal as number) >= 1 && (signal as number) <= 64 && code == null) {
+      return { exitCode: null, signal: native.signalName(signal as number) };
+    }
+  } catch {}
+  return { invalid: `${path} does not hold an exit status: ${JSON.stringify(text.slice(0, 80))}` };
 }
 
 /** Reads the whole log as text (lossy UTF-8); empty when it does not exist. */

@@ -4,118 +4,53 @@
  *
  * Data flows one way: native spawn → reader events → session → registry → checkpoint.
  */
-import { rmSync } from 'node:fs';
-import { dirname, resolve as resolvePath } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { existsSync, rmSync, statSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
 import { Checkpoint } from './checkpoint.js';
+import { childEnvironment, validateCommand } from './environment.js';
 import { fromNative, ProcwardError } from './errors.js';
-import { identity as readIdentity, killTree, verdict, type Identity, type KillReport } from './helpers.js';
+import { identity as readIdentity, killTree, verdict, type Identity } from './helpers.js';
 import { newSessionId, resolveSessionId } from './ids.js';
-import { jobFiles, readExitFile, readLog, readLogTail, type RecordedExit } from './jobfiles.js';
+import {
+  jobFiles,
+  killRequested,
+  readExitFile,
+  readLog,
+  readLogTail,
+  removeSessionDir,
+  sessionFiles,
+  writePrivate,
+  type JobFiles,
+  type RecordedExit,
+} from './jobfiles.js';
 import { native, supervisorPath, type JobEvent } from './native.js';
 import { DEFAULT_TAIL_CHARS, OutputTail, pageLines, preview } from './output.js';
 import { redact } from './redact.js';
-import { expiredIds, type RetentionOptions } from './retention.js';
-import type { CompletionReason, SessionRecord, SessionStatus } from './session.js';
+import { scanOrphanSessions } from './recovery.js';
+import { expiredIds } from './retention.js';
+import { finishKillInBackground } from './termination.js';
+import type { CompletionReason, SessionRecord } from './session.js';
+import type { KillResult, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
 
-/** Options of {@link ProcessRegistry.open}. */
-export interface RegistryOptions extends RetentionOptions {
-  /** Directory for the checkpoint and durable job files (created 0700). Without it nothing is persisted. */
-  stateDir?: string;
-  /** Shell for commands. Default `/bin/bash` when it exists (it execs the last command, so signal deaths stay visible), else `/bin/sh`. */
-  shell?: string;
-  /** Shell arguments before the command. Default `['-c']`. */
-  shellArgs?: string[];
-  /** In-memory output tail per session, in characters. Default 200 000. */
-  maxOutputChars?: number;
-  /** Default grace period of `kill`, in milliseconds. Default 2000. */
-  graceMs?: number;
-  /** Run jobs durably (log file + supervisor) unless a spawn says otherwise. Default: true when `stateDir` is set. */
-  durable?: boolean;
-  /** Redact secrets in persisted commands and in previews. Default true. */
-  redact?: boolean;
-}
-
-/** Options of {@link ProcessRegistry.spawn}. */
-export interface SpawnOptions {
-  /** Working directory. Default: the host's. */
-  cwd?: string;
-  /** Variables added to (or overriding) the host's environment. */
-  env?: Record<string, string>;
-  /** The task that started the job. */
-  taskId?: string;
-  /** The task that owns the job, when different from `taskId`. */
-  ownerTaskId?: string;
-  /** Conversation/session key the job belongs to. */
-  sessionKey?: string;
-  /** Log file + supervisor, so the job outlives the host with its output and exit status. Needs `stateDir`. */
-  durable?: boolean;
-}
-
-/** A session as `list`, `spawn` and `poll` describe it. Times in milliseconds. */
-export interface SessionSummary {
-  id: string;
-  command: string;
-  cwd: string;
-  pid: number | null;
-  status: SessionStatus;
-  exitCode: number | null;
-  signal: string | null;
-  reason: CompletionReason | null;
-  startedAt: number;
-  exitedAt: number | null;
-  /** Milliseconds the job ran (until now while running). */
-  uptimeMs: number;
-  taskId?: string;
-  sessionKey?: string;
-  durable: boolean;
-  /** Recovered from the checkpoint: not a child of this host. */
-  detached: boolean;
-  /** Listed because it shares the session key, though another task started it. */
-  sessionScoped?: boolean;
-}
-
-/** What {@link ProcessRegistry.poll} returns. */
-export interface PollResult extends SessionSummary {
-  /** The last 2000 characters of output, ANSI-stripped and redacted. */
-  outputPreview: string;
-}
-
-/** What {@link ProcessRegistry.wait} returns. */
-export interface WaitResult extends PollResult {
-  /** True when the timeout passed before the job ended. */
-  timedOut: boolean;
-  processRunning: boolean;
-}
-
-/** What {@link ProcessRegistry.readLog} returns. */
-export interface LogResult {
-  id: string;
-  status: SessionStatus;
-  /** The page's lines joined with `\n`. */
-  text: string;
-  lines: string[];
-  totalLines: number;
-  offset: number;
-  showing: string;
-  /** Characters dropped by the in-memory cap before this read (0 for durable jobs: the log is complete). */
-  droppedChars: number;
-}
-
-/** What {@link ProcessRegistry.kill} returns. */
-export interface KillResult extends KillReport {
-  id: string;
-  /** `killed`, or `already_exited` when the session had ended before the kill. */
-  outcome: 'killed' | 'already_exited';
-  exitCode: number | null;
-  signal: string | null;
-}
+export type { KillResult, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
 
 interface Live {
   record: SessionRecord;
   tail: OutputTail;
   /** Recovered from a checkpoint: not our child, refreshed by identity. */
   detached: boolean;
-  killing: boolean;
+  /**
+   * Written by another host that is still alive: that host owns the entry. We show it,
+   * re-read it from the checkpoint, may kill it, but never write it.
+   */
+  foreign: boolean;
+  /** Kills of this host currently signalling the session. */
+  killsInFlight: number;
+  /** A kill of ours reached the leader, so its end is `killed`. */
+  killed: boolean;
+  /** An end the reader reported while a kill was in flight: published once the kill knows whether it reached the leader. */
+  pendingExit?: RecordedExit;
   /** Stops the background finishing of a kill that timed out. */
   finisher?: AbortController;
   waiters: Set<() => void>;
@@ -129,11 +64,18 @@ interface Outcome extends RecordedExit {
 const DETACHED_TICK_MS = 25;
 const EMPTY_REPORT = { signalled: [], alreadyGone: [], refusedReused: [], survivors: [], survivorIdentities: [], escalated: false };
 
+/** Registries open in this process, by instance id (two may share a state directory). */
+const openInstances = new Set<string>();
+
+function newLive(record: SessionRecord, tailChars: number, detached: boolean, foreign: boolean): Live {
+  return { record, tail: new OutputTail(tailChars), detached, foreign, killsInFlight: 0, killed: false, waiters: new Set() };
+}
+
 /** A background process registry. Create with {@link ProcessRegistry.open}. */
 export class ProcessRegistry {
   private readonly sessions = new Map<string, Live>();
   private readonly checkpoint: Checkpoint | undefined;
-  private readonly writer: Identity;
+  private readonly writer: Identity & { instance: string };
   private saving: Promise<void> | null = null;
   private dirty = false;
   private closed = false;
@@ -142,8 +84,9 @@ export class ProcessRegistry {
 
   private constructor(private readonly options: RegistryOptions) {
     this.checkpoint = options.stateDir ? new Checkpoint(resolvePath(options.stateDir)) : undefined;
-    const self = readIdentity(process.pid);
-    this.writer = self ?? { pid: process.pid, startTime: '0', bootId: 'unknown' };
+    const self = readIdentity(process.pid) ?? { pid: process.pid, startTime: '0', bootId: 'unknown' };
+    this.writer = { ...self, instance: randomBytes(4).toString('hex') };
+    openInstances.add(this.writer.instance);
   }
 
   /** Opens a registry; with a `stateDir`, recovers the sessions its checkpoint lists first. */
@@ -156,13 +99,25 @@ export class ProcessRegistry {
   private async recover(): Promise<void> {
     if (!this.checkpoint) return;
     const { sessions, diagnostics } = await this.checkpoint.load();
-    this.diagnostics.push(...diagnostics);
-    for (const record of sessions) {
-      const live: Live = { record, tail: new OutputTail(this.tailChars), detached: true, killing: false, waiters: new Set() };
+    const orphans = scanOrphanSessions(this.checkpoint.dir, new Set(sessions.map((r) => r.id)), (r) => this.isForeign(r));
+    this.diagnostics.push(...diagnostics, ...orphans.diagnostics);
+    for (const record of [...sessions, ...orphans.records]) {
+      const live = newLive(record, this.tailChars, true, this.isForeign(record));
       this.sessions.set(record.id, live);
       await this.refresh(live);
     }
-    if (sessions.length > 0 || diagnostics.length > 0) await this.persist();
+    if (sessions.length + orphans.records.length > 0 || diagnostics.length > 0) await this.persist();
+  }
+
+  /** Whether another live host wrote this entry (its writer's identity is current). */
+  private isForeign(record: SessionRecord): boolean {
+    const w = record.writer;
+    if (w.pid === this.writer.pid && w.startTime === this.writer.startTime && w.bootId === this.writer.bootId) {
+      return w.instance !== undefined && w.instance !== this.writer.instance && openInstances.has(w.instance);
+    }
+    if (w.bootId === 'unknown') return false;
+    const v = verdict(w);
+    return v === 'current' || v === 'unknown';
   }
 
   private get tailChars(): number {
@@ -182,19 +137,21 @@ export class ProcessRegistry {
    */
   async spawn(command: string, opts: SpawnOptions = {}): Promise<SessionSummary> {
     this.assertOpen();
-    if (typeof command !== 'string' || command.trim() === '') {
-      throw new ProcwardError('INVALID_ARGUMENT', 'command must be a non-empty string');
-    }
+    validateCommand(command);
     const durable = opts.durable ?? this.options.durable ?? this.checkpoint !== undefined;
     if (durable && !this.checkpoint) {
       throw new ProcwardError('INVALID_ARGUMENT', 'durable jobs need a registry opened with a stateDir');
     }
-    const id = newSessionId();
+    const env = childEnvironment(process.env, opts.env);
     const cwd = resolvePath(opts.cwd ?? process.cwd());
-    const files = durable && this.checkpoint ? jobFiles(this.checkpoint.dir, id) : null;
+    if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
+      throw new ProcwardError('ENOENT', `working directory ${cwd} does not exist or is not a directory`);
+    }
+    const id = newSessionId();
+    const files = this.checkpoint ? jobFiles(this.checkpoint.dir, id) : null;
     const now = Date.now();
-    const live: Live = {
-      record: {
+    const live = newLive(
+      {
         id,
         command: this.clean(command),
         cwd,
@@ -211,18 +168,18 @@ export class ProcessRegistry {
         reason: null,
         terminationSource: null,
         durable,
-        logPath: files?.logPath ?? null,
-        exitPath: files?.exitPath ?? null,
+        logPath: durable && files ? files.logPath : null,
+        exitPath: durable && files ? files.exitPath : null,
         writer: this.writer,
         updatedAt: now,
       },
-      tail: new OutputTail(this.tailChars),
-      detached: false,
-      killing: false,
-      waiters: new Set(),
-    };
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries({ ...process.env, ...opts.env })) if (v !== undefined) env[k] = v;
+      this.tailChars,
+      false,
+      false,
+    );
+    // Written before the spawn: if this host dies before its checkpoint write, the next
+    // host still finds the job (see recovery.ts).
+    if (files) writePrivate(files.metaPath, JSON.stringify(live.record));
     let job;
     try {
       job = native.spawn(
@@ -232,12 +189,14 @@ export class ProcessRegistry {
           env,
           ...(this.options.shell !== undefined && { shell: this.options.shell }),
           ...(this.options.shellArgs !== undefined && { shellArgs: this.options.shellArgs }),
-          ...(files && { logPath: files.logPath, exitPath: files.exitPath, supervisor: supervisorPath() }),
+          ...(durable && files && { logPath: files.logPath, exitPath: files.exitPath, supervisor: supervisorPath() }),
         },
         (ev: JobEvent) => this.onEvent(live, ev),
       );
     } catch (err) {
-      throw fromNative(err);
+      if (files && this.checkpoint) removeSessionDir(this.checkpoint.dir, id);
+      const e = fromNative(err);
+      throw new ProcwardError(e.code, this.clean(e.message));
     }
     live.record.pid = job.pid;
     live.record.identity = job.identity;
@@ -251,13 +210,23 @@ export class ProcessRegistry {
       live.tail.append(ev.text ?? '');
       return;
     }
-    const known = ev.exitCode != null || ev.signal != null;
-    this.finish(live, {
-      exitCode: ev.exitCode ?? null,
-      signal: ev.signal ?? null,
-      reason: live.killing ? 'killed' : known ? 'exited' : 'lost',
-      source: live.killing ? 'kill' : 'process',
-    });
+    const end = { exitCode: ev.exitCode ?? null, signal: ev.signal ?? null };
+    if (live.killsInFlight > 0) live.pendingExit = end;
+    else this.finishFromExit(live, end);
+  }
+
+  /**
+   * Publishes an observed end: `killed` when a kill reached the leader (ours, or one on
+   * record in the session directory), else `exited` (`lost` when the status is unknown).
+   */
+  private finishFromExit(live: Live, end: RecordedExit): void {
+    const killed = live.killed || killRequested(this.files(live));
+    const known = end.exitCode !== null || end.signal !== null;
+    this.finish(live, { ...end, reason: killed ? 'killed' : known ? 'exited' : 'lost', source: killed ? 'kill' : known ? 'process' : 'recovery' });
+  }
+
+  private files(live: Live): JobFiles | null {
+    return this.checkpoint ? sessionFiles(this.checkpoint.dir, live.record.id) : null;
   }
 
   /** Publishes a session's end. Exactly one finisher wins; later calls change nothing. */
@@ -272,6 +241,7 @@ export class ProcessRegistry {
       reason: outcome.reason,
       terminationSource: outcome.source,
       updatedAt: Date.now(),
+      writer: this.writer,
     });
     for (const w of live.waiters) w();
     live.waiters.clear();
@@ -285,19 +255,37 @@ export class ProcessRegistry {
    * one the end is `lost`. `unknown` keeps it running (retried on the next access).
    */
   private async refresh(live: Live): Promise<void> {
+    if (live.foreign) await this.reloadForeign(live);
     const r = live.record;
     if (!live.detached || r.status === 'exited') return;
     const v = r.identity ? verdict(r.identity) : 'gone';
     if (v === 'current' || v === 'unknown') return;
     const recorded = r.exitPath ? await readExitFile(r.exitPath) : null;
-    if (recorded) {
-      this.finish(live, { ...recorded, reason: live.killing ? 'killed' : 'exited', source: live.killing ? 'kill' : 'process' });
-    } else {
-      this.finish(live, { exitCode: null, signal: null, reason: live.killing ? 'killed' : 'lost', source: live.killing ? 'kill' : 'recovery' });
+    if (recorded && 'invalid' in recorded) this.diagnostics.push(recorded.invalid);
+    if (recorded && !('invalid' in recorded)) this.finishFromExit(live, recorded);
+    // A foreign pipe-mode job: its owner saw how it ended and will write it; wait for that.
+    else if (!live.foreign) this.finishFromExit(live, { exitCode: null, signal: null });
+  }
+
+  /** Takes a foreign entry's newer state from the checkpoint, or adopts it once its writer died. */
+  private async reloadForeign(live: Live): Promise<void> {
+    if (!this.checkpoint) return;
+    const { sessions } = await this.checkpoint.load();
+    const fresh = sessions.find((s) => s.id === live.record.id);
+    if (fresh && fresh.updatedAt > live.record.updatedAt) {
+      Object.assign(live.record, fresh);
+      if (fresh.status === 'exited') {
+        for (const w of live.waiters) w();
+        live.waiters.clear();
+      }
     }
+    live.foreign = this.isForeign(live.record);
   }
 
   private get(id: string): Live {
+    this.assertOpen();
+    if (typeof id === 'number') id = String(id);
+    if (typeof id !== 'string') throw new ProcwardError('INVALID_ARGUMENT', `session id must be a string, got ${id === null ? 'null' : typeof id}`);
     return this.sessions.get(resolveSessionId(this.sessions.keys(), id)) as Live;
   }
 
@@ -422,74 +410,57 @@ export class ProcessRegistry {
    * settle window; `IDENTITY_UNKNOWN` when the process table cannot be read.
    */
   async kill(id: string, opts: { graceMs?: number } = {}): Promise<KillResult> {
+    this.assertOpen();
     const live = this.get(id);
     await this.refresh(live);
     const r = live.record;
     const graceMs = opts.graceMs ?? this.options.graceMs ?? 2000;
-    const hasEnded = () => r.status === 'exited';
-    const wasRunning = !hasEnded();
+    const wasRunning = r.status === 'running';
     if (!r.identity) return { id: r.id, outcome: 'already_exited', ...EMPTY_REPORT, exitCode: r.exitCode, signal: r.signal };
     live.finisher?.abort();
-    if (wasRunning) live.killing = true;
+    const files = this.files(live);
+    if (wasRunning && files) writePrivate(files.killMarkPath, `${Date.now()} ${process.pid}\n`);
     // On an ended session this still cleans up what is left of its process group.
-    const report = await killTree(r.identity, { graceMs });
+    live.killsInFlight++;
+    let report;
+    try {
+      report = await killTree(r.identity, { graceMs });
+    } finally {
+      live.killsInFlight--;
+    }
+    const reachedLeader = wasRunning && report.signalled.includes(r.identity.pid);
+    if (reachedLeader) live.killed = true;
+    else if (files && !live.killed) rmSync(files.killMarkPath, { force: true });
+    if (live.pendingExit && live.killsInFlight === 0) {
+      const end = live.pendingExit;
+      delete live.pendingExit;
+      this.finishFromExit(live, end);
+    }
     const result = (outcome: KillResult['outcome']): KillResult => ({ id: r.id, outcome, ...report, exitCode: r.exitCode, signal: r.signal });
     if (report.survivors.length > 0) {
-      this.finishInBackground(live, report.survivorIdentities, graceMs);
+      const controller = new AbortController();
+      live.finisher = controller;
+      finishKillInBackground(report.survivorIdentities, {
+        graceMs,
+        signal: controller.signal,
+        onDone: () => {
+          if (r.identity && verdict(r.identity) !== 'current') this.finish(live, { exitCode: null, signal: 'SIGKILL', reason: 'killed', source: 'kill' });
+        },
+        onGiveUp: (left) => this.diagnostics.push(`kill of ${r.id}: ${left.map((i) => i.pid).join(', ')} still alive after 60 s`),
+      });
       throw new ProcwardError(
         'KILL_SURVIVORS',
         `${report.survivors.length} process(es) survived the kill of ${r.id}: ${report.survivors.join(', ')}; procward keeps trying in the background`,
         { report, finishingInBackground: true },
       );
     }
-    if (!wasRunning) return result('already_exited');
-    if (!report.signalled.includes(r.pid as number)) {
-      // The leader had ended (or its PID was reused) before the kill reached it.
-      live.killing = false;
-      if (live.detached) await this.refresh(live);
-      else await this.settle(live, 2000);
-      if (hasEnded()) return result('already_exited');
-    }
-    if (!live.detached) await this.settle(live, 2000);
-    const recorded = r.exitPath ? await readExitFile(r.exitPath) : null;
-    this.finish(live, {
-      exitCode: recorded?.exitCode ?? null,
-      signal: recorded ? recorded.signal : report.escalated ? 'SIGKILL' : 'SIGTERM',
-      reason: 'killed',
-      source: 'kill',
-    });
+    if (live.detached) await this.refresh(live);
+    else await this.settle(live, 2000);
+    // The leader had ended on its own (or its PID was reused) before the kill reached it.
+    if (!reachedLeader) return result('already_exited');
+    // Still not published (a slow reader): what we know is that our kill ended it.
+    this.finish(live, { exitCode: null, signal: report.escalated ? 'SIGKILL' : 'SIGTERM', reason: 'killed', source: 'kill' });
     return result('killed');
-  }
-
-  /**
-   * A kill that timed out keeps going: every 500 ms (first after the grace period) each
-   * survivor is re-checked by identity and SIGKILLed with its descendants, for up to 60 s.
-   * A new kill of the session or `close()` stops it.
-   */
-  private finishInBackground(live: Live, survivors: Identity[], graceMs: number): void {
-    const controller = new AbortController();
-    live.finisher = controller;
-    const deadline = Date.now() + 60_000;
-    let left = survivors;
-    const tick = async () => {
-      if (controller.signal.aborted || this.closed) return;
-      const next: Identity[] = [];
-      for (const id of left) {
-        const rep = await killTree(id, { signal: 'SIGKILL', graceMs: 0, settleMs: 200 }).catch(() => null);
-        next.push(...(rep ? rep.survivorIdentities : [id]));
-      }
-      left = next;
-      if (controller.signal.aborted) return;
-      if (left.length === 0) {
-        if (live.record.identity && verdict(live.record.identity) !== 'current') {
-          this.finish(live, { exitCode: null, signal: 'SIGKILL', reason: 'killed', source: 'kill' });
-        }
-        return;
-      }
-      if (Date.now() < deadline) setTimeout(tick, 500).unref();
-      else this.diagnostics.push(`kill of ${live.record.id}: ${left.map((i) => i.pid).join(', ')} still alive after 60 s`);
-    };
-    setTimeout(tick, Math.max(graceMs, 250)).unref();
   }
 
   /** Waits up to `ms` for the reader to publish the end of an attached session. */
@@ -528,9 +499,8 @@ export class ProcessRegistry {
   /** Drops finished sessions past their retention (and their job files). */
   private prune(): void {
     for (const id of expiredIds([...this.sessions.values()].map((l) => l.record), this.options)) {
-      const dir = this.sessions.get(id)?.record.logPath;
       this.sessions.delete(id);
-      if (dir) rmSync(dirname(dir), { recursive: true, force: true });
+      if (this.checkpoint) removeSessionDir(this.checkpoint.dir, id);
     }
   }
 
@@ -549,10 +519,11 @@ export class ProcessRegistry {
           while (this.dirty) {
             this.dirty = false;
             this.prune();
-            await this.checkpoint?.save(
-              [...this.sessions.values()].map((l) => ({ ...l.record })),
+            const saved = await this.checkpoint?.save(
+              [...this.sessions.values()].filter((l) => !l.foreign).map((l) => ({ ...l.record })),
               this.options,
             );
+            this.diagnostics.push(...(saved?.diagnostics ?? []));
           }
         } finally {
           this.saving = null;
@@ -570,6 +541,7 @@ export class ProcessRegistry {
   async close(): Promise<void> {
     if (this.closed) return;
     for (const live of this.sessions.values()) live.finisher?.abort();
+    openInstances.delete(this.writer.instance);
     await this.persist();
     this.closed = true;
   }

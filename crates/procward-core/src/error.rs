@@ -33,6 +33,8 @@ impl Error {
         Some(libc::EPERM) => "EPERM".into(),
         Some(libc::ESRCH) => "ESRCH".into(),
         Some(libc::EAGAIN) => "EAGAIN".into(),
+        Some(libc::E2BIG) => "E2BIG".into(),
+        Some(libc::ENOMEM) => "ENOMEM".into(),
         _ => "EIO".into(),
       },
       Error::InvalidInput(_) => "EINVAL".into(),

@@ -10,6 +10,7 @@
 //! - [`spawn`]: `<shell> -c <command>` in a new session, with pipe or durable file capture.
 //! - [`reader`]: orphan-safe output capture (pipe drain and log-file tail).
 //! - [`utf8`]: incremental UTF-8 decoding of output chunks.
+//! - [`lockfile`]: `flock` locks that die with their holder (for the checkpoint).
 //! - [`status`]: how a job ended (exit code or terminating signal).
 //!
 //! `kill`, `spawn` and `reader` are Unix-only for now; Windows (Job Objects, ConPTY) is not
@@ -19,6 +20,8 @@ pub mod error;
 pub mod identity;
 #[cfg(unix)]
 pub mod kill;
+#[cfg(unix)]
+pub mod lockfile;
 pub mod probe;
 #[cfg(unix)]
 pub mod reader;

@@ -145,7 +145,11 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     });
   }
 
-  let what = || format!("spawning {} -c {:?}", opts.shell.display(), opts.command);
+  // The command itself stays out of error messages: it may carry secrets.
+  let what = || {
+    let cwd = opts.cwd.as_ref().map_or_else(|| "the host's cwd".to_string(), |c| c.display().to_string());
+    format!("starting {} in {cwd}", opts.shell.display())
+  };
   let read_end = match &opts.capture {
     Capture::Pipe => {
       let (r, w) = pipe_cloexec().map_err(|e| Error::io("creating the output pipe", e))?;

@@ -1,5 +1,6 @@
 //! `procward-supervise <exit-file> <program> [args...]`
 //!
+//! At start it records its own identity in `supervisor.json` beside the exit file.
 //! The parent of a durable job. It runs `<program> [args...]` (the job: `sh -c <command>`),
 //! waits for it, and writes the job's exact end — exit code or terminating signal — to
 //! `<exit-file>` atomically (temp file, fsync, rename, fsync of the directory). A shell
@@ -72,6 +73,14 @@ mod unix {
     unsafe {
       for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGPIPE] {
         libc::signal(sig, libc::SIG_IGN);
+      }
+    }
+    // Who we are, for a host that must find this job without a checkpoint entry (its host
+    // crashed between the spawn and the checkpoint write).
+    if let Ok(Some(me)) = procward_core::identity::identity(std::process::id() as i32) {
+      let text = format!("{{\"pid\":{},\"startTime\":\"{}\",\"bootId\":\"{}\"}}\n", me.pid, me.start_time, me.boot_id);
+      if let Err(e) = write_atomically(&exit_path.with_file_name("supervisor.json"), &text) {
+        eprintln!("procward-supervise: cannot record identity: {e}");
       }
     }
     let mut cmd = Command::new(&args[1]);

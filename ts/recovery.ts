@@ -1,0 +1,43 @@
+/**
+ * Recovery of sessions that the checkpoint does not list: a host that crashed between
+ * spawning a job and writing its checkpoint left `sessions/<id>/session.json` (written
+ * before the spawn) and, for a durable job, the supervisor's own `supervisor.json`. Those
+ * are enough to track the job again, or to report how it ended.
+ *
+ * Entries of a host that is still alive are left to it (it is between its spawn and its
+ * checkpoint write).
+ */
+import { readFileSync } from 'node:fs';
+import { isSessionId } from './ids.js';
+import { readSupervisorIdentity, sessionDirs, sessionFiles } from './jobfiles.js';
+import { sessionRecordSchema, type SessionRecord } from './session.js';
+
+export interface OrphanScan {
+  records: SessionRecord[];
+  diagnostics: string[];
+}
+
+/** Session directories not in `known`, turned back into records. */
+export function scanOrphanSessions(stateDir: string, known: Set<string>, ownedByLiveHost: (r: SessionRecord) => boolean): OrphanScan {
+  const records: SessionRecord[] = [];
+  const diagnostics: string[] = [];
+  for (const id of sessionDirs(stateDir)) {
+    if (known.has(id) || !isSessionId(id)) continue;
+    const files = sessionFiles(stateDir, id);
+    let record: SessionRecord;
+    try {
+      record = sessionRecordSchema.parse(JSON.parse(readFileSync(files.metaPath, 'utf8')));
+    } catch {
+      diagnostics.push(`${files.dir}: not in the checkpoint and no readable session.json; left alone`);
+      continue;
+    }
+    if (record.id !== id || ownedByLiveHost(record)) continue;
+    if (record.durable) {
+      const supervisor = readSupervisorIdentity(files.supervisorPath);
+      if (supervisor) Object.assign(record, { pid: supervisor.pid, identity: supervisor });
+    }
+    records.push(record);
+    diagnostics.push(`${id}: recovered from its session directory (its host stopped before writing the checkpoint)`);
+  }
+  return { records, diagnostics };
+}

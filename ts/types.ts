@@ -1,0 +1,98 @@
+/** The public shapes of the registry's options and results. Times in milliseconds. */
+import type { KillReport } from './helpers.js';
+import type { RetentionOptions } from './retention.js';
+import type { CompletionReason, SessionStatus } from './session.js';
+
+/** Options of `ProcessRegistry.open`. */
+export interface RegistryOptions extends RetentionOptions {
+  /** Directory for the checkpoint and durable job files (created 0700). Without it nothing is persisted. */
+  stateDir?: string;
+  /** Shell for commands. Default `/bin/bash` when it exists (it execs the last command, so signal deaths stay visible), else `/bin/sh`. */
+  shell?: string;
+  /** Shell arguments before the command. Default `['-c']`. */
+  shellArgs?: string[];
+  /** In-memory output tail per session, in characters. Default 200 000. */
+  maxOutputChars?: number;
+  /** Default grace period of `kill`, in milliseconds. Default 2000. */
+  graceMs?: number;
+  /** Run jobs durably (log file + supervisor) unless a spawn says otherwise. Default: true when `stateDir` is set. */
+  durable?: boolean;
+  /** Redact secrets in persisted commands and in previews. Default true. */
+  redact?: boolean;
+}
+
+/** Options of `ProcessRegistry.spawn`. */
+export interface SpawnOptions {
+  /** Working directory. Default: the host's. */
+  cwd?: string;
+  /** Variables added to (or overriding) the host's environment. */
+  env?: Record<string, string>;
+  /** The task that started the job. */
+  taskId?: string;
+  /** The task that owns the job, when different from `taskId`. */
+  ownerTaskId?: string;
+  /** Conversation/session key the job belongs to. */
+  sessionKey?: string;
+  /** Log file + supervisor, so the job outlives the host with its output and exit status. Needs `stateDir`. */
+  durable?: boolean;
+}
+
+/** A session as `list`, `spawn` and `poll` describe it. Times in milliseconds. */
+export interface SessionSummary {
+  id: string;
+  command: string;
+  cwd: string;
+  pid: number | null;
+  status: SessionStatus;
+  exitCode: number | null;
+  signal: string | null;
+  reason: CompletionReason | null;
+  startedAt: number;
+  exitedAt: number | null;
+  /** Milliseconds the job ran (until now while running). */
+  uptimeMs: number;
+  taskId?: string;
+  sessionKey?: string;
+  durable: boolean;
+  /** Recovered from the checkpoint: not a child of this host. */
+  detached: boolean;
+  /** Listed because it shares the session key, though another task started it. */
+  sessionScoped?: boolean;
+}
+
+/** What `ProcessRegistry.poll` returns. */
+export interface PollResult extends SessionSummary {
+  /** The last 2000 characters of output, ANSI-stripped and redacted. */
+  outputPreview: string;
+}
+
+/** What `ProcessRegistry.wait` returns. */
+export interface WaitResult extends PollResult {
+  /** True when the timeout passed before the job ended. */
+  timedOut: boolean;
+  processRunning: boolean;
+}
+
+/** What `ProcessRegistry.readLog` returns. */
+export interface LogResult {
+  id: string;
+  status: SessionStatus;
+  /** The page's lines joined with `\n`. */
+  text: string;
+  lines: string[];
+  totalLines: number;
+  offset: number;
+  showing: string;
+  /** Characters dropped by the in-memory cap before this read (0 for durable jobs: the log is complete). */
+  droppedChars: number;
+}
+
+/** What `ProcessRegistry.kill` returns. */
+export interface KillResult extends KillReport {
+  id: string;
+  /** `killed`, or `already_exited` when the session had ended before the kill. */
+  outcome: 'killed' | 'already_exited';
+  exitCode: number | null;
+  signal: string | null;
+}
+
