@@ -546,6 +546,11 @@ export class ProcessRegistry {
     this.closed = true;
   }
 
+  /** Counters for diagnostics and tests: sessions held, checkpoint writes done. */
+  stats(): { sessions: number; checkpointWrites: number } {
+    return { sessions: this.sessions.size, checkpointWrites: this.checkpoint?.writes ?? 0 };
+  }
+
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }

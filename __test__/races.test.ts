@@ -1,0 +1,96 @@
+// Races and bad input (DESIGN sections 3 and 5): outcomes that must not depend on timing,
+// and clear errors that lose nothing. Several of these came from adversarial testing.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ProcessRegistry, probe } from '../dist/index.mjs';
+import { cleanupGroup, ROOT, tempDir } from './support.js';
+
+let registry: ProcessRegistry;
+beforeEach(async () => {
+  registry = await ProcessRegistry.open();
+});
+afterEach(async () => {
+  await registry.close();
+});
+
+describe('kill races', () => {
+  it('two kills at once: the session ends killed, once', async () => {
+    for (let i = 0; i < 20; i++) {
+      const s = await registry.spawn('sleep 30');
+      cleanupGroup(s.pid);
+      const [k1, k2] = await Promise.all([registry.kill(s.id, { graceMs: 500 }), new Promise((r) => setTimeout(r, i % 4)).then(() => registry.kill(s.id, { graceMs: 500 }))]);
+      expect([k1.outcome, k2.outcome]).toContain('killed');
+      expect(await registry.poll(s.id)).toMatchObject({ status: 'exited', reason: 'killed' });
+    }
+  });
+
+  it('a kill racing the job’s own exit never labels a self-exit as killed', async () => {
+    for (let i = 0; i < 20; i++) {
+      const s = await registry.spawn('sleep 0.1; exit 7');
+      cleanupGroup(s.pid);
+      await new Promise((r) => setTimeout(r, 90 + (i % 5) * 5));
+      const k = await registry.kill(s.id, { graceMs: 500 });
+      const p = await registry.poll(s.id);
+      if (k.outcome === 'already_exited') expect(p).toMatchObject({ reason: 'exited', exitCode: 7 });
+      else expect(p.reason).toBe('killed');
+    }
+  });
+});
+
+describe('bad input gets a clear error', () => {
+  it('NUL bytes, bad environment names and non-string ids are INVALID_ARGUMENT', async () => {
+    await expect(registry.spawn('echo a\0b')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(registry.spawn('true', { env: { 'A=B': 'x' } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(registry.spawn('true', { env: { '': 'x' } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(registry.poll(null as unknown as string)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(await registry.list()).toEqual([]);
+  });
+
+  it('a PID that is not a positive 32-bit integer is refused by the native helpers', () => {
+    expect(() => probe([1.5])).toThrow(/integer/);
+    expect(() => probe([2 ** 31])).toThrow(/integer/);
+    expect(() => probe([0])).toThrow(/integer/);
+  });
+
+  it('a spawn error names the cwd, never the command (it may hold a secret), and leaves no session dir', async () => {
+    const r = await ProcessRegistry.open({ stateDir: tempDir() });
+    const err = await r.spawn("curl -H 'Authorization: Bearer sk-proj-abcdefghijklmnopqrstuvwxyz123456'", { cwd: '/no/such/dir' }).catch((e) => e);
+    expect(err.code).toBe('ENOENT');
+    expect(err.message).toContain('/no/such/dir');
+    expect(err.message).not.toContain('abcdefghijklmnop');
+    expect(await r.list()).toEqual([]);
+    await r.close();
+  });
+
+  it('a closed registry refuses work with REGISTRY_CLOSED', async () => {
+    const r = await ProcessRegistry.open();
+    const s = await r.spawn('exit 0');
+    cleanupGroup(s.pid);
+    await r.close();
+    await expect(r.poll(s.id)).rejects.toMatchObject({ code: 'REGISTRY_CLOSED' });
+    await expect(r.spawn('true')).rejects.toMatchObject({ code: 'REGISTRY_CLOSED' });
+  });
+});
+
+describe('output floods', () => {
+  it('four `yes` floods for 3 s keep the host within the tail caps plus 64 MiB (back-pressure)', async () => {
+    const index = join(ROOT, 'dist', 'index.js');
+    const script = `const { ProcessRegistry } = require(${JSON.stringify(index)});
+(async () => {
+  const r = await ProcessRegistry.open({ maxOutputChars: 10000 });
+  const base = process.memoryUsage().rss; let peak = base;
+  const iv = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 50);
+  const all = await Promise.all([1, 2, 3, 4].map(() => r.spawn('timeout 3 yes "$(printf %0100d 0)"')));
+  for (const s of all) await r.wait(s.id);
+  clearInterval(iv);
+  console.log(JSON.stringify({ growth: peak - base, tail: (await r.poll(all[0].id)).outputPreview.length }));
+})();`;
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, ['-e', script], { timeout: 30_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
+    );
+    const { growth, tail } = JSON.parse(out);
+    expect(growth).toBeLessThan(64 * 1024 * 1024);
+    expect(tail).toBeGreaterThan(0);
+  }, 40_000);
+});
