@@ -159,7 +159,7 @@ impl Run<'_> {
         return pending.into_iter().filter(|&t| self.is_alive(t)).collect();
       }
       std::thread::sleep(step.min(deadline.saturating_duration_since(Instant::now())));
-      step = (step * 2).min(Duration::from_millis(10));
+      step = (step * 2).min(Duration::from_millis(2));
     }
   }
 
