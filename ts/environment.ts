@@ -1,7 +1,45 @@
 /**
- * What a job is started with: validation of the command and the child's environment.
+ * What a job is started with: the command as the shell gets it, and the child's
+ * environment.
+ *
+ * - The environment is the host's minus secret-looking variables (credential-like names
+ *   and the known provider variables), plus what the caller passes explicitly, plus
+ *   `PYTHONUNBUFFERED=1` and non-interactive pagers. A host variable the caller wants to
+ *   pass through is named in `allowEnv`.
+ * - `A && B &` is rewritten to `A && { B & }`: otherwise the whole list runs in a
+ *   background subshell that holds the output pipe while the job has already "exited".
  */
 import { ProcwardError } from './errors.js';
+import { CREDENTIAL_NAME } from './redact.js';
+
+/** Host variables never passed to jobs unless allowed, beyond the credential-like names. */
+const PROVIDER_SECRETS = new Set([
+  'OPENAI_API_KEY',
+  'ANTHROPIC_API_KEY',
+  'GITHUB_TOKEN',
+  'GH_TOKEN',
+  'GITLAB_TOKEN',
+  'NPM_TOKEN',
+  'NODE_AUTH_TOKEN',
+  'HF_TOKEN',
+  'HUGGING_FACE_HUB_TOKEN',
+  'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
+  'AWS_ACCESS_KEY_ID',
+  'GOOGLE_API_KEY',
+  'GEMINI_API_KEY',
+  'STRIPE_API_KEY',
+  'SLACK_BOT_TOKEN',
+  'DATABASE_URL',
+]);
+
+/** Whether a host variable is kept away from jobs by default. */
+export function isSecretVariable(name: string): boolean {
+  return PROVIDER_SECRETS.has(name.toUpperCase()) || CREDENTIAL_NAME.test(name);
+}
+
+/** Defaults that make jobs behave in the background (set unless the caller sets them). */
+const JOB_DEFAULTS: Record<string, string> = { PYTHONUNBUFFERED: '1', PAGER: 'cat', GIT_PAGER: 'cat', MANPAGER: 'cat' };
 
 /** Throws `INVALID_ARGUMENT` unless `command` is a non-empty string without NUL bytes. */
 export function validateCommand(command: unknown): asserts command is string {
@@ -12,10 +50,10 @@ export function validateCommand(command: unknown): asserts command is string {
 }
 
 /**
- * The child's environment: the host's, overridden by `extra`. Throws `INVALID_ARGUMENT` for
- * a name that is empty or contains `=` or NUL, or a value that is not a string or has NUL.
+ * The child's environment (see the module docs). Throws `INVALID_ARGUMENT` for a name that
+ * is empty or contains `=` or NUL, or a value that is not a string or has a NUL.
  */
-export function childEnvironment(host: NodeJS.ProcessEnv, extra: Record<string, string> = {}): Record<string, string> {
+export function childEnvironment(host: NodeJS.ProcessEnv, extra: Record<string, string> = {}, allow: readonly string[] = []): Record<string, string> {
   for (const [name, value] of Object.entries(extra)) {
     if (name === '' || name.includes('=') || name.includes('\0')) {
       throw new ProcwardError('INVALID_ARGUMENT', `environment variable name ${JSON.stringify(name)} is empty or contains '=' or NUL`);
@@ -24,7 +62,43 @@ export function childEnvironment(host: NodeJS.ProcessEnv, extra: Record<string, 
       throw new ProcwardError('INVALID_ARGUMENT', `environment variable ${name} must be a string without NUL bytes`);
     }
   }
+  const allowed = new Set(allow);
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries({ ...host, ...extra })) if (v !== undefined) env[k] = v;
-  return env;
+  for (const [k, v] of Object.entries(host)) {
+    if (v !== undefined && (allowed.has(k) || !isSecretVariable(k))) env[k] = v;
+  }
+  return { ...env, ...JOB_DEFAULTS, ...extra };
+}
+
+/** Splits off the part after the last top-level `&&` if `command` is `A && B &`; null otherwise. */
+function splitBackgroundedList(command: string): [string, string] | null {
+  let quote: string | null = null;
+  let depth = 0;
+  let lastAnd = -1;
+  for (let i = 0; i < command.length; i++) {
+    const c = command[i];
+    if (quote) {
+      if (c === '\\' && quote === '"') i++;
+      else if (c === quote) quote = null;
+      continue;
+    }
+    if (c === '\\') i++;
+    else if (c === '"' || c === "'" || c === '`') quote = c;
+    else if (c === '(' || c === '{') depth++;
+    else if (c === ')' || c === '}') depth--;
+    else if (c === '\n' || c === ';' || (c === '|' && command[i + 1] === '|')) return null;
+    else if (c === '&' && command[i + 1] === '&' && depth === 0) lastAnd = i++;
+  }
+  if (quote || depth !== 0 || lastAnd < 0) return null;
+  const head = command.slice(0, lastAnd).trimEnd();
+  const tail = command.slice(lastAnd + 2).trim();
+  if (!tail.endsWith('&') || tail.endsWith('&&') || /[>|]&$/.test(tail)) return null;
+  const body = tail.slice(0, -1).trimEnd();
+  return head && body && !body.includes('&') ? [head, body] : null;
+}
+
+/** The command as the shell gets it: `A && B &` becomes `A && { B & }`; anything else is unchanged. */
+export function shellCommand(command: string): string {
+  const split = splitBackgroundedList(command.trim());
+  return split ? `${split[0]} && { ${split[1]} & }` : command;
 }

@@ -1,12 +1,29 @@
 /**
- * Redaction: the one function every command written to disk and every output leaving
- * through a surface passes through. It masks vendor tokens, Authorization headers,
- * credentials in URLs, JWTs and private key blocks.
+ * Redaction: the one function every command written to disk and every output or
+ * notification leaving through a surface (tool, CLI, MCP) passes through.
+ *
+ * Masked: vendor tokens (OpenAI/Anthropic, GitHub, GitLab, Slack, AWS, Google, npm,
+ * Hugging Face, Stripe), `Authorization`/`X-Api-Key` credentials (the scheme is kept),
+ * private key blocks, passwords in URLs, JWTs; and, for env dumps (`env`, `printenv`,
+ * `export`, `set`, `declare`, reads of `.env` files), any `NAME=value` whose name looks like
+ * a credential. Long tokens keep a short prefix and suffix so they stay recognisable.
+ *
+ * The patterns are a hand-kept list rather than secretlint's rules: redaction runs
+ * synchronously on every preview and page, and secretlint's engine is asynchronous and
+ * built for whole files (see the issue notes for the evaluation).
  */
 
-/** Masks a secret, keeping a short prefix and suffix of long tokens so they stay recognisable. */
+/** Options of {@link redact}. */
+export interface RedactOptions {
+  /** The text is an environment dump or a `.env` file: also mask credential-like `NAME=value`. */
+  envDump?: boolean;
+}
+
+/** Masks a secret, keeping a short prefix and suffix of long tokens. */
 export function mask(secret: string): string {
-  return secret.length >= 24 ? `${secret.slice(0, 6)}…${secret.slice(-4)}` : '***';
+  if (secret.length >= 24) return `${secret.slice(0, 6)}…${secret.slice(-4)}`;
+  if (secret.length >= 12) return `${secret.slice(0, 3)}…`;
+  return '***';
 }
 
 interface Rule {
@@ -17,25 +34,43 @@ interface Rule {
 }
 
 const RULES: Rule[] = [
-  { name: 'private-key', pattern: /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g, group: 0 },
-  { name: 'authorization', pattern: /\b(?:Authorization|Proxy-Authorization)\s*[:=]\s*["']?(?:Bearer|Basic|Token|Bot)\s+([A-Za-z0-9._~+/=-]{8,})/gi, group: 1 },
+  { name: 'private-key', pattern: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)/g, group: 0 },
+  {
+    name: 'authorization',
+    pattern: /\b(?:Proxy-)?Authorization\s*[:=]\s*["']?(?:Bearer|Basic|Token|Bot|Digest|ApiKey)\s+([A-Za-z0-9._~+/=:-]{8,})/gi,
+    group: 1,
+  },
   { name: 'bearer', pattern: /\bBearer\s+([A-Za-z0-9._~+/-]{16,}=*)/g, group: 1 },
-  { name: 'api-key-header', pattern: /\b(?:X-Api-Key|Api-Key|X-Auth-Token)\s*[:=]\s*["']?([A-Za-z0-9._~+/=-]{12,})/gi, group: 1 },
-  { name: 'url-credentials', pattern: /\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:([^\s@/]+)@/gi, group: 1 },
+  { name: 'api-key-header', pattern: /\b(?:X-Api-Key|Api-Key|X-Auth-Token|X-Access-Token|Private-Token)\s*[:=]\s*["']?([A-Za-z0-9._~+/=-]{12,})/gi, group: 1 },
+  { name: 'url-credentials', pattern: /\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:([^\s@/]+)@/gi, group: 1 },
   { name: 'jwt', pattern: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, group: 0 },
-  { name: 'openai-anthropic', pattern: /\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}/g, group: 0 },
+  { name: 'anthropic', pattern: /\bsk-ant-[a-z0-9]{2,8}-[A-Za-z0-9_-]{20,}/g, group: 0 },
+  { name: 'openai', pattern: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, group: 0 },
   { name: 'github', pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g, group: 0 },
-  { name: 'gitlab', pattern: /\bglpat-[A-Za-z0-9_-]{20,}/g, group: 0 },
-  { name: 'slack', pattern: /\bxox[abposr]-[A-Za-z0-9-]{10,}/g, group: 0 },
-  { name: 'aws-access-key', pattern: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, group: 0 },
+  { name: 'gitlab', pattern: /\bgl(?:pat|dt|rt|ptt|cbt)-[A-Za-z0-9_-]{20,}/g, group: 0 },
+  { name: 'slack', pattern: /\bxox[abposre]-[A-Za-z0-9-]{10,}/g, group: 0 },
+  { name: 'slack-webhook', pattern: /https:\/\/hooks\.slack\.com\/services\/[A-Za-z0-9/]+/g, group: 0 },
+  { name: 'aws-access-key', pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b/g, group: 0 },
   { name: 'google-api-key', pattern: /\bAIza[0-9A-Za-z_-]{35}/g, group: 0 },
   { name: 'npm', pattern: /\bnpm_[A-Za-z0-9]{36}\b/g, group: 0 },
   { name: 'huggingface', pattern: /\bhf_[A-Za-z0-9]{30,}/g, group: 0 },
-  { name: 'stripe', pattern: /\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, group: 0 },
+  { name: 'stripe', pattern: /\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}/g, group: 0 },
 ];
 
+/** Names that look like credentials (`*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*_API_KEY`, ...). */
+export const CREDENTIAL_NAME =
+  /(?:^|_)(?:TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|PWD|API_?KEY|ACCESS_?KEY|SECRET_?KEY|PRIVATE_?KEY|CLIENT_SECRET|CREDENTIALS?|AUTH_?TOKEN|SESSION_?KEY|SIGNING_?KEY|WEBHOOK_?SECRET|DSN)(?:_|$)/i;
+
+/** A value that cannot be a secret worth masking: empty, a short number, a boolean, a placeholder. */
+function trivialValue(value: string): boolean {
+  const v = value.replace(/^["']|["']$/g, '');
+  return v === '' || /^\d{1,7}$/.test(v) || /^(true|false|yes|no|on|off|null|none)$/i.test(v) || /^\*+$/.test(v) || /^\$\{?[A-Za-z_]\w*\}?$/.test(v);
+}
+
+const ENV_LINE = /^(\s*(?:export\s+|declare\s+-[a-zA-Z]+\s+|set\s+)?)([A-Za-z_][A-Za-z0-9_]*)=(.*)$/gm;
+
 /** Returns `text` with every secret the rules recognise masked. */
-export function redact(text: string): string {
+export function redact(text: string, opts: RedactOptions = {}): string {
   let out = text;
   for (const rule of RULES) {
     out = out.replace(rule.pattern, (match: string, ...groups: unknown[]) => {
@@ -44,5 +79,17 @@ export function redact(text: string): string {
       return typeof secret === 'string' ? match.replace(secret, mask(secret)) : match;
     });
   }
+  if (opts.envDump) {
+    out = out.replace(ENV_LINE, (line, lead: string, name: string, value: string) =>
+      CREDENTIAL_NAME.test(name) && !trivialValue(value) && !value.includes('…') ? `${lead}${name}=${mask(value)}` : line,
+    );
+  }
   return out;
+}
+
+const ENV_DUMP_COMMAND = /(?:^|[;&|(]\s*|\bsudo\s+)(?:env|printenv|export|set|declare(?:\s+-[a-zA-Z]+)?)\s*(?:$|[|;&>)])|\b(?:cat|less|more|head|tail|bat|grep)\b[^|;&]*\.env\b/m;
+
+/** Whether the output of `command` is an environment dump or a `.env` file (see {@link RedactOptions.envDump}). */
+export function isEnvDumpCommand(command: string): boolean {
+  return ENV_DUMP_COMMAND.test(command);
 }
