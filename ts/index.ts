@@ -8,6 +8,9 @@
  * - {@link redact}: the redaction applied to everything procward persists or shows.
  */
 export { ProcessRegistry } from './registry.js';
+export type { RegistryEvents } from './registry.js';
+export type { BulkKillOutcome } from './scoping.js';
+export type { CompletionEvent, WatchEvent, ProcwardEvent, WatchLimits } from './notifications.js';
 export type {
   RegistryOptions,
   SpawnOptions,
@@ -22,5 +25,6 @@ export { identity, verdict, probe, descendants, killTree } from './helpers.js';
 export type { Identity, Verdict, ProbeResult, ProcessEntry, KillReport, KillTreeOptions } from './helpers.js';
 export { ProcwardError } from './errors.js';
 export type { ProcwardErrorCode } from './errors.js';
-export { redact } from './redact.js';
+export { redact, isEnvDumpCommand } from './redact.js';
+export type { RedactOptions } from './redact.js';
 export { defaultStateDir } from './statedir.js';

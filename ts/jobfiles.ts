@@ -139,3 +139,34 @@ export async function readLogTail(path: string, bytes: number): Promise<string> 
     await handle.close();
   }
 }
+
+/**
+ * Reads the log from byte `offset` to its current end, stopping before a UTF-8 sequence
+ * that is not complete yet; `next` is where the following read starts. A log that shrank
+ * below `offset` is read again from the start.
+ */
+export async function readLogFrom(path: string, offset: number): Promise<{ text: string; next: number }> {
+  let handle;
+  try {
+    handle = await open(path, 'r');
+  } catch {
+    return { text: '', next: offset };
+  }
+  try {
+    const { size } = await handle.stat();
+    const start = size < offset ? 0 : offset;
+    const buf = Buffer.alloc(Math.min(size - start, 4 * 1024 * 1024));
+    const { bytesRead } = await handle.read(buf, 0, buf.length, start);
+    let end = bytesRead;
+    for (let i = end - 1; i >= Math.max(0, end - 4); i--) {
+      const b = buf[i] as number;
+      if ((b & 0xc0) === 0x80) continue;
+      const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+      if (i + need > end) end = i;
+      break;
+    }
+    return { text: buf.subarray(0, end).toString('utf8'), next: start + end };
+  } finally {
+    await handle.close();
+  }
+}

@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { Checkpoint } from './checkpoint.js';
-import { childEnvironment, validateCommand } from './environment.js';
+import { EventEmitter } from 'node:events';
+import { childEnvironment, shellCommand, validateCommand } from './environment.js';
 import { fromNative, ProcwardError } from './errors.js';
 import { identity as readIdentity, killTree, verdict, type Identity } from './helpers.js';
 import { newSessionId, resolveSessionId } from './ids.js';
@@ -17,6 +18,7 @@ import {
   killRequested,
   readExitFile,
   readLog,
+  readLogFrom,
   readLogTail,
   removeSessionDir,
   sessionFiles,
@@ -25,10 +27,24 @@ import {
   type RecordedExit,
 } from './jobfiles.js';
 import { native, supervisorPath, type JobEvent } from './native.js';
-import { DEFAULT_TAIL_CHARS, OutputTail, pageLines, preview } from './output.js';
-import { redact } from './redact.js';
+import { DEFAULT_TAIL_CHARS, OutputTail, pageLines, plainText, preview } from './output.js';
+import {
+  checkPatterns,
+  COMPLETION_TAIL_CHARS,
+  LineWatcher,
+  owns,
+  pendingCompletion,
+  pendingWatchEvents,
+  RateLimit,
+  type CompletionEvent,
+  type ProcwardEvent,
+  type WatchEvent,
+} from './notifications.js';
+import { isEnvDumpCommand, redact } from './redact.js';
 import { scanOrphanSessions } from './recovery.js';
 import { expiredIds } from './retention.js';
+import * as scoping from './scoping.js';
+import type { BulkKillOutcome } from './scoping.js';
 import { finishKillInBackground } from './termination.js';
 import type { CompletionReason, SessionRecord } from './session.js';
 import type { KillResult, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
@@ -54,6 +70,10 @@ interface Live {
   /** Stops the background finishing of a kill that timed out. */
   finisher?: AbortController;
   waiters: Set<() => void>;
+  /** Matches output lines against the session's watch patterns. */
+  watcher?: LineWatcher;
+  /** Bytes of a detached durable job's log already fed to the watcher. */
+  watchOffset?: number;
 }
 
 interface Outcome extends RecordedExit {
@@ -71,8 +91,14 @@ function newLive(record: SessionRecord, tailChars: number, detached: boolean, fo
   return { record, tail: new OutputTail(tailChars), detached, foreign, killsInFlight: 0, killed: false, waiters: new Set() };
 }
 
+/** Events a registry emits: `completion` and `watch` (see `notifications.ts`). */
+export interface RegistryEvents {
+  completion: [CompletionEvent];
+  watch: [WatchEvent];
+}
+
 /** A background process registry. Create with {@link ProcessRegistry.open}. */
-export class ProcessRegistry {
+export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   private readonly sessions = new Map<string, Live>();
   private readonly checkpoint: Checkpoint | undefined;
   private readonly writer: Identity & { instance: string };
@@ -82,7 +108,11 @@ export class ProcessRegistry {
   /** Problems found while recovering (corrupt files, skipped entries). */
   readonly diagnostics: string[] = [];
 
+  private readonly watchRate: RateLimit;
+
   private constructor(private readonly options: RegistryOptions) {
+    super();
+    this.watchRate = new RateLimit(options.watch?.maxPerMinute ?? 30);
     this.checkpoint = options.stateDir ? new Checkpoint(resolvePath(options.stateDir)) : undefined;
     const self = readIdentity(process.pid) ?? { pid: process.pid, startTime: '0', bootId: 'unknown' };
     this.writer = { ...self, instance: randomBytes(4).toString('hex') };
@@ -124,8 +154,29 @@ export class ProcessRegistry {
     return this.options.maxOutputChars ?? DEFAULT_TAIL_CHARS;
   }
 
-  private clean(text: string): string {
-    return this.options.redact === false ? text : redact(text);
+  /** Redacts text leaving the registry (env dumps too when the session's command is one). */
+  private clean(text: string, record?: SessionRecord): string {
+    return this.options.redact === false ? text : redact(text, { envDump: record !== undefined && isEnvDumpCommand(record.command) });
+  }
+
+  private watcherFor(record: SessionRecord): LineWatcher | undefined {
+    if (!record.watchPatterns?.length || record.status === 'exited') return undefined;
+    const w = this.options.watch ?? {};
+    return new LineWatcher(record.watchPatterns, { cooldownMs: w.cooldownMs ?? 2000, maxPerSession: w.maxPerSession ?? 20, maxPerMinute: w.maxPerMinute ?? 30 }, this.watchRate);
+  }
+
+  /** Feeds output to the session's watcher; queues, persists and emits what matched. */
+  private watch(live: Live, text: string): void {
+    if (!live.watcher || live.foreign) return;
+    const r = live.record;
+    const hits = live.watcher.feed(text, r.watchFired ?? 0);
+    if (hits.length === 0) return;
+    const cleaned = hits.map((h) => ({ ...h, line: this.clean(plainText(h.line), r) }));
+    r.watchEvents = [...(r.watchEvents ?? []), ...cleaned].slice(-50);
+    r.watchFired = (r.watchFired ?? 0) + hits.length;
+    r.updatedAt = Date.now();
+    for (const e of pendingWatchEvents({ ...r, watchEvents: cleaned })) this.emit('watch', e);
+    this.persist().catch((err) => this.diagnostics.push(`checkpoint write failed: ${String(err)}`));
   }
 
   /**
@@ -142,7 +193,13 @@ export class ProcessRegistry {
     if (durable && !this.checkpoint) {
       throw new ProcwardError('INVALID_ARGUMENT', 'durable jobs need a registry opened with a stateDir');
     }
-    const env = childEnvironment(process.env, opts.env);
+    const env = childEnvironment(process.env, opts.env, opts.allowEnv);
+    let watchPatterns: string[];
+    try {
+      watchPatterns = checkPatterns(opts.watchPatterns);
+    } catch (err) {
+      throw new ProcwardError('INVALID_ARGUMENT', (err as Error).message);
+    }
     const cwd = resolvePath(opts.cwd ?? process.cwd());
     if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
       throw new ProcwardError('ENOENT', `working directory ${cwd} does not exist or is not a directory`);
@@ -172,11 +229,14 @@ export class ProcessRegistry {
         exitPath: durable && files ? files.exitPath : null,
         writer: this.writer,
         updatedAt: now,
+        ...(opts.notifyOnComplete && { notifyOnComplete: true, notificationDelivered: false }),
+        ...(watchPatterns.length > 0 && { watchPatterns, watchFired: 0 }),
       },
       this.tailChars,
       false,
       false,
     );
+    live.watcher = this.watcherFor(live.record);
     // Written before the spawn: if this host dies before its checkpoint write, the next
     // host still finds the job (see recovery.ts).
     if (files) writePrivate(files.metaPath, JSON.stringify(live.record));
@@ -184,7 +244,7 @@ export class ProcessRegistry {
     try {
       job = native.spawn(
         {
-          command,
+          command: shellCommand(command),
           cwd,
           env,
           ...(this.options.shell !== undefined && { shell: this.options.shell }),
@@ -208,6 +268,7 @@ export class ProcessRegistry {
   private onEvent(live: Live, ev: JobEvent): void {
     if (ev.kind === 'output') {
       live.tail.append(ev.text ?? '');
+      this.watch(live, ev.text ?? '');
       return;
     }
     const end = { exitCode: ev.exitCode ?? null, signal: ev.signal ?? null };
@@ -243,8 +304,12 @@ export class ProcessRegistry {
       updatedAt: Date.now(),
       writer: this.writer,
     });
+    if (r.notifyOnComplete && r.completionTail === undefined) r.completionTail = this.clean(preview(live.tail.text(), COMPLETION_TAIL_CHARS), r);
+    delete live.watcher;
     for (const w of live.waiters) w();
     live.waiters.clear();
+    const completion = pendingCompletion(r);
+    if (completion && !live.foreign) this.emit('completion', completion);
     this.persist().catch((err) => this.diagnostics.push(`checkpoint write failed: ${String(err)}`));
     return true;
   }
@@ -259,12 +324,24 @@ export class ProcessRegistry {
     const r = live.record;
     if (!live.detached || r.status === 'exited') return;
     const v = r.identity ? verdict(r.identity) : 'gone';
+    await this.followDetachedLog(live);
     if (v === 'current' || v === 'unknown') return;
+    if (r.logPath && live.tail.totalChars === 0) live.tail.append(await readLogTail(r.logPath, 16 * 1024));
     const recorded = r.exitPath ? await readExitFile(r.exitPath) : null;
     if (recorded && 'invalid' in recorded) this.diagnostics.push(recorded.invalid);
     if (recorded && !('invalid' in recorded)) this.finishFromExit(live, recorded);
     // A foreign pipe-mode job: its owner saw how it ended and will write it; wait for that.
     else if (!live.foreign) this.finishFromExit(live, { exitCode: null, signal: null });
+  }
+
+  /** Feeds a detached durable job's new log output to its watch patterns (re-armed after recovery). */
+  private async followDetachedLog(live: Live): Promise<void> {
+    const r = live.record;
+    if (!r.logPath || live.foreign || !r.watchPatterns?.length) return;
+    live.watcher ??= this.watcherFor(r);
+    const { text, next } = await readLogFrom(r.logPath, live.watchOffset ?? 0);
+    live.watchOffset = next;
+    if (text) this.watch(live, text);
   }
 
   /** Takes a foreign entry's newer state from the checkpoint, or adopts it once its writer died. */
@@ -308,6 +385,7 @@ export class ProcessRegistry {
       exitedAt: r.exitedAt,
       uptimeMs: (r.exitedAt ?? Date.now()) - r.startedAt,
       ...(r.taskId !== undefined && { taskId: r.taskId }),
+      ...(r.ownerTaskId !== undefined && { ownerTaskId: r.ownerTaskId }),
       ...(r.sessionKey !== undefined && { sessionKey: r.sessionKey }),
       durable: r.durable,
       detached: live.detached,
@@ -323,13 +401,23 @@ export class ProcessRegistry {
   }
 
   private async pollResult(live: Live): Promise<PollResult> {
-    return { ...this.summary(live), outputPreview: this.clean(preview(await this.output(live))) };
+    return { ...this.summary(live), outputPreview: this.clean(preview(await this.output(live)), live.record) };
+  }
+
+  /** Marks the session's completion event delivered (wait, end-reaching readLog, kill, acknowledged poll). */
+  private consume(live: Live): void {
+    const r = live.record;
+    if (!pendingCompletion(r) || live.foreign) return;
+    r.notificationDelivered = true;
+    r.updatedAt = Date.now();
+    this.persist().catch((err) => this.diagnostics.push(`checkpoint write failed: ${String(err)}`));
   }
 
   /** Status, PID, uptime, output preview and (once ended) exit code, signal and reason. */
-  async poll(id: string): Promise<PollResult> {
+  async poll(id: string, opts: { acknowledge?: boolean } = {}): Promise<PollResult> {
     const live = this.get(id);
     await this.refresh(live);
+    if (opts.acknowledge) this.consume(live);
     return this.pollResult(live);
   }
 
@@ -373,8 +461,10 @@ export class ProcessRegistry {
         signal?.addEventListener('abort', onAbort, { once: true });
       });
       const result = await this.pollResult(live);
+      if (!timedOut) this.consume(live);
       return { ...result, timedOut, processRunning: live.record.status === 'running' };
     }
+    this.consume(live);
     return { ...(await this.pollResult(live)), timedOut: false, processRunning: false };
   }
 
@@ -389,10 +479,11 @@ export class ProcessRegistry {
     const text = fromFile ? await readLog(live.record.logPath as string) : live.tail.text();
     let page;
     try {
-      page = pageLines(this.clean(text), opts);
+      page = pageLines(this.clean(text, live.record), opts);
     } catch (err) {
       throw new ProcwardError('INVALID_ARGUMENT', (err as Error).message);
     }
+    if (live.record.status === 'exited' && page.offset + page.lines.length >= page.totalLines) this.consume(live);
     return {
       id: live.record.id,
       status: live.record.status,
@@ -436,7 +527,10 @@ export class ProcessRegistry {
       delete live.pendingExit;
       this.finishFromExit(live, end);
     }
-    const result = (outcome: KillResult['outcome']): KillResult => ({ id: r.id, outcome, ...report, exitCode: r.exitCode, signal: r.signal });
+    const result = (outcome: KillResult['outcome']): KillResult => {
+      this.consume(live);
+      return { id: r.id, outcome, ...report, exitCode: r.exitCode, signal: r.signal };
+    };
     if (report.survivors.length > 0) {
       const controller = new AbortController();
       live.finisher = controller;
@@ -544,6 +638,61 @@ export class ProcessRegistry {
     openInstances.delete(this.writer.instance);
     await this.persist();
     this.closed = true;
+  }
+
+  /**
+   * Returns and removes the pending events the caller owns: with `ownsEvent`, those it
+   * returns true for (a predicate that throws owns nothing: the event stays queued);
+   * otherwise those with the given `sessionKey` (all events when it is omitted). Events of
+   * other owners stay queued.
+   */
+  async drainNotifications(opts: { sessionKey?: string; ownsEvent?: (event: ProcwardEvent) => boolean } = {}): Promise<ProcwardEvent[]> {
+    this.assertOpen();
+    const out: ProcwardEvent[] = [];
+    for (const live of this.sessions.values()) {
+      await this.refresh(live);
+      if (live.foreign) continue;
+      const r = live.record;
+      const completion = pendingCompletion(r);
+      const watch = pendingWatchEvents(r);
+      const owned = watch.map((e) => owns(e, opts));
+      out.push(...watch.filter((_, i) => owned[i]));
+      let changed = owned.includes(true);
+      if (changed) r.watchEvents = (r.watchEvents ?? []).filter((_, i) => !owned[i]);
+      if (completion && owns(completion, opts)) {
+        out.push(completion);
+        r.notificationDelivered = true;
+        changed = true;
+      }
+      if (changed) r.updatedAt = Date.now();
+    }
+    if (out.length > 0) await this.persist();
+    return out.sort((a, b) => a.at - b.at);
+  }
+
+  /** Kills every running session of `taskId` except `excludeIds`; one outcome per session, never throws for one failure. */
+  killAll(opts: { taskId: string; excludeIds?: string[]; graceMs?: number }): Promise<BulkKillOutcome[]> {
+    return scoping.killAll(this, opts);
+  }
+
+  /** Ids of the task's running sessions: a baseline for {@link killStartedSince}. */
+  snapshotRunningIds(taskId: string): Promise<string[]> {
+    return scoping.snapshotRunningIds(this, taskId);
+  }
+
+  /** Kills the task's running sessions that are not in `baseline`. */
+  killStartedSince(taskId: string, baseline: string[], opts: { graceMs?: number } = {}): Promise<BulkKillOutcome[]> {
+    return scoping.killStartedSince(this, taskId, baseline, opts.graceMs);
+  }
+
+  /** Whether the task has a running session (detached sessions are re-checked first). */
+  hasActiveProcesses(taskId: string): Promise<boolean> {
+    return scoping.hasActiveProcesses(this, taskId);
+  }
+
+  /** Whether a session with this key runs and started within `maxActiveAgeMs` (milliseconds). */
+  hasActiveForSession(sessionKey: string, opts: { maxActiveAgeMs?: number } = {}): Promise<boolean> {
+    return scoping.hasActiveForSession(this, sessionKey, opts);
   }
 
   /** Counters for diagnostics and tests: sessions held, checkpoint writes done. */

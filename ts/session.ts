@@ -48,6 +48,18 @@ export const sessionRecordSchema = z.object({
   writer: identitySchema.extend({ instance: z.string().optional() }),
   /** Milliseconds since the epoch; the newer entry wins when hosts merge. */
   updatedAt: z.number(),
+  /** Queue a completion event when the session ends. */
+  notifyOnComplete: z.boolean().optional(),
+  /** The last 2000 characters of output at the end (plain, redacted), for the completion event. */
+  completionTail: z.string().optional(),
+  /** The completion event was delivered (drained, or consumed by wait, readLog or kill). */
+  notificationDelivered: z.boolean().optional(),
+  /** Regular expressions matched against whole output lines. */
+  watchPatterns: z.array(z.string()).optional(),
+  /** Watch events not yet drained. */
+  watchEvents: z.array(z.object({ pattern: z.string(), line: z.string(), at: z.number() })).optional(),
+  /** Watch events raised so far (for the lifetime cap). */
+  watchFired: z.number().int().optional(),
 });
 
 export type SessionRecord = z.infer<typeof sessionRecordSchema>;

@@ -1,5 +1,6 @@
 /** The public shapes of the registry's options and results. Times in milliseconds. */
 import type { KillReport } from './helpers.js';
+import type { WatchLimits } from './notifications.js';
 import type { RetentionOptions } from './retention.js';
 import type { CompletionReason, SessionStatus } from './session.js';
 
@@ -19,6 +20,8 @@ export interface RegistryOptions extends RetentionOptions {
   durable?: boolean;
   /** Redact secrets in persisted commands and in previews. Default true. */
   redact?: boolean;
+  /** Limits of watch-pattern events. */
+  watch?: WatchLimits;
 }
 
 /** Options of `ProcessRegistry.spawn`. */
@@ -35,6 +38,12 @@ export interface SpawnOptions {
   sessionKey?: string;
   /** Log file + supervisor, so the job outlives the host with its output and exit status. Needs `stateDir`. */
   durable?: boolean;
+  /** Host variables to pass although they look like secrets (they are dropped by default). */
+  allowEnv?: string[];
+  /** Queue a completion event when the job ends (see `drainNotifications`). */
+  notifyOnComplete?: boolean;
+  /** Regular expressions; a whole output line that matches one queues a watch event. */
+  watchPatterns?: string[];
 }
 
 /** A session as `list`, `spawn` and `poll` describe it. Times in milliseconds. */
@@ -52,6 +61,7 @@ export interface SessionSummary {
   /** Milliseconds the job ran (until now while running). */
   uptimeMs: number;
   taskId?: string;
+  ownerTaskId?: string;
   sessionKey?: string;
   durable: boolean;
   /** Recovered from the checkpoint: not a child of this host. */

@@ -1,0 +1,53 @@
+/**
+ * Operations scoped to an owner (a task, a conversation's session key), built on the
+ * registry's public operations.
+ */
+import { ProcwardError } from './errors.js';
+import type { KillResult, SessionSummary } from './types.js';
+
+/** What scoping needs of a registry. */
+export interface ScopeHost {
+  list(filter?: { taskId?: string; sessionKey?: string }): Promise<SessionSummary[]>;
+  kill(id: string, opts?: { graceMs?: number }): Promise<KillResult>;
+}
+
+/** Outcome of one session in a bulk kill: the kill result, or the error it raised. */
+export type BulkKillOutcome = { id: string; result: KillResult } | { id: string; error: { code: string; message: string } };
+
+const ownedBy = (s: SessionSummary, taskId: string) => !s.sessionScoped && s.status === 'running' && (s.taskId === taskId || s.ownerTaskId === taskId);
+
+/** Ids of the task's running sessions (a baseline for {@link killStartedSince}). */
+export async function snapshotRunningIds(host: ScopeHost, taskId: string): Promise<string[]> {
+  return (await host.list({ taskId })).filter((s) => ownedBy(s, taskId)).map((s) => s.id);
+}
+
+/** Kills every running session of the task except `excludeIds`, in parallel; never throws. */
+export async function killAll(host: ScopeHost, opts: { taskId: string; excludeIds?: string[]; graceMs?: number }): Promise<BulkKillOutcome[]> {
+  if (typeof opts?.taskId !== 'string') throw new ProcwardError('INVALID_ARGUMENT', 'killAll needs a taskId');
+  const exclude = new Set(opts.excludeIds ?? []);
+  const ids = (await snapshotRunningIds(host, opts.taskId)).filter((id) => !exclude.has(id));
+  return Promise.all(
+    ids.map((id) =>
+      host.kill(id, opts.graceMs !== undefined ? { graceMs: opts.graceMs } : {}).then(
+        (result) => ({ id, result }),
+        (err: { code?: string; message?: string }) => ({ id, error: { code: err.code ?? 'ERROR', message: err.message ?? String(err) } }),
+      ),
+    ),
+  );
+}
+
+/** Kills the task's running sessions that are not in `baseline` (started after the snapshot). */
+export async function killStartedSince(host: ScopeHost, taskId: string, baseline: string[], graceMs?: number): Promise<BulkKillOutcome[]> {
+  return killAll(host, { taskId, excludeIds: baseline, ...(graceMs !== undefined && { graceMs }) });
+}
+
+/** Whether the task has a running session (detached ones are re-checked first). */
+export async function hasActiveProcesses(host: ScopeHost, taskId: string): Promise<boolean> {
+  return (await snapshotRunningIds(host, taskId)).length > 0;
+}
+
+/** Whether a session with this key runs and started less than `maxActiveAgeMs` ago (older ones are stale). */
+export async function hasActiveForSession(host: ScopeHost, sessionKey: string, opts: { maxActiveAgeMs?: number } = {}): Promise<boolean> {
+  const now = Date.now();
+  return (await host.list({ sessionKey })).some((s) => s.status === 'running' && (opts.maxActiveAgeMs === undefined || now - s.startedAt <= opts.maxActiveAgeMs));
+}
