@@ -18,6 +18,25 @@ export declare class FileLock {
   release(): void
 }
 
+/** A started job: its PID and identity, and its input side when it has one. */
+export declare class NativeJob {
+  /** PID of the direct child; also its process group id and session id. */
+  readonly pid: number
+  /** The job's identity (PID, start time, boot id), recorded before anything else happened. */
+  get identity(): Identity
+  /** Whether the job has an input side: `"pipe"`, `"pty"`, or `null`. */
+  get inputKind(): string | null
+  /**
+   * Writes all of `data` (UTF-8) to the job's stdin without blocking. Errors: `EPIPE` when
+   * the job exited, `EAGAIN` when it is not reading its input, `EINVAL` without stdin.
+   */
+  write(data: string): void
+  /** Ends the input: closes the pipe, or sends EOF (Ctrl-D) to a PTY. */
+  closeStdin(): void
+  /** Resizes a PTY job's terminal. */
+  resize(size: PtySize): void
+}
+
 /**
  * Descendants of `pid` (not including it), from one pass over the process table.
  * Empty when `pid` does not exist.
@@ -118,6 +137,14 @@ export interface ProcessEntry {
   identity: Identity
 }
 
+/** Terminal size in character cells. */
+export interface PtySize {
+  /** Columns. Default 120. */
+  cols?: number
+  /** Rows. Default 40. */
+  rows?: number
+}
+
 /** The conventional name of a signal number (`SIGKILL` for 9). */
 export declare function signalName(signal: number): string
 
@@ -125,14 +152,7 @@ export declare function signalName(signal: number): string
  * Starts a job in a new session. Events arrive through `onEvent` from the job's own reader
  * thread; the callback is weak, so a running job never keeps Node's event loop alive.
  */
-export declare function spawn(options: SpawnOptions, onEvent: ((arg: JobEvent) => unknown)): SpawnedJob
-
-/** A started job. */
-export interface SpawnedJob {
-  /** PID of the direct child; also its process group id and session id. */
-  pid: number
-  identity: Identity
-}
+export declare function spawn(options: SpawnOptions, onEvent: ((arg: JobEvent) => unknown)): NativeJob
 
 /** What to spawn. */
 export interface SpawnOptions {
@@ -156,6 +176,10 @@ export interface SpawnOptions {
   drainIdleMs?: number
   /** ... and at the latest this long after the exit. Default 120. */
   drainMaxMs?: number
+  /** Keep a stdin pipe open for `write`/`closeStdin`. Default false: stdin is `/dev/null`. */
+  stdin?: boolean
+  /** Run under a pseudo-terminal of this size (stdin, stdout and stderr). Not with durable mode. */
+  pty?: PtySize
 }
 
 /**

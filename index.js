@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.FileLock = nativeBinding.FileLock
+module.exports.NativeJob = nativeBinding.NativeJob
 module.exports.descendants = nativeBinding.descendants
 module.exports.identity = nativeBinding.identity
 module.exports.killTree = nativeBinding.killTree

@@ -267,14 +267,98 @@ pub struct SpawnOptions {
   pub drain_idle_ms: Option<u32>,
   /// ... and at the latest this long after the exit. Default 120.
   pub drain_max_ms: Option<u32>,
+  /// Keep a stdin pipe open for `write`/`closeStdin`. Default false: stdin is `/dev/null`.
+  pub stdin: Option<bool>,
+  /// Run under a pseudo-terminal of this size (stdin, stdout and stderr). Not with durable mode.
+  pub pty: Option<PtySize>,
 }
 
-/// A started job.
+/// Terminal size in character cells.
 #[napi(object)]
-pub struct SpawnedJob {
+pub struct PtySize {
+  /// Columns. Default 120.
+  pub cols: Option<u32>,
+  /// Rows. Default 40.
+  pub rows: Option<u32>,
+}
+
+#[cfg(unix)]
+fn pty_size(p: &PtySize) -> Result<core::pty::PtySize> {
+  let d = core::pty::PtySize::default();
+  let dim = |v: Option<u32>, default: u16, what: &str| match v {
+    None => Ok(default),
+    Some(n) if (1..=u16::MAX as u32).contains(&n) => Ok(n as u16),
+    Some(n) => Err(invalid(format!("{what} must be from 1 to 65535, got {n}"))),
+  };
+  Ok(core::pty::PtySize { cols: dim(p.cols, d.cols, "cols")?, rows: dim(p.rows, d.rows, "rows")? })
+}
+
+/// A started job: its PID and identity, and its input side when it has one.
+#[napi]
+pub struct NativeJob {
   /// PID of the direct child; also its process group id and session id.
+  #[napi(readonly)]
   pub pid: i32,
-  pub identity: Identity,
+  identity: Identity,
+  #[cfg(unix)]
+  input: Option<core::pty::JobInput>,
+}
+
+#[napi]
+impl NativeJob {
+  /// The job's identity (PID, start time, boot id), recorded before anything else happened.
+  #[napi(getter)]
+  pub fn identity(&self) -> Identity {
+    self.identity.clone()
+  }
+
+  #[cfg(unix)]
+  fn input(&self) -> Result<&core::pty::JobInput> {
+    self.input.as_ref().ok_or_else(|| invalid("the job has no stdin (start it with stdin or pty)"))
+  }
+
+  /// Whether the job has an input side: `"pipe"`, `"pty"`, or `null`.
+  #[napi(getter)]
+  pub fn input_kind(&self) -> Option<String> {
+    #[cfg(unix)]
+    return self.input.as_ref().map(|i| if i.kind() == core::pty::InputKind::Pty { "pty".into() } else { "pipe".into() });
+    #[cfg(not(unix))]
+    None
+  }
+
+  /// Writes all of `data` (UTF-8) to the job's stdin without blocking. Errors: `EPIPE` when
+  /// the job exited, `EAGAIN` when it is not reading its input, `EINVAL` without stdin.
+  #[napi]
+  pub fn write(&self, data: String) -> Result<()> {
+    #[cfg(unix)]
+    return self.input()?.write(data.as_bytes()).map_err(map_error);
+    #[cfg(not(unix))]
+    {
+      let _ = data;
+      Err(map_error(core::Error::Unsupported("stdin")))
+    }
+  }
+
+  /// Ends the input: closes the pipe, or sends EOF (Ctrl-D) to a PTY.
+  #[napi]
+  pub fn close_stdin(&mut self) -> Result<()> {
+    #[cfg(unix)]
+    return self.input.as_mut().ok_or_else(|| invalid("the job has no stdin (start it with stdin or pty)"))?.close().map_err(map_error);
+    #[cfg(not(unix))]
+    Err(map_error(core::Error::Unsupported("stdin")))
+  }
+
+  /// Resizes a PTY job's terminal.
+  #[napi]
+  pub fn resize(&self, size: PtySize) -> Result<()> {
+    #[cfg(unix)]
+    return self.input()?.resize(pty_size(&size)?).map_err(map_error);
+    #[cfg(not(unix))]
+    {
+      let _ = size;
+      Err(map_error(core::Error::Unsupported("pty")))
+    }
+  }
 }
 
 /// One event of a job: `output` (text, `late` when read after the exit was published) or
@@ -327,6 +411,11 @@ fn spawn_options(o: SpawnOptions) -> Result<core::spawn::SpawnOptions> {
   if let Some(ms) = o.drain_max_ms {
     opts.drain.max_wait = Duration::from_millis(ms.into());
   }
+  opts.input = match (&o.pty, o.stdin) {
+    (Some(p), _) => core::spawn::Input::Pty(pty_size(p)?),
+    (None, Some(true)) => core::spawn::Input::Pipe,
+    _ => core::spawn::Input::Null,
+  };
   opts.capture = match (o.log_path, o.exit_path, o.supervisor) {
     (None, None, None) => core::spawn::Capture::Pipe,
     (Some(log), Some(exit), Some(sup)) => {
@@ -348,7 +437,7 @@ const EVENT_QUEUE: usize = 16;
 pub fn spawn(
   options: SpawnOptions,
   on_event: ThreadsafeFunction<JobEvent, UnknownReturnValue, JobEvent, Status, false, true, { EVENT_QUEUE }>,
-) -> Result<SpawnedJob> {
+) -> Result<NativeJob> {
   #[cfg(not(unix))]
   {
     let _ = (options, on_event);
@@ -364,7 +453,7 @@ pub fn spawn(
       }),
     )
     .map_err(map_error)?;
-    Ok(SpawnedJob { pid: job.pid, identity: job.identity.into() })
+    Ok(NativeJob { pid: job.pid, identity: job.identity.into(), input: job.input })
   }
 }
 

@@ -7,6 +7,7 @@ import { constants as osConstants } from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
 import shellQuote from 'shell-quote';
 import { ProcwardError } from './errors.js';
+import { serveMcpStdio } from './mcp.js';
 import { ProcessRegistry, type SessionSummary } from './registry.js';
 import { defaultStateDir } from './statedir.js';
 
@@ -157,6 +158,15 @@ common(program.command('kill'))
       const what = `${k.signalled.length} process(es) signalled${k.escalated ? ', escalated to SIGKILL' : ''}`;
       print(opts, k, k.outcome === 'already_exited' ? `${k.id}: already exited (leftovers: ${what})` : `${k.id}: killed (${what})`);
     });
+  });
+
+common(program.command('mcp'))
+  .description('serve the process tools over stdio for an MCP client (the registry stays open until the client disconnects)')
+  .action(async (opts: Common) => {
+    const registry = await ProcessRegistry.open({ stateDir: opts.stateDir ?? defaultStateDir() });
+    for (const d of registry.diagnostics) process.stderr.write(`procward: ${d}\n`);
+    await serveMcpStdio(registry, version);
+    await registry.close();
   });
 
 program.parseAsync(process.argv).then(

@@ -13,7 +13,9 @@ export type ProcwardErrorCode =
   | 'REGISTRY_CLOSED'
   | 'SPAWN_FAILED'
   | 'CHECKPOINT_CORRUPT'
-  | 'LOCK_TIMEOUT';
+  | 'LOCK_TIMEOUT'
+  | 'SESSION_EXITED'
+  | 'NO_STDIN';
 
 /** An error with a stable `code` and optional structured `details`. */
 export class ProcwardError extends Error {

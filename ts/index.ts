@@ -28,3 +28,6 @@ export type { ProcwardErrorCode } from './errors.js';
 export { redact, isEnvDumpCommand } from './redact.js';
 export type { RedactOptions } from './redact.js';
 export { defaultStateDir } from './statedir.js';
+export { handleToolCall, toolDefinitions, openAiTools } from './tool.js';
+export type { ToolDefinition, ToolResult, ToolContext } from './tool.js';
+export { createMcpServer } from './mcp.js';

@@ -19,7 +19,8 @@ export type {
   ProcessEntry,
   KillReport as NativeKillReport,
   JobEvent,
-  SpawnedJob,
+  NativeJob,
+  PtySize,
 } from '../index.js';
 
 /**

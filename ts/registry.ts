@@ -26,7 +26,7 @@ import {
   type JobFiles,
   type RecordedExit,
 } from './jobfiles.js';
-import { native, supervisorPath, type JobEvent } from './native.js';
+import { native, supervisorPath, type JobEvent, type NativeJob } from './native.js';
 import { DEFAULT_TAIL_CHARS, OutputTail, pageLines, plainText, preview } from './output.js';
 import {
   checkPatterns,
@@ -74,6 +74,8 @@ interface Live {
   watcher?: LineWatcher;
   /** Bytes of a detached durable job's log already fed to the watcher. */
   watchOffset?: number;
+  /** The native job (attached sessions only): its stdin or PTY. */
+  job?: NativeJob;
 }
 
 interface Outcome extends RecordedExit {
@@ -189,10 +191,12 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   async spawn(command: string, opts: SpawnOptions = {}): Promise<SessionSummary> {
     this.assertOpen();
     validateCommand(command);
-    const durable = opts.durable ?? this.options.durable ?? this.checkpoint !== undefined;
+    // A PTY closes with the host, so PTY sessions are never durable by default.
+    const durable = opts.durable ?? (opts.pty ? false : (this.options.durable ?? this.checkpoint !== undefined));
     if (durable && !this.checkpoint) {
       throw new ProcwardError('INVALID_ARGUMENT', 'durable jobs need a registry opened with a stateDir');
     }
+    if (durable && opts.pty) throw new ProcwardError('INVALID_ARGUMENT', 'a PTY session cannot be durable: the terminal closes with the host');
     const env = childEnvironment(process.env, opts.env, opts.allowEnv);
     let watchPatterns: string[];
     try {
@@ -250,6 +254,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
           ...(this.options.shell !== undefined && { shell: this.options.shell }),
           ...(this.options.shellArgs !== undefined && { shellArgs: this.options.shellArgs }),
           ...(durable && files && { logPath: files.logPath, exitPath: files.exitPath, supervisor: supervisorPath() }),
+          ...(opts.stdin && { stdin: true }),
+          ...(opts.pty && { pty: opts.pty }),
         },
         (ev: JobEvent) => this.onEvent(live, ev),
       );
@@ -258,6 +264,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       const e = fromNative(err);
       throw new ProcwardError(e.code, this.clean(e.message));
     }
+    live.job = job;
     live.record.pid = job.pid;
     live.record.identity = job.identity;
     this.sessions.set(id, live);
@@ -306,6 +313,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     });
     if (r.notifyOnComplete && r.completionTail === undefined) r.completionTail = this.clean(preview(live.tail.text(), COMPLETION_TAIL_CHARS), r);
     delete live.watcher;
+    // The input side stays until the reader is done; drop our reference so it can be closed.
+    delete live.job;
     for (const w of live.waiters) w();
     live.waiters.clear();
     const completion = pendingCompletion(r);
@@ -555,6 +564,65 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     // Still not published (a slow reader): what we know is that our kill ended it.
     this.finish(live, { exitCode: null, signal: report.escalated ? 'SIGKILL' : 'SIGTERM', reason: 'killed', source: 'kill' });
     return result('killed');
+  }
+
+  /** The input side of a running, attached session, or a clear error. */
+  private input(id: string): { live: Live; job: NativeJob } {
+    const live = this.get(id);
+    const r = live.record;
+    if (r.status === 'exited') throw new ProcwardError('SESSION_EXITED', `${r.id} has exited; its stdin is closed`);
+    if (!live.job) throw new ProcwardError('NO_STDIN', `${r.id} was started by another host; only that host can write to it`);
+    if (!live.job.inputKind) throw new ProcwardError('NO_STDIN', `${r.id} has no stdin (start it with { stdin: true } or { pty })`);
+    return { live, job: live.job };
+  }
+
+  private writeInput(id: string, data: string): { id: string; bytes: number } {
+    const { live, job } = this.input(id);
+    if (typeof data !== 'string') throw new ProcwardError('INVALID_ARGUMENT', 'data must be a string');
+    try {
+      job.write(data);
+    } catch (err) {
+      const e = fromNative(err);
+      if (e.code === 'EIO' && /Broken pipe/.test(e.message)) throw new ProcwardError('SESSION_EXITED', `${live.record.id} no longer reads its stdin (it exited)`);
+      throw e;
+    }
+    return { id: live.record.id, bytes: Buffer.byteLength(data) };
+  }
+
+  /**
+   * Writes raw text to the session's stdin (pipe or PTY), without blocking. Errors:
+   * `SESSION_EXITED`, `NO_STDIN`, `EAGAIN` (the job is not reading its input).
+   */
+  async write(id: string, data: string): Promise<{ id: string; bytes: number }> {
+    return this.writeInput(id, data);
+  }
+
+  /** Writes `text` followed by Enter (LF; CR LF on a Windows console). */
+  async submit(id: string, text: string): Promise<{ id: string; bytes: number }> {
+    if (typeof text !== 'string') throw new ProcwardError('INVALID_ARGUMENT', 'text must be a string');
+    return this.writeInput(id, `${text}${process.platform === 'win32' ? '\r\n' : '\n'}`);
+  }
+
+  /** Ends the session's input: closes the pipe, or sends EOF (Ctrl-D) to a PTY. */
+  async closeStdin(id: string): Promise<{ id: string; closed: true }> {
+    const { live, job } = this.input(id);
+    try {
+      job.closeStdin();
+    } catch (err) {
+      throw fromNative(err);
+    }
+    return { id: live.record.id, closed: true };
+  }
+
+  /** Resizes a PTY session's terminal (columns and rows). */
+  async resize(id: string, size: { cols: number; rows: number }): Promise<{ id: string; cols: number; rows: number }> {
+    const { live, job } = this.input(id);
+    try {
+      job.resize(size);
+    } catch (err) {
+      throw fromNative(err);
+    }
+    return { id: live.record.id, cols: size.cols, rows: size.rows };
   }
 
   /** Waits up to `ms` for the reader to publish the end of an attached session. */

@@ -44,6 +44,10 @@ export interface SpawnOptions {
   notifyOnComplete?: boolean;
   /** Regular expressions; a whole output line that matches one queues a watch event. */
   watchPatterns?: string[];
+  /** Keep a stdin pipe open for `write`/`submit`/`closeStdin`. Default false (stdin is /dev/null). */
+  stdin?: boolean;
+  /** Run under a pseudo-terminal (stdin, stdout and stderr); size in cells, default 120×40. Never durable. */
+  pty?: { cols?: number; rows?: number };
 }
 
 /** A session as `list`, `spawn` and `poll` describe it. Times in milliseconds. */

@@ -9,6 +9,7 @@
 //! - [`kill`]: tree kill — snapshot, SIGTERM, grace period, SIGKILL after a fresh identity check.
 //! - [`spawn`]: `<shell> -c <command>` in a new session, with pipe or durable file capture.
 //! - [`reader`]: orphan-safe output capture (pipe drain and log-file tail).
+//! - [`pty`]: pseudo-terminals and the job's input side (stdin pipe or PTY master).
 //! - [`utf8`]: incremental UTF-8 decoding of output chunks.
 //! - [`lockfile`]: `flock` locks that die with their holder (for the checkpoint).
 //! - [`status`]: how a job ended (exit code or terminating signal).
@@ -23,6 +24,8 @@ pub mod kill;
 #[cfg(unix)]
 pub mod lockfile;
 pub mod probe;
+#[cfg(unix)]
+pub mod pty;
 #[cfg(unix)]
 pub mod reader;
 #[cfg(unix)]

@@ -108,7 +108,8 @@ pub(crate) fn run_pipe(pipe: OwnedFd, mut child: Child, pidfd: Option<OwnedFd>, 
             after_exit += n;
           }
         }
-        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+        Err(e) if matches!(e.kind(), ErrorKind::Interrupted | ErrorKind::WouldBlock) => {}
+        // EIO: a PTY master whose slave side has no holder left.
         Err(_) => eof = true,
       }
     }
@@ -143,6 +144,11 @@ pub(crate) fn run_pipe(pipe: OwnedFd, mut child: Child, pidfd: Option<OwnedFd>, 
 /// so a grandchild that writes never gets SIGPIPE from us.
 fn late_output(mut file: File, mut buf: Vec<u8>, mut decoder: Utf8Decoder, mut sink: EventSink) {
   loop {
+    // The descriptor may be non-blocking (a PTY master shared with the input side).
+    let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
+    if matches!(poll(&mut fds, PollTimeout::NONE), Err(e) if e != nix::errno::Errno::EINTR) {
+      break;
+    }
     match file.read(&mut buf) {
       Ok(0) => break,
       Ok(n) => {
@@ -151,7 +157,7 @@ fn late_output(mut file: File, mut buf: Vec<u8>, mut decoder: Utf8Decoder, mut s
           sink(JobEvent::Output { text, late: true });
         }
       }
-      Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+      Err(e) if matches!(e.kind(), ErrorKind::Interrupted | ErrorKind::WouldBlock) => continue,
       Err(_) => break,
     }
   }

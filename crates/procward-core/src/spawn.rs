@@ -14,6 +14,7 @@
 
 use crate::error::{Error, Result};
 use crate::identity::{identity_of_child, Identity};
+use crate::pty::{self, InputKind, JobInput, PtySize};
 use crate::reader::{self, DrainOptions, JobEvent};
 use std::fs::OpenOptions;
 use std::os::fd::OwnedFd;
@@ -38,6 +39,18 @@ pub enum Capture {
   },
 }
 
+/// What the job's stdin is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Input {
+  /// `/dev/null` (the default): a job that reads stdin sees EOF at once.
+  #[default]
+  Null,
+  /// A pipe the host writes to ([`JobInput`]); closing it is EOF.
+  Pipe,
+  /// A pseudo-terminal for stdin, stdout and stderr (pipe capture only).
+  Pty(PtySize),
+}
+
 /// What to run and how.
 #[derive(Debug, Clone)]
 pub struct SpawnOptions {
@@ -52,6 +65,7 @@ pub struct SpawnOptions {
   /// The complete environment; `None` inherits the host's.
   pub env: Option<Vec<(String, String)>>,
   pub capture: Capture,
+  pub input: Input,
   pub drain: DrainOptions,
 }
 
@@ -64,6 +78,7 @@ impl SpawnOptions {
       cwd: None,
       env: None,
       capture: Capture::Pipe,
+      input: Input::Null,
       drain: DrainOptions::default(),
     }
   }
@@ -86,12 +101,14 @@ pub fn default_shell() -> PathBuf {
 
 /// A started job. Its events (output, then exactly one exit) go to the sink given to
 /// [`spawn`], from a dedicated thread.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Job {
   /// PID of the direct child (the shell, or the supervisor in durable mode); also the
   /// process group id and session id.
   pub pid: i32,
   pub identity: Identity,
+  /// The host's side of the job's stdin (pipe or PTY), when it has one.
+  pub input: Option<JobInput>,
 }
 
 /// Receives a job's events on the job's reader thread.
@@ -120,6 +137,9 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   if opts.command.is_empty() {
     return Err(Error::InvalidInput("command is empty".into()));
   }
+  if matches!(opts.input, Input::Pty(_)) && matches!(opts.capture, Capture::Durable { .. }) {
+    return Err(Error::InvalidInput("a PTY session cannot be durable: the terminal closes with the host".into()));
+  }
   let mut cmd = match &opts.capture {
     Capture::Pipe => Command::new(&opts.shell),
     Capture::Durable { exit_path, supervisor, .. } => {
@@ -128,7 +148,26 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
       c
     }
   };
-  cmd.args(&opts.shell_args).arg(&opts.command).stdin(Stdio::null());
+  cmd.args(&opts.shell_args).arg(&opts.command);
+  let is_pty = matches!(opts.input, Input::Pty(_));
+  let (input, pty_master) = match opts.input {
+    Input::Null => {
+      cmd.stdin(Stdio::null());
+      (None, None)
+    }
+    Input::Pipe => {
+      let (r, w) = pipe_cloexec().map_err(|e| Error::io("creating the stdin pipe", e))?;
+      cmd.stdin(Stdio::from(r));
+      (Some(JobInput::new(w, InputKind::Pipe)?), None)
+    }
+    Input::Pty(size) => {
+      let (master, slave) = pty::open(size)?;
+      let dup = |fd: &OwnedFd| fd.try_clone().map_err(|e| Error::io("duplicating the PTY", e));
+      cmd.stdin(Stdio::from(dup(&slave)?)).stdout(Stdio::from(dup(&slave)?)).stderr(Stdio::from(slave));
+      let reader = dup(&master)?;
+      (Some(JobInput::new(master, InputKind::Pty)?), Some(reader))
+    }
+  };
   if let Some(cwd) = &opts.cwd {
     cmd.current_dir(cwd);
   }
@@ -136,9 +175,12 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
   }
   unsafe {
-    cmd.pre_exec(|| {
+    cmd.pre_exec(move || {
       if libc::setsid() < 0 {
         return Err(std::io::Error::last_os_error());
+      }
+      if is_pty {
+        pty::take_controlling_terminal()?;
       }
       reset_signals_in_child();
       Ok(())
@@ -151,6 +193,7 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     format!("starting {} in {cwd}", opts.shell.display())
   };
   let read_end = match &opts.capture {
+    Capture::Pipe if pty_master.is_some() => pty_master,
     Capture::Pipe => {
       let (r, w) = pipe_cloexec().map_err(|e| Error::io("creating the output pipe", e))?;
       let w2 = w.try_clone().map_err(|e| Error::io("duplicating the output pipe", e))?;
@@ -185,7 +228,7 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     (None, Capture::Pipe) => unreachable!("pipe capture always has a read end"),
   };
   spawned.map_err(|e| Error::io("starting the reader thread", e))?;
-  Ok(Job { pid, identity })
+  Ok(Job { pid, identity, input })
 }
 
 /// A pipe whose both ends are close-on-exec, so no other child inherits them.

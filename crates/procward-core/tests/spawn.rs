@@ -146,3 +146,43 @@ fn durable_supervisor_adopts_double_forked_orphans_so_they_stay_in_the_tree() {
   assert_eq!(exit, ExitInfo::signalled(libc::SIGTERM));
   std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn stdin_pipe_write_then_close_gives_eof() {
+  let mut opts = SpawnOptions::new("cat; echo after-eof");
+  opts.input = procward_core::spawn::Input::Pipe;
+  let (mut job, rx) = run(opts);
+  let input = job.input.as_mut().unwrap();
+  input.write(b"hello\n").unwrap();
+  input.close().unwrap();
+  let (out, exit) = until_exit(&rx);
+  assert_eq!(out, "hello\nafter-eof\n");
+  assert_eq!(exit.code, Some(0));
+  // Writing after the end is an error, never a crash.
+  assert!(job.input.as_ref().unwrap().write(b"x").is_err());
+}
+
+#[test]
+fn writing_to_an_exited_job_is_epipe_not_a_crash() {
+  let mut opts = SpawnOptions::new("exit 0");
+  opts.input = procward_core::spawn::Input::Pipe;
+  let (job, rx) = run(opts);
+  until_exit(&rx);
+  let err = job.input.as_ref().unwrap().write(b"late\n").unwrap_err();
+  assert!(err.to_string().contains("Broken pipe") || err.code() == "EIO", "{err}");
+}
+
+#[test]
+fn pty_job_is_a_terminal_of_the_requested_size_and_answers_a_prompt() {
+  let mut opts = SpawnOptions::new("test -t 0 && test -t 1 && echo tty; stty size; read name; echo \"hi $name\"");
+  opts.input = procward_core::spawn::Input::Pty(procward_core::pty::PtySize { cols: 100, rows: 30 });
+  let (job, rx) = run(opts);
+  let input = job.input.as_ref().unwrap();
+  std::thread::sleep(Duration::from_millis(200));
+  input.write(b"ada\n").unwrap();
+  let (out, exit) = until_exit(&rx);
+  assert_eq!(exit.code, Some(0));
+  let plain = out.replace("\r\n", "\n");
+  assert!(plain.contains("tty\n30 100\n"), "{plain:?}");
+  assert!(plain.contains("hi ada"), "{plain:?}");
+}

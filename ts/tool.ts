@@ -1,0 +1,173 @@
+/**
+ * The LLM tool surface: JSON Schemas and one handler for two tools.
+ *
+ * - `process_start` starts a background command.
+ * - `process` manages sessions: actions `list`, `poll`, `log`, `wait`, `kill`, `write`,
+ *   `submit`, `close`.
+ *
+ * Inputs and results use snake_case keys. Every output and command in a result is already
+ * redacted by the registry. The handler never throws: unknown tools or actions, missing
+ * ids and bad argument types come back as `{ error: { code, message } }`.
+ *
+ * The schemas are written once with zod and exported as JSON Schema (`z.toJSONSchema`).
+ */
+import { z } from 'zod';
+import { ProcwardError } from './errors.js';
+import type { ProcessRegistry } from './registry.js';
+
+const sessionId = z
+  .union([z.string(), z.number()])
+  .describe('Session id (proc_ + 12 hex) or a unique prefix of at least 4 hex characters.');
+
+const processInput = z
+  .object({
+    action: z.enum(['list', 'poll', 'log', 'wait', 'kill', 'write', 'submit', 'close']).describe('What to do.'),
+    session_id: sessionId.optional().describe('The session (every action but list).'),
+    timeout_ms: z.number().int().min(1).optional().describe('wait: give up after this many milliseconds (default 30000).'),
+    offset: z.number().int().min(0).optional().describe('log: first line, 0-based (default: the last `limit` lines).'),
+    limit: z.number().int().min(1).optional().describe('log: number of lines (default 200).'),
+    grace_ms: z.number().int().min(0).optional().describe('kill: milliseconds between SIGTERM and SIGKILL (default 2000).'),
+    data: z.string().optional().describe('write: raw text to send to stdin.'),
+    text: z.string().optional().describe('submit: a line to send to stdin, followed by Enter.'),
+    acknowledge: z.boolean().optional().describe('poll: also consume the completion notification.'),
+    task_id: z.string().optional().describe('list: only this task.'),
+    session_key: z.string().optional().describe('list: sessions of this conversation.'),
+  })
+  .strict();
+
+const startInput = z
+  .object({
+    command: z.string().min(1).describe('Shell command, run as `bash -c <command>` in the background.'),
+    workdir: z.string().optional().describe('Working directory.'),
+    env: z.record(z.string(), z.string()).optional().describe('Extra environment variables.'),
+    pty: z
+      .union([z.boolean(), z.object({ cols: z.number().int().min(1), rows: z.number().int().min(1) }).strict()])
+      .optional()
+      .describe('Run under a pseudo-terminal (for interactive programs).'),
+    stdin: z.boolean().optional().describe('Keep a stdin pipe open for write/submit/close.'),
+    notify_on_complete: z.boolean().optional().describe('Queue a notification when the command ends.'),
+    watch_patterns: z.array(z.string().min(1)).optional().describe('Regular expressions; a matching output line raises a notification.'),
+    task_id: z.string().optional(),
+    session_key: z.string().optional(),
+  })
+  .strict();
+
+/** A tool definition in the plain `{ name, description, input_schema }` shape (Anthropic-style). */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+function jsonSchema(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema) as Record<string, unknown>;
+  return rest;
+}
+
+/** The two tool definitions. */
+export function toolDefinitions(): ToolDefinition[] {
+  return [
+    {
+      name: 'process_start',
+      description:
+        'Start a shell command in the background (dev servers, builds, test runs). Returns its session_id at once; use the `process` tool to read its output, wait for it, or stop it.',
+      input_schema: jsonSchema(startInput),
+    },
+    {
+      name: 'process',
+      description:
+        'Manage background processes: list sessions; poll status and recent output; log (output lines, paged); wait for the end (with a timeout); kill the whole process tree; write/submit/close stdin.',
+      input_schema: jsonSchema(processInput),
+    },
+  ];
+}
+
+/** The same tools in OpenAI's `{ type: 'function', function: { name, description, parameters } }` shape. */
+export function openAiTools(): { type: 'function'; function: { name: string; description: string; parameters: Record<string, unknown> } }[] {
+  return toolDefinitions().map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.input_schema } }));
+}
+
+/** A tool result: snake_case keys, or an error object. */
+export type ToolResult = Record<string, unknown>;
+
+function snake(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(snake);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snake(v)]));
+  }
+  return value;
+}
+
+function errorResult(code: string, message: string): ToolResult {
+  return { error: { code, message } };
+}
+
+function describeIssues(err: z.ZodError): string {
+  return err.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ');
+}
+
+/** Defaults a host applies to every call (e.g. the agent's task and conversation). */
+export interface ToolContext {
+  taskId?: string;
+  sessionKey?: string;
+}
+
+/**
+ * Handles one tool call. Never throws: every failure is `{ error: { code, message } }`.
+ */
+export async function handleToolCall(registry: ProcessRegistry, name: string, input: unknown, context: ToolContext = {}): Promise<ToolResult> {
+  try {
+    if (name === 'process_start') return snake(await start(registry, input, context)) as ToolResult;
+    if (name === 'process') return snake(await manage(registry, input, context)) as ToolResult;
+    return errorResult('UNKNOWN_TOOL', `unknown tool ${JSON.stringify(name)}; the tools are process_start and process`);
+  } catch (err) {
+    if (err instanceof z.ZodError) return errorResult('INVALID_ARGUMENT', describeIssues(err));
+    const e = err as { code?: string; message?: string; details?: Record<string, unknown> };
+    return { error: { code: e.code ?? 'ERROR', message: e.message ?? String(err), ...(e.details && { details: snake(e.details) }) } };
+  }
+}
+
+async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext) {
+  const input = startInput.parse(raw);
+  const s = await registry.spawn(input.command, {
+    ...(input.workdir !== undefined && { cwd: input.workdir }),
+    ...(input.env !== undefined && { env: input.env }),
+    ...(input.pty !== undefined && input.pty !== false && { pty: input.pty === true ? {} : input.pty }),
+    ...(input.stdin !== undefined && { stdin: input.stdin }),
+    ...(input.notify_on_complete !== undefined && { notifyOnComplete: input.notify_on_complete }),
+    ...(input.watch_patterns !== undefined && { watchPatterns: input.watch_patterns }),
+    ...((input.task_id ?? ctx.taskId) !== undefined && { taskId: input.task_id ?? ctx.taskId }),
+    ...((input.session_key ?? ctx.sessionKey) !== undefined && { sessionKey: input.session_key ?? ctx.sessionKey }),
+  });
+  return { sessionId: s.id, pid: s.pid, status: s.status, command: s.command };
+}
+
+async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext) {
+  const input = processInput.parse(raw);
+  if (input.action === 'list') {
+    const taskId = input.task_id ?? ctx.taskId;
+    const sessionKey = input.session_key ?? ctx.sessionKey;
+    const sessions = await registry.list({ ...(taskId !== undefined && { taskId }), ...(sessionKey !== undefined && { sessionKey }) });
+    return { sessions };
+  }
+  if (input.session_id === undefined) throw new ProcwardError('INVALID_ARGUMENT', `action ${input.action} needs session_id`);
+  const id = String(input.session_id);
+  switch (input.action) {
+    case 'poll':
+      return registry.poll(id, { acknowledge: input.acknowledge === true });
+    case 'log':
+      return registry.readLog(id, { ...(input.offset !== undefined && { offset: input.offset }), ...(input.limit !== undefined && { limit: input.limit }) });
+    case 'wait':
+      return registry.wait(id, { timeoutMs: input.timeout_ms ?? 30_000 });
+    case 'kill':
+      return registry.kill(id, input.grace_ms !== undefined ? { graceMs: input.grace_ms } : {});
+    case 'write':
+      if (input.data === undefined) throw new ProcwardError('INVALID_ARGUMENT', 'write needs data');
+      return registry.write(id, input.data);
+    case 'submit':
+      if (input.text === undefined) throw new ProcwardError('INVALID_ARGUMENT', 'submit needs text');
+      return registry.submit(id, input.text);
+    case 'close':
+      return registry.closeStdin(id);
+  }
+}
