@@ -94,6 +94,25 @@ export function owns(event: ProcwardEvent, opts: { sessionKey?: string; ownsEven
   return opts.sessionKey === undefined || event.sessionKey === opts.sessionKey;
 }
 
+/**
+ * Removes from `r` the pending events the caller owns and returns them (the completion is
+ * marked delivered; owned watch events leave the queue). Bumps `updatedAt` when it took any.
+ */
+export function takeOwned(r: SessionRecord, opts: { sessionKey?: string; ownsEvent?: (e: ProcwardEvent) => boolean }): ProcwardEvent[] {
+  const out: ProcwardEvent[] = [];
+  const watch = pendingWatchEvents(r);
+  const owned = watch.map((e) => owns(e, opts));
+  out.push(...watch.filter((_, i) => owned[i]));
+  if (owned.includes(true)) r.watchEvents = (r.watchEvents ?? []).filter((_, i) => !owned[i]);
+  const completion = pendingCompletion(r);
+  if (completion && owns(completion, opts)) {
+    out.push(completion);
+    r.notificationDelivered = true;
+  }
+  if (out.length > 0) r.updatedAt = Date.now();
+  return out;
+}
+
 /** A registry-wide sliding-window rate limit. */
 export class RateLimit {
   private stamps: number[] = [];

@@ -27,15 +27,16 @@ import {
   type RecordedExit,
 } from './jobfiles.js';
 import { native, supervisorPath, type JobEvent, type NativeJob } from './native.js';
-import { DEFAULT_TAIL_CHARS, OutputTail, pageLines, plainText, preview } from './output.js';
+import { inputOf, newLive, settle, summary, untilEnd, writeInput, type Live } from './live.js';
+import { DEFAULT_TAIL_CHARS, pageLines, plainText, preview } from './output.js';
 import {
   checkPatterns,
   COMPLETION_TAIL_CHARS,
   LineWatcher,
-  owns,
   pendingCompletion,
   pendingWatchEvents,
   RateLimit,
+  takeOwned,
   type CompletionEvent,
   type ProcwardEvent,
   type WatchEvent,
@@ -51,33 +52,6 @@ import type { KillResult, LogResult, PollResult, RegistryOptions, SessionSummary
 
 export type { KillResult, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
 
-interface Live {
-  record: SessionRecord;
-  tail: OutputTail;
-  /** Recovered from a checkpoint: not our child, refreshed by identity. */
-  detached: boolean;
-  /**
-   * Written by another host that is still alive: that host owns the entry. We show it,
-   * re-read it from the checkpoint, may kill it, but never write it.
-   */
-  foreign: boolean;
-  /** Kills of this host currently signalling the session. */
-  killsInFlight: number;
-  /** A kill of ours reached the leader, so its end is `killed`. */
-  killed: boolean;
-  /** An end the reader reported while a kill was in flight: published once the kill knows whether it reached the leader. */
-  pendingExit?: RecordedExit;
-  /** Stops the background finishing of a kill that timed out. */
-  finisher?: AbortController;
-  waiters: Set<() => void>;
-  /** Matches output lines against the session's watch patterns. */
-  watcher?: LineWatcher;
-  /** Bytes of a detached durable job's log already fed to the watcher. */
-  watchOffset?: number;
-  /** The native job (attached sessions only): its stdin or PTY. */
-  job?: NativeJob;
-}
-
 interface Outcome extends RecordedExit {
   reason: CompletionReason;
   source: string;
@@ -88,10 +62,6 @@ const EMPTY_REPORT = { signalled: [], alreadyGone: [], refusedReused: [], surviv
 
 /** Registries open in this process, by instance id (two may share a state directory). */
 const openInstances = new Set<string>();
-
-function newLive(record: SessionRecord, tailChars: number, detached: boolean, foreign: boolean): Live {
-  return { record, tail: new OutputTail(tailChars), detached, foreign, killsInFlight: 0, killed: false, waiters: new Set() };
-}
 
 /** Events a registry emits: `completion` and `watch` (see `notifications.ts`). */
 export interface RegistryEvents {
@@ -269,7 +239,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     live.record.identity = job.identity;
     this.sessions.set(id, live);
     await this.persist();
-    return this.summary(live);
+    return summary(live);
   }
 
   private onEvent(live: Live, ev: JobEvent): void {
@@ -379,29 +349,6 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (this.closed) throw new ProcwardError('REGISTRY_CLOSED', 'the registry is closed');
   }
 
-  private summary(live: Live, scoped = false): SessionSummary {
-    const r = live.record;
-    return {
-      id: r.id,
-      command: r.command,
-      cwd: r.cwd,
-      pid: r.pid,
-      status: r.status,
-      exitCode: r.exitCode,
-      signal: r.signal,
-      reason: r.reason,
-      startedAt: r.startedAt,
-      exitedAt: r.exitedAt,
-      uptimeMs: (r.exitedAt ?? Date.now()) - r.startedAt,
-      ...(r.taskId !== undefined && { taskId: r.taskId }),
-      ...(r.ownerTaskId !== undefined && { ownerTaskId: r.ownerTaskId }),
-      ...(r.sessionKey !== undefined && { sessionKey: r.sessionKey }),
-      durable: r.durable,
-      detached: live.detached,
-      ...(scoped && { sessionScoped: true }),
-    };
-  }
-
   private async output(live: Live): Promise<string> {
     if (live.record.durable && live.record.logPath && (live.detached || live.tail.totalChars === 0)) {
       return readLogTail(live.record.logPath, 16 * 1024);
@@ -410,7 +357,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   private async pollResult(live: Live): Promise<PollResult> {
-    return { ...this.summary(live), outputPreview: this.clean(preview(await this.output(live)), live.record) };
+    return { ...summary(live), outputPreview: this.clean(preview(await this.output(live)), live.record) };
   }
 
   /** Marks the session's completion event delivered (wait, end-reaching readLog, kill, acknowledged poll). */
@@ -446,28 +393,11 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const live = this.get(id);
     await this.refresh(live);
     if (live.record.status === 'running') {
-      const timedOut = await new Promise<boolean>((resolve, reject) => {
-        // These timers are ref'd on purpose: awaiting a job keeps the host alive, while the
-        // native reader's callback (weak) never does.
-        const timer = setTimeout(() => settle(true), Math.min(timeoutMs ?? 2 ** 31 - 1, 2 ** 31 - 1));
-        const ticker = live.detached ? setInterval(() => void this.refresh(live), DETACHED_TICK_MS) : undefined;
-        const onAbort = () => {
-          cleanup();
-          reject(signal?.reason);
-        };
-        const waiter = () => settle(false);
-        const cleanup = () => {
-          clearTimeout(timer);
-          if (ticker) clearInterval(ticker);
-          live.waiters.delete(waiter);
-          signal?.removeEventListener('abort', onAbort);
-        };
-        function settle(t: boolean) {
-          cleanup();
-          resolve(t);
-        }
-        live.waiters.add(waiter);
-        signal?.addEventListener('abort', onAbort, { once: true });
+      const timedOut = await untilEnd(live, {
+        ...(timeoutMs !== undefined && { timeoutMs }),
+        ...(signal && { signal }),
+        ...(live.detached && { tick: () => void this.refresh(live) }),
+        tickMs: DETACHED_TICK_MS,
       });
       const result = await this.pollResult(live);
       if (!timedOut) this.consume(live);
@@ -558,7 +488,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       );
     }
     if (live.detached) await this.refresh(live);
-    else await this.settle(live, 2000);
+    else await settle(live, 2000);
     // The leader had ended on its own (or its PID was reused) before the kill reached it.
     if (!reachedLeader) return result('already_exited');
     // Still not published (a slow reader): what we know is that our kill ended it.
@@ -566,46 +496,24 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     return result('killed');
   }
 
-  /** The input side of a running, attached session, or a clear error. */
-  private input(id: string): { live: Live; job: NativeJob } {
-    const live = this.get(id);
-    const r = live.record;
-    if (r.status === 'exited') throw new ProcwardError('SESSION_EXITED', `${r.id} has exited; its stdin is closed`);
-    if (!live.job) throw new ProcwardError('NO_STDIN', `${r.id} was started by another host; only that host can write to it`);
-    if (!live.job.inputKind) throw new ProcwardError('NO_STDIN', `${r.id} has no stdin (start it with { stdin: true } or { pty })`);
-    return { live, job: live.job };
-  }
-
-  private writeInput(id: string, data: string): { id: string; bytes: number } {
-    const { live, job } = this.input(id);
-    if (typeof data !== 'string') throw new ProcwardError('INVALID_ARGUMENT', 'data must be a string');
-    try {
-      job.write(data);
-    } catch (err) {
-      const e = fromNative(err);
-      if (e.code === 'EIO' && /Broken pipe/.test(e.message)) throw new ProcwardError('SESSION_EXITED', `${live.record.id} no longer reads its stdin (it exited)`);
-      throw e;
-    }
-    return { id: live.record.id, bytes: Buffer.byteLength(data) };
-  }
-
   /**
    * Writes raw text to the session's stdin (pipe or PTY), without blocking. Errors:
    * `SESSION_EXITED`, `NO_STDIN`, `EAGAIN` (the job is not reading its input).
    */
   async write(id: string, data: string): Promise<{ id: string; bytes: number }> {
-    return this.writeInput(id, data);
+    return writeInput(this.get(id), data);
   }
 
   /** Writes `text` followed by Enter (LF; CR LF on a Windows console). */
   async submit(id: string, text: string): Promise<{ id: string; bytes: number }> {
     if (typeof text !== 'string') throw new ProcwardError('INVALID_ARGUMENT', 'text must be a string');
-    return this.writeInput(id, `${text}${process.platform === 'win32' ? '\r\n' : '\n'}`);
+    return writeInput(this.get(id), `${text}${process.platform === 'win32' ? '\r\n' : '\n'}`);
   }
 
   /** Ends the session's input: closes the pipe, or sends EOF (Ctrl-D) to a PTY. */
   async closeStdin(id: string): Promise<{ id: string; closed: true }> {
-    const { live, job } = this.input(id);
+    const live = this.get(id);
+    const job = inputOf(live);
     try {
       job.closeStdin();
     } catch (err) {
@@ -616,27 +524,14 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   /** Resizes a PTY session's terminal (columns and rows). */
   async resize(id: string, size: { cols: number; rows: number }): Promise<{ id: string; cols: number; rows: number }> {
-    const { live, job } = this.input(id);
+    const live = this.get(id);
+    const job = inputOf(live);
     try {
       job.resize(size);
     } catch (err) {
       throw fromNative(err);
     }
     return { id: live.record.id, cols: size.cols, rows: size.rows };
-  }
-
-  /** Waits up to `ms` for the reader to publish the end of an attached session. */
-  private settle(live: Live, ms: number): Promise<void> {
-    if (live.record.status === 'exited') return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        live.waiters.delete(done);
-        resolve();
-      }
-      live.waiters.add(done);
-    });
   }
 
   /**
@@ -653,7 +548,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       if (filter.taskId !== undefined && !taskMatch && !keyMatch) continue;
       if (filter.taskId === undefined && filter.sessionKey !== undefined && !keyMatch) continue;
       await this.refresh(live);
-      out.push(this.summary(live, filter.taskId !== undefined && !taskMatch));
+      out.push(summary(live, filter.taskId !== undefined && !taskMatch));
     }
     return out.sort((a, b) => a.startedAt - b.startedAt);
   }
@@ -720,19 +615,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     for (const live of this.sessions.values()) {
       await this.refresh(live);
       if (live.foreign) continue;
-      const r = live.record;
-      const completion = pendingCompletion(r);
-      const watch = pendingWatchEvents(r);
-      const owned = watch.map((e) => owns(e, opts));
-      out.push(...watch.filter((_, i) => owned[i]));
-      let changed = owned.includes(true);
-      if (changed) r.watchEvents = (r.watchEvents ?? []).filter((_, i) => !owned[i]);
-      if (completion && owns(completion, opts)) {
-        out.push(completion);
-        r.notificationDelivered = true;
-        changed = true;
-      }
-      if (changed) r.updatedAt = Date.now();
+      out.push(...takeOwned(live.record, opts));
     }
     if (out.length > 0) await this.persist();
     return out.sort((a, b) => a.at - b.at);
