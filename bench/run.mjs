@@ -4,9 +4,19 @@ import { writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
 import { join } from 'node:path';
 import { killBench, probeBench, treeBench } from './identity.mjs';
+import { latencyBench, spawnBench, throughputBench } from './output.mjs';
+import { recoveryBench } from './recovery.mjs';
 
 const only = process.argv.slice(2);
-const suites = { probe: probeBench, tree: treeBench, kill: killBench };
+const suites = {
+  probe: probeBench,
+  tree: treeBench,
+  kill: killBench,
+  throughput: throughputBench,
+  latency: latencyBench,
+  spawn: spawnBench,
+  recovery: recoveryBench,
+};
 const header = `Run ${new Date().toISOString()} on ${cpus().length}× ${cpus()[0]?.model ?? 'cpu'}, Linux ${release()}, Node ${process.version}.\n`;
 const parts = [header];
 for (const [name, fn] of Object.entries(suites)) {

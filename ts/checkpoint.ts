@@ -4,7 +4,7 @@
  *
  * - Writes are atomic and durable: a uniquely named temp file in the same directory,
  *   fsync, rename, then an fsync of the directory. The previous generation is kept as
- *   `checkpoint.prev.json`.
+ *   `checkpoint.prev.json` (renamed from the current file just before the new one lands).
  * - Every write holds `checkpoint.lock` (`flock(2)`, released by the kernel if the holder
  *   dies) and merges with what other hosts wrote: their entries are kept and, for a session
  *   both sides know, the newer `updatedAt` wins. Temp files of writers that died mid-write
@@ -174,7 +174,9 @@ export class Checkpoint {
       }
       const expired = expiredIds(merged.values(), retention);
       const sessions = [...merged.values()].filter((s) => !expired.has(s.id)).sort((a, b) => a.startedAt - b.startedAt);
-      if (current) await writeFileAtomic(this.prevPath, current.text, { mode: 0o600, fsync: true });
+      // The current generation becomes the previous one by a rename (no copy): should this
+      // host die before the new file lands, readers fall back to it.
+      if (current) await rename(this.path, this.prevPath).catch(() => undefined);
       const doc = { version: CHECKPOINT_VERSION, writtenAt: Date.now(), sessions };
       await writeFileAtomic(this.path, `${JSON.stringify(doc, null, 1)}\n`, { mode: 0o600, fsync: true });
       fsyncDir(this.dir);

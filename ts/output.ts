@@ -7,14 +7,17 @@
 /** Default size of a session's in-memory tail, in UTF-16 characters. */
 export const DEFAULT_TAIL_CHARS = 200_000;
 
-/** A rolling tail: keeps the last `maxChars` characters and counts what it dropped. */
+/**
+ * A rolling tail: keeps the last `maxChars` characters and counts what it dropped. Appends
+ * never copy text: whole chunks fall off the front, and the first kept chunk is trimmed
+ * only when the text is read.
+ */
 export class OutputTail {
   private chunks: string[] = [];
+  private head = 0;
   private size = 0;
   /** Characters ever appended. */
   totalChars = 0;
-  /** Characters dropped from the front because of the cap. */
-  droppedChars = 0;
 
   constructor(readonly maxChars: number = DEFAULT_TAIL_CHARS) {}
 
@@ -23,21 +26,28 @@ export class OutputTail {
     this.chunks.push(text);
     this.size += text.length;
     this.totalChars += text.length;
-    if (this.size > this.maxChars * 2 || this.chunks.length > 4096) this.compact();
+    while (this.head < this.chunks.length - 1 && this.size - (this.chunks[this.head] as string).length >= this.maxChars) {
+      this.size -= (this.chunks[this.head] as string).length;
+      this.chunks[this.head++] = '';
+    }
+    if (this.head > 1024) {
+      this.chunks = this.chunks.slice(this.head);
+      this.head = 0;
+    }
   }
 
-  private compact(): void {
-    const all = this.chunks.join('');
-    const keep = all.length > this.maxChars ? all.slice(all.length - this.maxChars) : all;
-    this.droppedChars += all.length - keep.length;
-    this.chunks = keep ? [keep] : [];
-    this.size = keep.length;
+  /** Characters dropped from the front because of the cap. */
+  get droppedChars(): number {
+    return this.totalChars - Math.min(this.size, this.maxChars);
   }
 
   /** The retained text (at most `maxChars` characters). */
   text(): string {
-    this.compact();
-    return this.chunks[0] ?? '';
+    const all = this.chunks.slice(this.head).join('');
+    this.chunks = [all];
+    this.head = 0;
+    this.size = all.length;
+    return all.length > this.maxChars ? all.slice(all.length - this.maxChars) : all;
   }
 }
 

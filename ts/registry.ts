@@ -289,7 +289,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     live.waiters.clear();
     const completion = pendingCompletion(r);
     if (completion && !live.foreign) this.emit('completion', completion);
-    this.persist().catch((err) => this.diagnostics.push(`checkpoint write failed: ${String(err)}`));
+    // A durable job's end is also in its exit file, so its checkpoint write can wait for the
+    // next one (or a short timer); other ends are written at once.
+    if (r.durable && !completion) this.persistSoon();
+    else this.persist().catch((err) => this.diagnostics.push(`checkpoint write failed: ${String(err)}`));
     return true;
   }
 
@@ -561,10 +564,26 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     }
   }
 
+  private soon: NodeJS.Timeout | undefined;
+
+  /** Writes the checkpoint within 200 ms, sharing the write with anything else in that time. */
+  private persistSoon(): void {
+    if (this.soon || this.closed) return;
+    this.soon = setTimeout(() => {
+      this.soon = undefined;
+      this.persist().catch((err) => this.diagnostics.push(`checkpoint write failed: ${String(err)}`));
+    }, 200);
+    this.soon.unref();
+  }
+
   /** Writes the checkpoint (group commit: concurrent callers share one write). */
   private persist(): Promise<void> {
     // After close() another host may own the state directory: write nothing more.
     if (this.closed) return Promise.resolve();
+    if (this.soon) {
+      clearTimeout(this.soon);
+      this.soon = undefined;
+    }
     if (!this.checkpoint) {
       this.prune();
       return Promise.resolve();

@@ -46,7 +46,7 @@ impl Default for DrainOptions {
   }
 }
 
-const CHUNK: usize = 64 * 1024;
+const CHUNK: usize = 256 * 1024;
 /// Polling tick for the direct child when no pidfd exists.
 const EXIT_TICK: Duration = Duration::from_millis(20);
 /// How often a durable job's log file is checked for growth.
@@ -114,14 +114,17 @@ pub(crate) fn run_pipe(pipe: OwnedFd, mut child: Child, pidfd: Option<OwnedFd>, 
       }
     }
 
+    let mut just_exited = false;
     if exit.is_none() && (child_ready || pidfd.is_none() || eof) {
       exit =
         if eof { child.wait().ok().map(ExitInfo::from_status).or(Some(ExitInfo { code: None, signal: None })) } else { reap(&mut child) };
       exit_at = Instant::now();
+      just_exited = exit.is_some();
     }
 
     if let Some(info) = exit {
-      let idle = !pipe_ready;
+      // Idle means a whole poll window passed after the exit with nothing to read.
+      let idle = !pipe_ready && !just_exited;
       if eof || idle || after_exit >= drain.byte_cap || exit_at.elapsed() >= drain.max_wait {
         if eof {
           let rest = decoder.finish();

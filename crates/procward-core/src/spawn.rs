@@ -111,6 +111,10 @@ pub struct Job {
   pub input: Option<JobInput>,
 }
 
+/// Output pipe capacity requested from the kernel (bytes).
+#[cfg(target_os = "linux")]
+const PIPE_SIZE: libc::c_int = 256 * 1024;
+
 /// Receives a job's events on the job's reader thread.
 pub type EventSink = Box<dyn FnMut(JobEvent) + Send + 'static>;
 
@@ -196,6 +200,11 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     Capture::Pipe if pty_master.is_some() => pty_master,
     Capture::Pipe => {
       let (r, w) = pipe_cloexec().map_err(|e| Error::io("creating the output pipe", e))?;
+      // A larger pipe means fewer, larger reads under output floods (Linux; best effort).
+      #[cfg(target_os = "linux")]
+      unsafe {
+        libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&r), libc::F_SETPIPE_SZ, PIPE_SIZE);
+      }
       let w2 = w.try_clone().map_err(|e| Error::io("duplicating the output pipe", e))?;
       cmd.stdout(Stdio::from(w)).stderr(Stdio::from(w2));
       Some(r)

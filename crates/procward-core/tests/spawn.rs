@@ -186,3 +186,17 @@ fn pty_job_is_a_terminal_of_the_requested_size_and_answers_a_prompt() {
   assert!(plain.contains("tty\n30 100\n"), "{plain:?}");
   assert!(plain.contains("hi ada"), "{plain:?}");
 }
+
+#[test]
+fn output_of_a_process_substitution_after_the_shell_exits_arrives_before_the_exit_once() {
+  let mut opts = SpawnOptions::new("exec > >(cat; sleep 30); echo done");
+  opts.shell = "/bin/bash".into();
+  let (_job, rx) = run(opts);
+  let (out, exit) = until_exit(&rx);
+  assert_eq!(exit.code, Some(0));
+  assert_eq!(out, "done\n");
+  // Nothing is delivered twice afterwards.
+  std::thread::sleep(Duration::from_millis(100));
+  let late: String = rx.try_iter().filter_map(|e| if let JobEvent::Output { text, .. } = e { Some(text) } else { None }).collect();
+  assert_eq!(late, "");
+}
