@@ -74,7 +74,7 @@ describe('bad input gets a clear error', () => {
 });
 
 describe('output floods', () => {
-  it('four `yes` floods for 3 s (gigabytes of output) keep the host's RSS growth under 128 MiB (back-pressure)', async () => {
+  it('four `yes` floods for 3 s (gigabytes of output) keep the host RSS growth under 128 MiB (back-pressure)', async () => {
     const index = join(ROOT, 'dist', 'index.js');
     const script = `const { ProcessRegistry } = require(${JSON.stringify(index)});
 (async () => {
