@@ -72,7 +72,28 @@ describe('CLI round trip across processes', () => {
   });
 });
 
+/** Every file under `dir`, recursively, as text. */
+function allFiles(dir: string): string {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => readFileSync(join(e.parentPath ?? (e as unknown as { path: string }).path, e.name), 'utf8'))
+    .join('\n');
+}
+
 describe('checkpoint and recovery', () => {
+  it("a curl -H 'Authorization: Bearer sk-…' command never reaches the state directory unmasked", async () => {
+    const state = tempDir();
+    const key = 'sk-proj-' + 'Qw3rTy7uIo9pAs2dFg4hJk6lZx8cVb1nM';
+    const s = JSON.parse((await cli(['start', '--state-dir', state, '--json', '--', `curl -s -H 'Authorization: Bearer ${key}' http://127.0.0.1:9 || true`])).stdout);
+    cleanupGroup(s.pid);
+    await cli(['wait', s.id, '--state-dir', state]);
+    expect(s.command).not.toContain(key);
+    const everything = allFiles(state);
+    expect(everything).toContain(s.id);
+    expect(everything).not.toContain(key);
+    expect(everything).not.toContain(key.slice(8, 30));
+  });
+
   it('state directory is 0700, checkpoint and logs 0600, and persisted commands are redacted', async () => {
     const state = tempDir();
     const token = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';

@@ -65,6 +65,33 @@ describe('completion notifications', () => {
     expect(await registry.drainNotifications()).toEqual([]);
   });
 
+  it('host A killed at 0.5 s, host B recovers and is killed at once, host C: running at 1 s, exited 0 with both lines at 5 s, one notification', async () => {
+    const state = tempDir();
+    const t0 = Date.now();
+    const a = await startHost(state, `const s = await r.spawn("sh -c 'echo started; sleep 3; echo finished'", { notifyOnComplete: true }); console.log(JSON.stringify(s));`);
+    const s = a.line;
+    cleanupGroup(s.pid);
+    await settle(Math.max(0, 500 - (Date.now() - t0)));
+    await crashHost(a.host);
+    const b = await startHost(state, `console.log(JSON.stringify(await r.poll(${JSON.stringify(s.id)})));`);
+    await crashHost(b.host);
+    expect(b.line).toMatchObject({ status: 'running', detached: true });
+    const c = await ProcessRegistry.open({ stateDir: state });
+    await settle(Math.max(0, 1000 - (Date.now() - t0)));
+    expect((await c.poll(s.id)).status).toBe('running');
+    await settle(Math.max(0, 5000 - (Date.now() - t0)));
+    const p = await c.poll(s.id);
+    expect(p).toMatchObject({ status: 'exited', exitCode: 0, reason: 'exited' });
+    const events = await c.drainNotifications();
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ type: 'completion', sessionId: s.id, exitCode: 0 });
+    expect((await c.readLog(s.id, { offset: 0 })).lines).toEqual(['started', 'finished']);
+    await c.close();
+    const d = await ProcessRegistry.open({ stateDir: state });
+    expect(await d.drainNotifications()).toEqual([]);
+    await d.close();
+  }, 20_000);
+
   it('queued events survive a host restart and are delivered exactly once', async () => {
     const state = tempDir();
     const { line: s, host } = await startHost(state, `const s = await r.spawn("echo started; sleep 1; echo finished", { notifyOnComplete: true }); console.log(JSON.stringify(s));`);
