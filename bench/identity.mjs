@@ -22,8 +22,12 @@ export async function probeBench() {
       const m = await medians(
         {
           'procward probe': () => probe(pids),
-          'process.kill(pid, 0)': () => pids.forEach((p) => process.kill(p, 0)),
-          'Node readFileSync /proc/<pid>/stat': () => pids.forEach((p) => readFileSync(`/proc/${p}/stat`, 'latin1')),
+          'process.kill(pid, 0)': () => {
+            for (const p of pids) process.kill(p, 0);
+          },
+          'Node readFileSync /proc/<pid>/stat': () => {
+            for (const p of pids) readFileSync(`/proc/${p}/stat`, 'latin1');
+          },
           'ps-list': () => psList(),
           pidusage: () => pidusage(pids),
         },

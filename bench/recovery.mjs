@@ -1,6 +1,6 @@
 // Recovery benchmark (DESIGN section 6): opening a registry whose checkpoint lists 1000
 // sessions, half alive and half gone, against reading and parsing the same file alone.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,7 +33,7 @@ export async function recoveryBench({ rounds = 5 } = {}) {
       updatedAt: now,
     });
     const sessions = [];
-    tree.members.slice(0, 500).forEach((p, i) => sessions.push(entry(i, p.identity, p.pid)));
+    for (const [i, p] of tree.members.slice(0, 500).entries()) sessions.push(entry(i, p.identity, p.pid));
     for (let i = 500; i < 1000; i++) sessions.push(entry(i, { pid: 4_000_000 + i, startTime: '1', bootId: writer.bootId }, 4_000_000 + i));
     const text = JSON.stringify({ version: 1, sessions });
     const parse = [];

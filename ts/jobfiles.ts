@@ -12,7 +12,7 @@
  *   the job gone records it as `killed`, not `exited`.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { open, readFile } from 'node:fs/promises';
+import { type FileHandle, open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { native } from './native.js';
 import { identitySchema, type RecordedIdentity } from './session.js';
@@ -120,7 +120,7 @@ export async function readLog(path: string): Promise<string> {
 
 /** Reads the last `bytes` bytes of the log as text, dropping a partial first character. */
 export async function readLogTail(path: string, bytes: number): Promise<string> {
-  let handle;
+  let handle: FileHandle;
   try {
     handle = await open(path, 'r');
   } catch (err) {
@@ -146,7 +146,7 @@ export async function readLogTail(path: string, bytes: number): Promise<string> 
  * below `offset` is read again from the start.
  */
 export async function readLogFrom(path: string, offset: number): Promise<{ text: string; next: number }> {
-  let handle;
+  let handle: FileHandle;
   try {
     handle = await open(path, 'r');
   } catch {

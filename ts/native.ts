@@ -4,13 +4,25 @@
  */
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type * as Binding from '../index.js';
 
 const require = createRequire(import.meta.url);
 
+function loadBinding(): typeof Binding {
+  try {
+    return require('../index.js');
+  } catch (err) {
+    const where = `${process.platform}-${process.arch}`;
+    throw new Error(
+      `procward: no native binding for ${where}. Install the platform package (procward-${where}-*, an optional dependency of procward) or build from source with \`npm run build:native\` (Rust 1.88+). Cause: ${(err as Error).message}`,
+    );
+  }
+}
+
 /** The raw binding. Prefer the typed wrappers in `helpers.ts` and the registry. */
-export const native: typeof Binding = require('../index.js');
+export const native: typeof Binding = loadBinding();
 
 export type {
   Identity,
@@ -31,10 +43,19 @@ export function supervisorPath(): string {
   const override = process.env.PROCWARD_SUPERVISOR;
   if (override) return override;
   const exe = process.platform === 'win32' ? 'procward-supervise.exe' : 'procward-supervise';
-  const candidate = fileURLToPath(new URL(`../${exe}`, import.meta.url));
-  if (!existsSync(candidate)) {
-    const err = new Error(`ENOENT: durable jobs need ${candidate} (run \`npm run build:native\`)`);
+  // Development: beside the package root, where `npm run build:native` puts it. Installed:
+  // inside the platform package that also holds the .node file.
+  const candidates = [fileURLToPath(new URL(`../${exe}`, import.meta.url))];
+  for (const abi of ['gnu', 'musl', 'msvc', '']) {
+    const name = `procward-${process.platform}-${process.arch}${abi ? `-${abi}` : ''}`;
+    try {
+      candidates.push(join(dirname(require.resolve(`${name}/package.json`)), exe));
+    } catch {}
+  }
+  const found = candidates.find((c) => existsSync(c));
+  if (!found) {
+    const err = new Error(`ENOENT: durable jobs need ${exe}; looked in ${candidates.join(', ')} (run \`npm run build:native\`)`);
     throw Object.assign(err, { code: 'ENOENT' });
   }
-  return candidate;
+  return found;
 }

@@ -11,7 +11,7 @@ import { Checkpoint } from './checkpoint.js';
 import { EventEmitter } from 'node:events';
 import { childEnvironment, shellCommand, validateCommand } from './environment.js';
 import { fromNative, ProcwardError } from './errors.js';
-import { identity as readIdentity, killTree, verdict, type Identity } from './helpers.js';
+import { identity as readIdentity, killTree, verdict, type Identity, type KillReport } from './helpers.js';
 import { newSessionId, resolveSessionId } from './ids.js';
 import {
   jobFiles,
@@ -28,7 +28,7 @@ import {
 } from './jobfiles.js';
 import { native, supervisorPath, type JobEvent, type NativeJob } from './native.js';
 import { inputOf, newLive, settle, summary, untilEnd, writeInput, type Live } from './live.js';
-import { DEFAULT_TAIL_CHARS, pageLines, plainText, preview } from './output.js';
+import { DEFAULT_TAIL_CHARS, type LinePage, pageLines, plainText, preview } from './output.js';
 import {
   checkPatterns,
   COMPLETION_TAIL_CHARS,
@@ -214,7 +214,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     // Written before the spawn: if this host dies before its checkpoint write, the next
     // host still finds the job (see recovery.ts).
     if (files) writePrivate(files.metaPath, JSON.stringify(live.record));
-    let job;
+    let job: NativeJob;
     try {
       job = native.spawn(
         {
@@ -419,7 +419,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     await this.refresh(live);
     const fromFile = live.record.durable && live.record.logPath;
     const text = fromFile ? await readLog(live.record.logPath as string) : live.tail.text();
-    let page;
+    let page: LinePage;
     try {
       page = pageLines(this.clean(text, live.record), opts);
     } catch (err) {
@@ -455,7 +455,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (wasRunning && files) writePrivate(files.killMarkPath, `${Date.now()} ${process.pid}\n`);
     // On an ended session this still cleans up what is left of its process group.
     live.killsInFlight++;
-    let report;
+    let report: KillReport;
     try {
       report = await killTree(r.identity, { graceMs });
     } finally {

@@ -1,0 +1,124 @@
+// Redaction against a corpus of realistic fake secrets and benign look-alikes
+// (fixtures/redaction-corpus.ts), plus the streaming cases: tokens split across chunks or
+// broken by ANSI sequences, and the shape of the masks.
+import { describe, expect, it } from 'vitest';
+import { plainText } from '../ts/output.js';
+import { redact } from '../ts/redact.js';
+import { BENIGN, SECRETS, type Sample } from './fixtures/redaction-corpus.js';
+
+/** A short one-line label for a sample, for test names and the failure list. */
+function label(s: Sample, i: number): string {
+  const oneLine = s.text.replace(/\r/g, '\\r').replace(/\n/g, '\\n');
+  const preview = oneLine.length > 70 ? `${oneLine.slice(0, 70)}…` : oneLine;
+  return `${s.kind} #${i}${s.envDump ? ' (envDump)' : ''}: ${preview}`;
+}
+
+function run(s: Sample): string {
+  return redact(s.text, { envDump: s.envDump });
+}
+
+function masked(s: Sample): boolean {
+  return !run(s).includes(s.secret ?? '');
+}
+
+function unchanged(s: Sample): boolean {
+  return run(s) === s.text;
+}
+
+describe('redaction corpus', () => {
+  it('is big enough and every secret really occurs in its text', () => {
+    expect(SECRETS.length).toBeGreaterThanOrEqual(70);
+    expect(BENIGN.length).toBeGreaterThanOrEqual(70);
+    for (const s of SECRETS) {
+      expect(s.secret, label(s, 0)).toBeTruthy();
+      expect(s.text).toContain(s.secret);
+    }
+  });
+
+  describe('secrets are masked', () => {
+    it.each(SECRETS.map((s, i) => [label(s, i), s] as const))('%s', (_name, s) => {
+      expect(run(s)).not.toContain(s.secret);
+    });
+  });
+
+  describe('benign look-alikes come back unchanged', () => {
+    it.each(BENIGN.map((s, i) => [label(s, i), s] as const))('%s', (_name, s) => {
+      expect(run(s)).toBe(s.text);
+    });
+  });
+
+  it('reports recall and false positives per kind', () => {
+    // A sample on which redact throws counts against it: not masked, or changed.
+    const table = (samples: Sample[], hit: (s: Sample) => boolean, onThrow: boolean, heading: string): string => {
+      const byKind = new Map<string, { total: number; hits: number }>();
+      for (const s of samples) {
+        const row = byKind.get(s.kind) ?? { total: 0, hits: 0 };
+        row.total++;
+        let ok = onThrow;
+        try {
+          ok = hit(s);
+        } catch {
+          // counted as onThrow
+        }
+        if (ok) row.hits++;
+        byKind.set(s.kind, row);
+      }
+      const width = Math.max(...[...byKind.keys()].map((k) => k.length), 5);
+      const pct = (n: number, d: number) => `${((100 * n) / d).toFixed(1)}%`.padStart(7);
+      const lines = [`${heading}:`];
+      let hits = 0;
+      for (const [kind, row] of [...byKind].sort(([a], [b]) => a.localeCompare(b))) {
+        hits += row.hits;
+        lines.push(`  ${kind.padEnd(width)}  ${String(row.hits).padStart(3)}/${String(row.total).padEnd(3)} ${pct(row.hits, row.total)}`);
+      }
+      lines.push(`  ${'TOTAL'.padEnd(width)}  ${String(hits).padStart(3)}/${String(samples.length).padEnd(3)} ${pct(hits, samples.length)}`);
+      return lines.join('\n');
+    };
+    const recall = table(SECRETS, masked, false, 'recall (masked/total)');
+    const fp = table(BENIGN, (s) => !unchanged(s), true, 'false positives (changed/total)');
+    console.log(`${recall}\n\n${fp}`);
+  });
+});
+
+describe('redaction on streamed output', () => {
+  // A fake 40-character classic GitHub token (ghp_ + 36).
+  const ghp = 'ghp_' + 'Qm7Xc2LpV9sKd4TzR8nWb1Yh6Gf3Ja5Eu0Ni';
+
+  it('masks a token split across two chunks once the chunks are joined', () => {
+    const chunkA = `$ git push https://${ghp.slice(0, 17)}`;
+    const chunkB = `${ghp.slice(17)}@github.com/acme/api.git\nEverything up-to-date\n`;
+    const out = redact(chunkA + chunkB);
+    expect(out).not.toContain(ghp);
+    expect(out).not.toContain(ghp.slice(17, 36));
+    expect(out).toContain('Everything up-to-date');
+  });
+
+  it('masks a token broken by ANSI colour codes after plainText', () => {
+    const tail = ghp.slice('ghp_abc'.length);
+    for (const esc of ['\u001b[0m', '\u001b[1;32m', '\u001b[38;5;208m', '\u001b]8;;\u0007']) {
+      const raw = `token: \u001b[33m${ghp.slice(0, 7)}${esc}${tail}\u001b[0m\n`;
+      const out = redact(plainText(raw));
+      expect(out).not.toContain(ghp);
+      expect(out).not.toContain(tail.slice(0, 20));
+      expect(out).not.toContain(tail);
+    }
+  });
+
+  it('masks keep a short recognisable prefix and the header scheme', () => {
+    const out = redact(`GITHUB_TOKEN=${ghp}`);
+    expect(out).not.toContain(ghp);
+    expect(out).toMatch(/^GITHUB_TOKEN=ghp_/);
+
+    const bearer = 'Y2kZ8pQ4vR7mT1xW9sL3nB6cF0hJ5dG2aE8uK4oI';
+    const curl = redact(`curl -H 'Authorization: Bearer ${bearer}' https://api.example.com/v1/me`);
+    expect(curl).not.toContain(bearer);
+    expect(curl).toContain("-H 'Authorization: Bearer ");
+    expect(curl).toContain('https://api.example.com/v1/me');
+
+    const basic = Buffer.from('deploy:Vq8sW3nL6pX1').toString('base64');
+    const dump = redact(`GET / HTTP/1.1\nHost: example.com\nAuthorization: Basic ${basic}\n`);
+    expect(dump).not.toContain(basic);
+    expect(dump).toContain('Authorization: Basic ');
+    expect(dump).toContain('Host: example.com');
+  });
+});
