@@ -17,8 +17,22 @@ function run(s: Sample): string {
   return redact(s.text, { envDump: s.envDump });
 }
 
+/**
+ * The first piece of the secret (the whole secret, or any 12 consecutive characters of it)
+ * that survives redaction. A mask keeps at most 6 leading and 4 trailing characters, so a
+ * 12-character fragment only survives when a rule caught part of the token and left the rest.
+ */
+function leaked(out: string, secret: string): string | undefined {
+  if (out.includes(secret)) return secret;
+  for (let i = 0; i + 12 <= secret.length; i++) {
+    const fragment = secret.slice(i, i + 12);
+    if (out.includes(fragment)) return fragment;
+  }
+  return undefined;
+}
+
 function masked(s: Sample): boolean {
-  return !run(s).includes(s.secret ?? '');
+  return leaked(run(s), s.secret ?? '') === undefined;
 }
 
 function unchanged(s: Sample): boolean {
@@ -37,7 +51,9 @@ describe('redaction corpus', () => {
 
   describe('secrets are masked', () => {
     it.each(SECRETS.map((s, i) => [label(s, i), s] as const))('%s', (_name, s) => {
-      expect(run(s)).not.toContain(s.secret);
+      const out = run(s);
+      expect(out).not.toContain(s.secret);
+      expect(leaked(out, s.secret ?? ''), `part of the secret survives in: ${out}`).toBeUndefined();
     });
   });
 
@@ -74,7 +90,7 @@ describe('redaction corpus', () => {
       lines.push(`  ${'TOTAL'.padEnd(width)}  ${String(hits).padStart(3)}/${String(samples.length).padEnd(3)} ${pct(hits, samples.length)}`);
       return lines.join('\n');
     };
-    const recall = table(SECRETS, masked, false, 'recall (masked/total)');
+    const recall = table(SECRETS, masked, false, 'recall (masked/total; masked = no 12-char piece of the secret survives)');
     const fp = table(BENIGN, (s) => !unchanged(s), true, 'false positives (changed/total)');
     console.log(`${recall}\n\n${fp}`);
   });

@@ -142,7 +142,9 @@ impl Run<'_> {
   /// Polls until no target is alive or the deadline passes; returns the ones still alive.
   /// A target seen dead stays dead (a reused PID is not ours), so each pass only rechecks
   /// from the first target still alive and stops there.
-  fn wait_until(&self, deadline: Instant) -> Vec<Target> {
+  /// With `exact`, the returned list is re-checked; without, it may still hold members that
+  /// died at the last moment (the caller re-checks each before signalling anyway).
+  fn wait_until(&self, deadline: Instant, exact: bool) -> Vec<Target> {
     let mut pending: Vec<Target> = self.targets.clone();
     let mut step = Duration::from_micros(500);
     loop {
@@ -156,7 +158,7 @@ impl Run<'_> {
         return pending;
       }
       if Instant::now() >= deadline {
-        return pending.into_iter().filter(|&t| self.is_alive(t)).collect();
+        return if exact { pending.into_iter().filter(|&t| self.is_alive(t)).collect() } else { pending };
       }
       std::thread::sleep(step.min(deadline.saturating_duration_since(Instant::now())));
       step = (step * 2).min(Duration::from_millis(2));
@@ -229,16 +231,18 @@ pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
     return Ok(run.report);
   }
 
+  // The grace period runs from the first signal.
+  let first_signal = Instant::now();
   run.signal_all(opts.signal);
   let escalate = opts.signal != Signal::SIGKILL && !opts.grace.is_zero();
   let wait_for = if escalate { opts.grace } else { opts.settle };
-  let mut survivors = run.wait_until(Instant::now() + wait_for);
+  let mut survivors = run.wait_until(first_signal + wait_for, !escalate);
 
   if escalate && !survivors.is_empty() {
     run.rewalk(&survivors);
     run.report.escalated = true;
     run.signal_all(Signal::SIGKILL);
-    survivors = run.wait_until(Instant::now() + opts.settle);
+    survivors = run.wait_until(Instant::now() + opts.settle, true);
   }
   run.report.survivors = survivors.iter().map(|t| t.pid).collect();
   run.report.survivor_identities =
