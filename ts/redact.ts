@@ -34,14 +34,21 @@ interface Rule {
 }
 
 const RULES: Rule[] = [
-  { name: 'private-key', pattern: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)/g, group: 0 },
+  {
+    // A BEGIN line followed by key material (optionally after PEM header lines, or after a
+    // JSON-escaped `\n` as in service-account files); a mention of the BEGIN line in prose or
+    // code is not a key.
+    name: 'private-key',
+    pattern: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?=(?:\s*[A-Za-z-]+:[^\n]*\n)*(?:\s|\\n)*[A-Za-z0-9+/]{16})[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)/g,
+    group: 0,
+  },
   {
     name: 'authorization',
-    pattern: /\b(?:Proxy-)?Authorization\s*[:=]\s*["']?(?:Bearer|Basic|Token|Bot|Digest|ApiKey)\s+([A-Za-z0-9._~+/=:-]{8,})/gi,
+    pattern: /\b(?:Proxy-)?Authorization["']?\s*[:=]\s*["']?(?:Bearer|Basic|Token|Bot|Digest|ApiKey)\s+([A-Za-z0-9._~+/=:-]{8,})/gi,
     group: 1,
   },
   { name: 'bearer', pattern: /\bBearer\s+([A-Za-z0-9._~+/-]{16,}=*)/g, group: 1 },
-  { name: 'api-key-header', pattern: /\b(?:X-Api-Key|Api-Key|X-Auth-Token|X-Access-Token|Private-Token)\s*[:=]\s*["']?([A-Za-z0-9._~+/=-]{12,})/gi, group: 1 },
+  { name: 'api-key-header', pattern: /\b(?:X-Api-Key|Api-Key|X-Auth-Token|X-Access-Token|Private-Token)["']?\s*[:=]\s*["']?([A-Za-z0-9._~+/=-]{12,})/gi, group: 1 },
   { name: 'url-credentials', pattern: /\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:([^\s@/]+)@/gi, group: 1 },
   { name: 'jwt', pattern: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, group: 0 },
   { name: 'anthropic', pattern: /\bsk-ant-[a-z0-9]{2,8}-[A-Za-z0-9_-]{20,}/g, group: 0 },
@@ -54,17 +61,25 @@ const RULES: Rule[] = [
   { name: 'google-api-key', pattern: /\bAIza[0-9A-Za-z_-]{35}/g, group: 0 },
   { name: 'npm', pattern: /\bnpm_[A-Za-z0-9]{36}\b/g, group: 0 },
   { name: 'huggingface', pattern: /\bhf_[A-Za-z0-9]{30,}/g, group: 0 },
-  { name: 'stripe', pattern: /\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}/g, group: 0 },
+  // Secret and restricted keys; publishable keys (pk_) are public by design.
+  { name: 'stripe', pattern: /\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, group: 0 },
 ];
 
 /** Names that look like credentials (`*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*_API_KEY`, ...). */
 export const CREDENTIAL_NAME =
-  /(?:^|_)(?:TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|PWD|API_?KEY|ACCESS_?KEY|SECRET_?KEY|PRIVATE_?KEY|CLIENT_SECRET|CREDENTIALS?|AUTH_?TOKEN|SESSION_?KEY|SIGNING_?KEY|WEBHOOK_?SECRET|DSN)(?:_|$)/i;
+  /(?:^|_)(?:TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|API_?KEY|ACCESS_?KEY|SECRET_?KEY|PRIVATE_?KEY|CLIENT_SECRET|CREDENTIALS?|AUTH_?TOKEN|SESSION_?KEY|SIGNING_?KEY|WEBHOOK_?SECRET|DSN)(?:_|$)/i;
 
-/** A value that cannot be a secret worth masking: empty, a short number, a boolean, a placeholder. */
+/** A value that cannot be a secret worth masking: empty, a short number, a boolean, a placeholder, a file path. */
 function trivialValue(value: string): boolean {
   const v = value.replace(/^["']|["']$/g, '');
-  return v === '' || /^\d{1,7}$/.test(v) || /^(true|false|yes|no|on|off|null|none)$/i.test(v) || /^\*+$/.test(v) || /^\$\{?[A-Za-z_]\w*\}?$/.test(v);
+  return (
+    v === '' ||
+    /^\d{1,7}$/.test(v) ||
+    /^(true|false|yes|no|on|off|null|none)$/i.test(v) ||
+    /^\*+$/.test(v) ||
+    /^\$\{?[A-Za-z_]\w*\}?$/.test(v) ||
+    /^(?:\/|\.{1,2}\/|~\/)[\w./-]*$/.test(v)
+  );
 }
 
 const ENV_LINE = /^(\s*(?:export\s+|declare\s+-[a-zA-Z]+\s+|set\s+)?)([A-Za-z_][A-Za-z0-9_]*)=(.*)$/gm;
