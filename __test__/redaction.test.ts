@@ -138,3 +138,30 @@ describe('redaction on streamed output', () => {
     expect(dump).toContain('Host: example.com');
   });
 });
+
+describe('previews are redacted before they are cut', () => {
+  it('a token straddling the start of the preview window does not leak its rest', async () => {
+    const { preview } = await import('../ts/output.js');
+    const token = 'ghp_' + 'LpV9sKd4TzR8nWb1Yh6Gf3Ja5Eu0NiQw2Xc7';
+    const text = `${'x'.repeat(5000)} ${token}${'y'.repeat(1990)}`;
+    const out = preview(text, 2000, (t) => redact(t));
+    expect(out.length).toBeLessThanOrEqual(2000);
+    expect(out).not.toContain(token.slice(10, 30));
+  });
+
+  it('more vendor formats and credential flags are masked', () => {
+    for (const secret of [
+      'ya29.a0AfB_byC9xK2mQ7pLr4sT8vW1zY3nH6jD0eF5gI',
+      'gsk_' + 'a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2w3X4',
+      'SG.' + 'aBcDeFgHiJkLmNoPqRsT12.uVwXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ01',
+      'dckr_pat_' + 'Ab3De6Gh9Jk2Mn5Pq8St1Vw4',
+      'hvs.' + 'CAESIJ8kq9xW2mN5pL7rT4vY1zB3cF6gH0jK',
+      'whsec_' + 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    ]) {
+      expect(redact(`token: ${secret}`)).not.toContain(secret.slice(8));
+    }
+    expect(redact('curl -u deploy:s3cr3tPassw0rd https://example.com')).not.toContain('s3cr3tPassw0rd');
+    expect(redact('//registry.npmjs.org/:_authToken=4f6e0c1a-2b3d-4e5f-8a9b-0c1d2e3f4a5b')).not.toContain('4f6e0c1a-2b3d');
+    expect(redact('aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYa')).not.toContain('wJalrXUtnFEMI/K7MDENG');
+  });
+});

@@ -71,9 +71,17 @@ export function plainText(text: string): string {
     .join('\n');
 }
 
-/** The last `maxChars` characters of the plain view. */
-export function preview(text: string, maxChars = 2000): string {
-  const plain = plainText(text);
+/** Characters read before a preview window so a secret cut by the window is still recognised. */
+const REDACTION_MARGIN = 4096;
+
+/**
+ * The last `maxChars` characters of the plain view, passed through `clean` (redaction)
+ * *before* the window is cut: a token that straddles the window's start would otherwise
+ * lose the prefix that identifies it and leak its rest.
+ */
+export function preview(text: string, maxChars = 2000, clean: (s: string) => string = (s) => s): string {
+  const window = text.length > maxChars + REDACTION_MARGIN ? text.slice(text.length - maxChars - REDACTION_MARGIN) : text;
+  const plain = clean(plainText(window));
   return plain.length > maxChars ? plain.slice(plain.length - maxChars) : plain;
 }
 

@@ -281,7 +281,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       updatedAt: Date.now(),
       writer: this.writer,
     });
-    if (r.notifyOnComplete && r.completionTail === undefined) r.completionTail = this.clean(preview(live.tail.text(), COMPLETION_TAIL_CHARS), r);
+    if (r.notifyOnComplete && r.completionTail === undefined) r.completionTail = preview(live.tail.text(), COMPLETION_TAIL_CHARS, (t) => this.clean(t, r));
     delete live.watcher;
     // The input side stays until the reader is done; drop our reference so it can be closed.
     delete live.job;
@@ -360,7 +360,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   private async pollResult(live: Live): Promise<PollResult> {
-    return { ...summary(live), outputPreview: this.clean(preview(await this.output(live)), live.record) };
+    return { ...summary(live), outputPreview: preview(await this.output(live), 2000, (t) => this.clean(t, live.record)) };
   }
 
   /** Marks the session's completion event delivered (wait, end-reaching readLog, kill, acknowledged poll). */
