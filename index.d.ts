@@ -24,6 +24,8 @@ export declare class NativeJob {
   readonly pid: number
   /** The job's identity (PID, start time, boot id), recorded before anything else happened. */
   get identity(): Identity
+  /** The job's cgroup directory, or `null` when it runs without containment. */
+  get cgroup(): string | null
   /** Whether the job has an input side: `"pipe"`, `"pty"`, or `null`. */
   get inputKind(): string | null
   /**
@@ -79,6 +81,11 @@ export interface KillOptions {
   signal?: string
   /** How long to wait for processes to vanish after the last signal. Default 500. */
   settleMs?: number
+  /**
+   * The job's cgroup directory (from `NativeJob.cgroup`): its members are part of the tree
+   * and escalation uses `cgroup.kill`. Linux only; ignored elsewhere.
+   */
+  cgroup?: string
 }
 
 /** What a tree kill did (PIDs). */
@@ -145,6 +152,9 @@ export interface PtySize {
   rows?: number
 }
 
+/** Removes a job's cgroup directory if it is empty; returns whether it is gone. Best effort. */
+export declare function removeCgroup(path: string): boolean
+
 /** The conventional name of a signal number (`SIGKILL` for 9). */
 export declare function signalName(signal: number): string
 
@@ -180,7 +190,18 @@ export interface SpawnOptions {
   stdin?: boolean
   /** Run under a pseudo-terminal of this size (stdin, stdout and stderr). Not with durable mode. */
   pty?: PtySize
+  /**
+   * Run in a cgroup v2 of this name when the host may create cgroups (Linux); silently
+   * without one otherwise. See `NativeJob.cgroup`.
+   */
+  cgroupName?: string
 }
+
+/**
+ * Removes every empty job cgroup (jobs that ended); running jobs' cgroups are never touched.
+ * Returns how many were removed (0 where there is no containment).
+ */
+export declare function sweepCgroups(): number
 
 /**
  * Takes the exclusive lock on `path` (created 0600) without blocking; `null` when another

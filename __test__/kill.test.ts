@@ -1,5 +1,7 @@
 // DESIGN section 3 (process trees and tree kill), with real process trees.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { descendants, identity, killTree, ProcessRegistry, probe, verdict } from '../dist/index.mjs';
 import { cleanupGroup, cleanupPid, isAlive, until } from './support.js';
@@ -73,6 +75,33 @@ describe('tree kill reaches every descendant', () => {
     expect(k.signalled).toContain(bg);
     expect(isAlive(bg)).toBe(false);
     expect((await registry.poll(s.id)).reason).toBe('exited');
+  });
+});
+
+describe('containment', () => {
+  it('a double-forked setsid daemon that left the tree is still killed when the job has a cgroup', async (ctx) => {
+    const s = await start(`sh -c '(setsid sleep 310 &); echo forked; sleep 30'`);
+    if (!s.cgroup) ctx.skip(); // this host may not create cgroups: containment falls back silently
+    let daemon = 0;
+    await until(() => {
+      const inTree = new Set(descendants(s.pid!).map((d) => d.pid));
+      const members = readFileSync(join(s.cgroup!, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+      daemon = members.find((p) => p !== s.pid && !inTree.has(p) && isAlive(p)) ?? 0;
+      return daemon !== 0;
+    }, 5000, 'daemon outside the tree');
+    cleanupPid(daemon);
+    const k = await registry.kill(s.id, { graceMs: 300 });
+    expect(k.signalled).toContain(daemon);
+    expect(isAlive(daemon)).toBe(false);
+  });
+
+  it('without containment the registry still works (PROCWARD_NO_CGROUP or containment: false)', async () => {
+    const r = await ProcessRegistry.open({ containment: false });
+    const s = await r.spawn('sleep 30');
+    cleanupGroup(s.pid);
+    expect(s.cgroup).toBeUndefined();
+    expect((await r.kill(s.id, { graceMs: 300 })).outcome).toBe('killed');
+    await r.close();
   });
 });
 

@@ -4,7 +4,8 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach } from 'vitest';
+import { createRequire } from 'node:module';
+import { afterAll, afterEach } from 'vitest';
 import { probe } from '../dist/index.mjs';
 
 export const ROOT = join(__dirname, '..');
@@ -42,6 +43,12 @@ afterEach(() => {
     } catch {}
   }
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+// Jobs the tests killed by process group leave empty cgroups (when the host may create
+// them); remove those after each file.
+afterAll(() => {
+  createRequire(__filename)('../index.js').sweepCgroups();
 });
 
 /** Alive means present and not a zombie (this machine's PID 1 reaps orphans slowly). */

@@ -172,6 +172,9 @@ pub struct KillOptions {
   pub signal: Option<String>,
   /// How long to wait for processes to vanish after the last signal. Default 500.
   pub settle_ms: Option<u32>,
+  /// The job's cgroup directory (from `NativeJob.cgroup`): its members are part of the tree
+  /// and escalation uses `cgroup.kill`. Linux only; ignored elsewhere.
+  pub cgroup: Option<String>,
 }
 
 /// What a tree kill did (PIDs).
@@ -201,6 +204,7 @@ fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
     if let Some(s) = o.settle_ms {
       opts.settle = Duration::from_millis(s.into());
     }
+    opts.cgroup = o.cgroup.map(Into::into);
     if let Some(name) = o.signal {
       let n = core::status::signal_number(&name).ok_or_else(|| invalid(format!("unknown signal {name:?}")))?;
       opts.signal = n.try_into().map_err(|_| invalid(format!("unknown signal {name:?}")))?;
@@ -271,6 +275,9 @@ pub struct SpawnOptions {
   pub stdin: Option<bool>,
   /// Run under a pseudo-terminal of this size (stdin, stdout and stderr). Not with durable mode.
   pub pty: Option<PtySize>,
+  /// Run in a cgroup v2 of this name when the host may create cgroups (Linux); silently
+  /// without one otherwise. See `NativeJob.cgroup`.
+  pub cgroup_name: Option<String>,
 }
 
 /// Terminal size in character cells.
@@ -300,6 +307,7 @@ pub struct NativeJob {
   #[napi(readonly)]
   pub pid: i32,
   identity: Identity,
+  cgroup: Option<String>,
   #[cfg(unix)]
   input: Option<core::pty::JobInput>,
 }
@@ -315,6 +323,12 @@ impl NativeJob {
   #[cfg(unix)]
   fn input(&self) -> Result<&core::pty::JobInput> {
     self.input.as_ref().ok_or_else(|| invalid("the job has no stdin (start it with stdin or pty)"))
+  }
+
+  /// The job's cgroup directory, or `null` when it runs without containment.
+  #[napi(getter)]
+  pub fn cgroup(&self) -> Option<String> {
+    self.cgroup.clone()
   }
 
   /// Whether the job has an input side: `"pipe"`, `"pty"`, or `null`.
@@ -411,6 +425,10 @@ fn spawn_options(o: SpawnOptions) -> Result<core::spawn::SpawnOptions> {
   if let Some(ms) = o.drain_max_ms {
     opts.drain.max_wait = Duration::from_millis(ms.into());
   }
+  #[cfg(target_os = "linux")]
+  {
+    opts.cgroup = o.cgroup_name.as_deref().and_then(core::cgroup::create);
+  }
   opts.input = match (&o.pty, o.stdin) {
     (Some(p), _) => core::spawn::Input::Pty(pty_size(p)?),
     (None, Some(true)) => core::spawn::Input::Pipe,
@@ -446,6 +464,7 @@ pub fn spawn(
   #[cfg(unix)]
   {
     let opts = spawn_options(options)?;
+    let cgroup = opts.cgroup.as_ref().map(|p| p.display().to_string());
     let job = core::spawn::spawn(
       opts,
       Box::new(move |ev| {
@@ -453,7 +472,7 @@ pub fn spawn(
       }),
     )
     .map_err(map_error)?;
-    Ok(NativeJob { pid: job.pid, identity: job.identity.into(), input: job.input })
+    Ok(NativeJob { pid: job.pid, identity: job.identity.into(), cgroup, input: job.input })
   }
 }
 
@@ -496,4 +515,26 @@ impl FileLock {
       self.inner = None;
     }
   }
+}
+
+/// Removes a job's cgroup directory if it is empty; returns whether it is gone. Best effort.
+#[napi]
+pub fn remove_cgroup(path: String) -> bool {
+  #[cfg(target_os = "linux")]
+  return core::cgroup::remove(std::path::Path::new(&path));
+  #[cfg(not(target_os = "linux"))]
+  {
+    let _ = path;
+    true
+  }
+}
+
+/// Removes every empty job cgroup (jobs that ended); running jobs' cgroups are never touched.
+/// Returns how many were removed (0 where there is no containment).
+#[napi]
+pub fn sweep_cgroups() -> u32 {
+  #[cfg(target_os = "linux")]
+  return core::cgroup::sweep_empty() as u32;
+  #[cfg(not(target_os = "linux"))]
+  0
 }

@@ -19,6 +19,8 @@ export interface KillTreeOptions {
   signal?: string;
   /** Milliseconds to wait for processes to vanish after the last signal. Default 500. */
   settleMs?: number;
+  /** The job's cgroup directory (Linux): its members are part of the tree; escalation uses `cgroup.kill`. */
+  cgroup?: string;
 }
 
 /** Throws `INVALID_ARGUMENT` unless `pid` is an integer from 1 to 2^31 - 1. */

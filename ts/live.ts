@@ -63,6 +63,7 @@ export function summary(live: Live, scoped = false): SessionSummary {
     ...(r.ownerTaskId !== undefined && { ownerTaskId: r.ownerTaskId }),
     ...(r.sessionKey !== undefined && { sessionKey: r.sessionKey }),
     durable: r.durable,
+    ...(r.cgroup !== undefined && { cgroup: r.cgroup }),
     detached: live.detached,
     ...(scoped && { sessionScoped: true }),
   };

@@ -95,6 +95,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   static async open(options: RegistryOptions = {}): Promise<ProcessRegistry> {
     const registry = new ProcessRegistry(options);
     await registry.recover();
+    if (options.containment !== false) native.sweepCgroups();
     return registry;
   }
 
@@ -226,6 +227,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
           ...(durable && files && { logPath: files.logPath, exitPath: files.exitPath, supervisor: supervisorPath() }),
           ...(opts.stdin && { stdin: true }),
           ...(opts.pty && { pty: opts.pty }),
+          ...(this.options.containment !== false && { cgroupName: id }),
         },
         (ev: JobEvent) => this.onEvent(live, ev),
       );
@@ -235,6 +237,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       throw new ProcwardError(e.code, this.clean(e.message));
     }
     live.job = job;
+    if (job.cgroup) live.record.cgroup = job.cgroup;
     live.record.pid = job.pid;
     live.record.identity = job.identity;
     this.sessions.set(id, live);
@@ -285,6 +288,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     delete live.watcher;
     // The input side stays until the reader is done; drop our reference so it can be closed.
     delete live.job;
+    if (r.cgroup) native.removeCgroup(r.cgroup);
     for (const w of live.waiters) w();
     live.waiters.clear();
     const completion = pendingCompletion(r);
@@ -457,7 +461,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     live.killsInFlight++;
     let report: KillReport;
     try {
-      report = await killTree(r.identity, { graceMs });
+      report = await killTree(r.identity, { graceMs, ...(r.cgroup && { cgroup: r.cgroup }) });
     } finally {
       live.killsInFlight--;
     }
@@ -478,6 +482,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       live.finisher = controller;
       finishKillInBackground(report.survivorIdentities, {
         graceMs,
+        ...(r.cgroup && { cgroup: r.cgroup }),
         signal: controller.signal,
         onDone: () => {
           if (r.identity && verdict(r.identity) !== 'current') this.finish(live, { exitCode: null, signal: 'SIGKILL', reason: 'killed', source: 'kill' });
@@ -494,6 +499,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     else await settle(live, 2000);
     // The leader had ended on its own (or its PID was reused) before the kill reached it.
     if (!reachedLeader) return result('already_exited');
+    if (r.cgroup) native.removeCgroup(r.cgroup);
     // Still not published (a slow reader): what we know is that our kill ended it.
     this.finish(live, { exitCode: null, signal: report.escalated ? 'SIGKILL' : 'SIGTERM', reason: 'killed', source: 'kill' });
     return result('killed');
@@ -559,6 +565,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   /** Drops finished sessions past their retention (and their job files). */
   private prune(): void {
     for (const id of expiredIds([...this.sessions.values()].map((l) => l.record), this.options)) {
+      const cgroup = this.sessions.get(id)?.record.cgroup;
+      if (cgroup) native.removeCgroup(cgroup);
       this.sessions.delete(id);
       if (this.checkpoint) removeSessionDir(this.checkpoint.dir, id);
     }
@@ -617,6 +625,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   async close(): Promise<void> {
     if (this.closed) return;
     for (const live of this.sessions.values()) live.finisher?.abort();
+    // Empty cgroups of ended jobs go now; one that still holds a process stays.
+    if (this.options.containment !== false) native.sweepCgroups();
     openInstances.delete(this.writer.instance);
     await this.persist();
     this.closed = true;

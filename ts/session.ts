@@ -48,6 +48,8 @@ export const sessionRecordSchema = z.object({
   writer: identitySchema.extend({ instance: z.string().optional() }),
   /** Milliseconds since the epoch; the newer entry wins when hosts merge. */
   updatedAt: z.number(),
+  /** The job's cgroup v2 directory (Linux, when the host may create cgroups). */
+  cgroup: z.string().optional(),
   /** Queue a completion event when the session ends. */
   notifyOnComplete: z.boolean().optional(),
   /** The last 2000 characters of output at the end (plain, redacted), for the completion event. */

@@ -7,6 +7,8 @@ import { killTree, type Identity } from './helpers.js';
 
 export interface BackgroundKillOptions {
   graceMs: number;
+  /** The job's cgroup directory, if any. */
+  cgroup?: string;
   signal: AbortSignal;
   /** Called once every survivor is gone. */
   onDone(): void;
@@ -22,7 +24,7 @@ export function finishKillInBackground(survivors: Identity[], opts: BackgroundKi
     if (opts.signal.aborted) return;
     const next: Identity[] = [];
     for (const id of left) {
-      const report = await killTree(id, { signal: 'SIGKILL', graceMs: 0, settleMs: 200 }).catch(() => null);
+      const report = await killTree(id, { signal: 'SIGKILL', graceMs: 0, settleMs: 200, ...(opts.cgroup && { cgroup: opts.cgroup }) }).catch(() => null);
       next.push(...(report ? report.survivorIdentities : [id]));
     }
     left = next;

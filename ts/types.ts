@@ -22,6 +22,12 @@ export interface RegistryOptions extends RetentionOptions {
   redact?: boolean;
   /** Limits of watch-pattern events. */
   watch?: WatchLimits;
+  /**
+   * Run each job in its own cgroup v2 when the host may create cgroups (Linux: root or a
+   * delegated subtree), so a kill reaches daemons that escaped the process tree. Falls back
+   * silently. Default true; `PROCWARD_NO_CGROUP=1` also turns it off.
+   */
+  containment?: boolean;
 }
 
 /** Options of `ProcessRegistry.spawn`. */
@@ -68,6 +74,8 @@ export interface SessionSummary {
   ownerTaskId?: string;
   sessionKey?: string;
   durable: boolean;
+  /** The job's cgroup v2 directory when it runs contained (Linux). */
+  cgroup?: string;
   /** Recovered from the checkpoint: not a child of this host. */
   detached: boolean;
   /** Listed because it shares the session key, though another task started it. */

@@ -31,11 +31,14 @@ pub struct KillOptions {
   pub grace: Duration,
   /// How long to wait for members to disappear after the last signal. Default 500 ms.
   pub settle: Duration,
+  /// The job's cgroup v2 directory, when it has one: its members are part of the tree, and
+  /// escalation uses `cgroup.kill`.
+  pub cgroup: Option<std::path::PathBuf>,
 }
 
 impl Default for KillOptions {
   fn default() -> Self {
-    KillOptions { signal: Signal::SIGTERM, grace: Duration::from_secs(2), settle: Duration::from_millis(500) }
+    KillOptions { signal: Signal::SIGTERM, grace: Duration::from_secs(2), settle: Duration::from_millis(500), cgroup: None }
   }
 }
 
@@ -74,6 +77,7 @@ impl From<&ProcessInfo> for Target {
 
 struct Run<'a> {
   root: &'a Identity,
+  cgroup: Option<&'a std::path::Path>,
   boot_id: String,
   targets: Vec<Target>,
   report: KillReport,
@@ -173,10 +177,22 @@ impl Run<'_> {
       found.extend(descendants_in(&table, s.pid, s.start_time).iter().map(Target::from));
     }
     found.extend(group_members_in(&table, self.root.pid, self.root.start_time).iter().map(Target::from));
+    found.extend(cgroup_members(self.cgroup, &table));
     for t in found {
       self.add(t);
     }
   }
+}
+
+/// Live members of the job's cgroup, as targets (a process in the job's cgroup is the job's).
+fn cgroup_members(dir: Option<&std::path::Path>, table: &[ProcessInfo]) -> Vec<Target> {
+  #[cfg(target_os = "linux")]
+  if let Some(dir) = dir {
+    let pids = crate::cgroup::members(dir);
+    return table.iter().filter(|p| pids.contains(&p.pid) && !p.is_dead()).map(Target::from).collect();
+  }
+  let _ = (dir, table);
+  Vec::new()
 }
 
 /// Kills the tree rooted at `root` (see the module docs for the steps). Blocks for up to
@@ -188,7 +204,7 @@ impl Run<'_> {
 pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
   let boot_id = sys::boot_id().map_err(|e| Error::io("reading the boot id", e))?;
   let same_boot = boot_id == root.boot_id;
-  let mut run = Run { root, boot_id, targets: Vec::new(), report: KillReport::default() };
+  let mut run = Run { root, cgroup: opts.cgroup.as_deref(), boot_id, targets: Vec::new(), report: KillReport::default() };
   let root_target = Target { pid: root.pid, start_time: root.start_time, pgid: root.pid };
   let root_verdict = run.verdict(root_target);
   match root_verdict {
@@ -227,6 +243,9 @@ pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
       run.add(Target::from(&p));
     }
   }
+  for t in cgroup_members(run.cgroup, &table) {
+    run.add(t);
+  }
   if run.targets.is_empty() {
     return Ok(run.report);
   }
@@ -241,6 +260,10 @@ pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
   if escalate && !survivors.is_empty() {
     run.rewalk(&survivors);
     run.report.escalated = true;
+    #[cfg(target_os = "linux")]
+    if let Some(dir) = run.cgroup {
+      crate::cgroup::kill_all(dir);
+    }
     run.signal_all(Signal::SIGKILL);
     survivors = run.wait_until(Instant::now() + opts.settle, true);
   }

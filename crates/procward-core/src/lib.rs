@@ -11,12 +11,15 @@
 //! - [`reader`]: orphan-safe output capture (pipe drain and log-file tail).
 //! - [`pty`]: pseudo-terminals and the job's input side (stdin pipe or PTY master).
 //! - [`utf8`]: incremental UTF-8 decoding of output chunks.
+//! - `cgroup` (Linux): optional per-job cgroup v2 containment.
 //! - [`lockfile`]: `flock` locks that die with their holder (for the checkpoint).
 //! - [`status`]: how a job ended (exit code or terminating signal).
 //!
 //! `kill`, `spawn` and `reader` are Unix-only for now; Windows (Job Objects, ConPTY) is not
 //! written yet. Identity, probe and tree compile on Linux, macOS and Windows (see `sys`).
 
+#[cfg(target_os = "linux")]
+pub mod cgroup;
 pub mod error;
 pub mod identity;
 #[cfg(unix)]

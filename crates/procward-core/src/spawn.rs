@@ -67,6 +67,8 @@ pub struct SpawnOptions {
   pub capture: Capture,
   pub input: Input,
   pub drain: DrainOptions,
+  /// A cgroup v2 directory the job joins before it execs (see `cgroup`); `None` for none.
+  pub cgroup: Option<PathBuf>,
 }
 
 impl SpawnOptions {
@@ -80,6 +82,7 @@ impl SpawnOptions {
       capture: Capture::Pipe,
       input: Input::Null,
       drain: DrainOptions::default(),
+      cgroup: None,
     }
   }
 }
@@ -178,10 +181,17 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   if let Some(env) = &opts.env {
     cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
   }
+  // Opened before the fork: the child only writes "0" (itself) into it.
+  let cgroup_procs = opts.cgroup.as_ref().and_then(|dir| OpenOptions::new().write(true).open(dir.join("cgroup.procs")).ok());
+  let cgroup_fd = cgroup_procs.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
   unsafe {
     cmd.pre_exec(move || {
       if libc::setsid() < 0 {
         return Err(std::io::Error::last_os_error());
+      }
+      if let Some(fd) = cgroup_fd {
+        // Best effort: a job outside its cgroup is still contained by session and snapshot.
+        libc::write(fd, b"0\n".as_ptr().cast(), 2);
       }
       if is_pty {
         pty::take_controlling_terminal()?;
@@ -223,6 +233,7 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   };
 
   let child = cmd.spawn().map_err(|e| Error::io(what(), e))?;
+  drop(cgroup_procs);
   // The write ends live in `cmd`; drop them now so EOF can happen.
   drop(cmd);
   let pid = child.id() as i32;

@@ -200,3 +200,33 @@ fn output_of_a_process_substitution_after_the_shell_exits_arrives_before_the_exi
   let late: String = rx.try_iter().filter_map(|e| if let JobEvent::Output { text, .. } = e { Some(text) } else { None }).collect();
   assert_eq!(late, "");
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn with_a_cgroup_a_double_forked_setsid_daemon_of_a_pipe_job_is_still_killed() {
+  let Some(cgroup) = procward_core::cgroup::create(&format!("test-{}", std::process::id())) else {
+    eprintln!("skipped: this host may not create cgroups (containment falls back to the snapshot)");
+    return;
+  };
+  let mut opts = SpawnOptions::new("(setsid sleep 31 &); echo forked; sleep 30");
+  opts.cgroup = Some(cgroup.clone());
+  let (job, rx) = run(opts);
+  let deadline = Instant::now() + Duration::from_secs(5);
+  while procward_core::cgroup::members(&cgroup).len() < 2 && Instant::now() < deadline {
+    std::thread::sleep(Duration::from_millis(20));
+  }
+  let members = procward_core::cgroup::members(&cgroup);
+  // The daemon is not in the process tree any more (its parent, the subshell, has exited).
+  let tree: Vec<i32> = procward_core::tree::descendants(job.pid).unwrap().iter().map(|p| p.pid).collect();
+  let daemon = *members.iter().find(|p| **p != job.pid && !tree.contains(p)).expect("a member outside the tree");
+  let opts = procward_core::kill::KillOptions { cgroup: Some(cgroup.clone()), grace: Duration::from_millis(300), ..Default::default() };
+  let report = procward_core::kill::kill_tree(&job.identity, &opts).unwrap();
+  assert!(report.signalled.contains(&daemon), "{report:?}");
+  assert!(report.survivors.is_empty());
+  until_exit(&rx);
+  let deadline = Instant::now() + Duration::from_secs(3);
+  while !procward_core::cgroup::remove(&cgroup) && Instant::now() < deadline {
+    std::thread::sleep(Duration::from_millis(20));
+  }
+  assert!(!cgroup.exists());
+}
