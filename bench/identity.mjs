@@ -7,7 +7,7 @@ import pidusage from 'pidusage';
 import psList from 'ps-list';
 import psTree from 'ps-tree';
 import treeKill from 'tree-kill';
-import { descendants, identity, killTree, probe } from '../dist/index.mjs';
+import { descendants, identity, killTree, ProcessRegistry, probe } from '../dist/index.mjs';
 import { allDead, fmt, killGroup, median, medians, ratio, rustProbeFloor, startTree, table } from './lib.mjs';
 
 const psTreeAsync = promisify(psTree);
@@ -105,6 +105,25 @@ export async function killBench({ rounds = 5 } = {}) {
       ratio(t, p),
     ]);
   }
+  // Containment (Linux cgroup v2, when the host may create cgroups): the same normal tree,
+  // started through the registry so it runs in its own cgroup, killed through the registry.
+  const registry = await ProcessRegistry.open();
+  const contained = [];
+  let hasCgroup = false;
+  for (let i = 0; i < rounds; i++) {
+    const s = await registry.spawn('i=0; while [ $i -lt 99 ]; do sleep 600 & i=$((i+1)); done; wait');
+    hasCgroup = Boolean(s.cgroup);
+    for (let t = 0; t < 500 && descendants(s.pid).filter((p) => p.alive).length < 99; t++) await new Promise((r) => setTimeout(r, 10));
+    const pids = [s.pid, ...descendants(s.pid).map((p) => p.pid)];
+    const t0 = performance.now();
+    await registry.kill(s.id, { graceMs: 200 });
+    await allDead(pids);
+    contained.push(performance.now() - t0);
+    killGroup(s.pid);
+  }
+  await registry.close();
+  const floorNormal = Number.parseFloat(rows[0][1]);
+  rows.push([`normal, through the registry${hasCgroup ? ' in a cgroup' : ' (no cgroup on this host)'}`, rows[0][1], fmt(median(contained)), ratio(median(contained), floorNormal), '', '']);
   return table('Kill of a 100-process tree until every member is dead — median ms of 5 runs', ['tree', 'floor', 'procward killTree', 'procward vs floor', 'tree-kill', 'tree-kill / procward'], rows) +
     '\nThe floor for the SIGTERM-ignoring tree sends SIGKILL at once (no grace); tree-kill is given the same signal as the floor.\n';
 }
