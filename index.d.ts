@@ -35,6 +35,11 @@ export declare class NativeJob {
   write(data: string): void
   /** Ends the input: closes the pipe, or sends EOF (Ctrl-D) to a PTY. */
   closeStdin(): void
+  /**
+   * Closes the host's side of the input now (the pipe's write end or the PTY master copy)
+   * instead of when this object is garbage-collected. Idempotent.
+   */
+  release(): void
   /** Resizes a PTY job's terminal. */
   resize(size: PtySize): void
 }

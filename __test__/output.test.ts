@@ -52,3 +52,19 @@ describe('session id prefixes', () => {
     expect(() => resolveSessionId([...ids, 'proc_aaaa99998888'], 'proc_aaaa')).toThrow(/matches 2 sessions/);
   });
 });
+
+describe('output budget and views', () => {
+  it('shrinkTo trims at once and counts what it dropped', () => {
+    const t = new OutputTail(100);
+    t.append('a'.repeat(80));
+    t.shrinkTo(30);
+    expect(t.text()).toBe('a'.repeat(30));
+    expect(t.droppedChars).toBe(50);
+  });
+
+  it('the raw view keeps escapes and carriage returns; the plain view does not', () => {
+    const text = '\u001b[31mred\u001b[0m\nstep 1\rstep 2\n';
+    expect(pageLines(text, { view: 'raw' }).lines).toEqual(['\u001b[31mred\u001b[0m', 'step 1\rstep 2']);
+    expect(pageLines(text).lines).toEqual(['red', 'step 2']);
+  });
+});

@@ -199,3 +199,24 @@ describe('the event loop', () => {
     expect(JSON.parse(stdout)).toMatchObject({ exitCode: 4, outputPreview: 'finished\n' });
   });
 });
+
+describe('registry-wide output budget', () => {
+  it('running sessions share the budget and finished ones give up their tails, reporting what was dropped', async () => {
+    const r = await ProcessRegistry.open({ maxOutputChars: 10_000, maxTotalOutputChars: 12_000 });
+    const a = await r.spawn('head -c 9000 /dev/zero | tr "\\0" a; echo');
+    cleanupGroup(a.pid);
+    await r.wait(a.id, { timeoutMs: 5000 });
+    const b = await r.spawn('head -c 9000 /dev/zero | tr "\\0" b; echo; sleep 30');
+    cleanupGroup(b.pid);
+    await new Promise((res) => setTimeout(res, 300));
+    const c = await r.spawn('sleep 30');
+    cleanupGroup(c.pid);
+    // Two running sessions share 12 000 characters: 6 000 each; the finished one gave way.
+    const logB = await r.readLog(b.id);
+    expect(logB.text.length).toBeLessThanOrEqual(6000);
+    expect(logB.droppedChars).toBeGreaterThan(0);
+    const logA = await r.readLog(a.id);
+    expect(logA.droppedChars).toBeGreaterThan(0);
+    await r.close();
+  });
+});

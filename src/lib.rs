@@ -362,6 +362,16 @@ impl NativeJob {
     Err(map_error(core::Error::Unsupported("stdin")))
   }
 
+  /// Closes the host's side of the input now (the pipe's write end or the PTY master copy)
+  /// instead of when this object is garbage-collected. Idempotent.
+  #[napi]
+  pub fn release(&mut self) {
+    #[cfg(unix)]
+    {
+      self.input = None;
+    }
+  }
+
   /// Resizes a PTY job's terminal.
   #[napi]
   pub fn resize(&self, size: PtySize) -> Result<()> {

@@ -7,6 +7,9 @@
 /** Default size of a session's in-memory tail, in UTF-16 characters. */
 export const DEFAULT_TAIL_CHARS = 200_000;
 
+/** Default budget of in-memory output across all sessions of a registry, in characters. */
+export const DEFAULT_TOTAL_OUTPUT_CHARS = 20_000_000;
+
 /**
  * A rolling tail: keeps the last `maxChars` characters and counts what it dropped. Appends
  * never copy text: whole chunks fall off the front, and the first kept chunk is trimmed
@@ -19,7 +22,18 @@ export class OutputTail {
   /** Characters ever appended. */
   totalChars = 0;
 
-  constructor(readonly maxChars: number = DEFAULT_TAIL_CHARS) {}
+  constructor(public maxChars: number = DEFAULT_TAIL_CHARS) {}
+
+  /** Characters held now (at most about `maxChars` plus one chunk). */
+  get heldChars(): number {
+    return this.size;
+  }
+
+  /** Lowers the cap and trims to it at once (for the registry-wide output budget). */
+  shrinkTo(maxChars: number): void {
+    this.maxChars = Math.max(0, Math.floor(maxChars));
+    if (this.size > this.maxChars) this.text();
+  }
 
   append(text: string): void {
     if (!text) return;
@@ -43,11 +57,12 @@ export class OutputTail {
 
   /** The retained text (at most `maxChars` characters). */
   text(): string {
-    const all = this.chunks.slice(this.head).join('');
-    this.chunks = [all];
+    let all = this.chunks.slice(this.head).join('');
+    if (all.length > this.maxChars) all = all.slice(all.length - this.maxChars);
+    this.chunks = all ? [all] : [];
     this.head = 0;
     this.size = all.length;
-    return all.length > this.maxChars ? all.slice(all.length - this.maxChars) : all;
+    return all;
   }
 }
 
@@ -99,15 +114,17 @@ export interface LinePage {
 
 /**
  * Pages `text` by line. Default: the last `limit` (200) lines; an explicit `offset`
- * (zero-based, 0 = the first line) pages from the start.
+ * (zero-based, 0 = the first line) pages from the start. `view: 'plain'` (the default) strips
+ * ANSI sequences and shows carriage-return progress as its latest frame; `'raw'` keeps the
+ * text as written (UTF-8 decoded).
  */
-export function pageLines(text: string, opts: { offset?: number; limit?: number } = {}): LinePage {
+export function pageLines(text: string, opts: { offset?: number; limit?: number; view?: 'plain' | 'raw' } = {}): LinePage {
   const limit = opts.limit ?? 200;
   if (!Number.isInteger(limit) || limit <= 0) throw new RangeError(`limit must be a positive integer, got ${limit}`);
   if (opts.offset !== undefined && (!Number.isInteger(opts.offset) || opts.offset < 0)) {
     throw new RangeError(`offset must be a non-negative integer, got ${opts.offset}`);
   }
-  const all = plainText(text).split('\n');
+  const all = (opts.view === 'raw' ? text : plainText(text)).split('\n');
   if (all.length > 0 && all[all.length - 1] === '') all.pop();
   const totalLines = all.length;
   const offset = opts.offset ?? Math.max(0, totalLines - limit);

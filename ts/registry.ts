@@ -28,7 +28,7 @@ import {
 } from './jobfiles.js';
 import { native, supervisorPath, type JobEvent, type NativeJob } from './native.js';
 import { inputOf, newLive, settle, summary, untilEnd, writeInput, type Live } from './live.js';
-import { DEFAULT_TAIL_CHARS, type LinePage, pageLines, plainText, preview } from './output.js';
+import { DEFAULT_TAIL_CHARS, DEFAULT_TOTAL_OUTPUT_CHARS, type LinePage, pageLines, plainText, preview } from './output.js';
 import {
   checkPatterns,
   COMPLETION_TAIL_CHARS,
@@ -121,6 +121,26 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (w.bootId === 'unknown') return false;
     const v = verdict(w);
     return v === 'current' || v === 'unknown';
+  }
+
+  /**
+   * Keeps the in-memory output of all sessions within `maxTotalOutputChars`: running
+   * sessions share the budget (each gets at most its own cap), finished durable sessions
+   * give up their tail first (their log is on disk), then finished others, oldest first.
+   */
+  private rebalance(): void {
+    const budget = this.options.maxTotalOutputChars ?? DEFAULT_TOTAL_OUTPUT_CHARS;
+    const lives = [...this.sessions.values()];
+    const running = lives.filter((l) => l.record.status === 'running');
+    const share = running.length ? Math.min(this.tailChars, Math.floor(budget / running.length)) : this.tailChars;
+    for (const l of running) if (l.tail.maxChars !== share) l.tail.shrinkTo(share);
+    let total = lives.reduce((n, l) => n + l.tail.heldChars, 0);
+    const finished = lives.filter((l) => l.record.status === 'exited').sort((a, b) => Number(b.record.durable) - Number(a.record.durable) || (a.record.exitedAt ?? 0) - (b.record.exitedAt ?? 0));
+    for (const l of finished) {
+      if (total <= budget) break;
+      total -= l.tail.heldChars;
+      l.tail.shrinkTo(0);
+    }
   }
 
   private get tailChars(): number {
@@ -241,6 +261,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     live.record.pid = job.pid;
     live.record.identity = job.identity;
     this.sessions.set(id, live);
+    this.rebalance();
     await this.persist();
     return summary(live);
   }
@@ -286,7 +307,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     });
     if (r.notifyOnComplete && r.completionTail === undefined) r.completionTail = preview(live.tail.text(), COMPLETION_TAIL_CHARS, (t) => this.clean(t, r));
     delete live.watcher;
-    // The input side stays until the reader is done; drop our reference so it can be closed.
+    this.rebalance();
+    // Close the input side now: descriptors must not wait for the garbage collector.
+    live.job?.release();
     delete live.job;
     if (r.cgroup) native.removeCgroup(r.cgroup);
     for (const w of live.waiters) w();
@@ -357,7 +380,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   private async output(live: Live): Promise<string> {
-    if (live.record.durable && live.record.logPath && (live.detached || live.tail.totalChars === 0)) {
+    if (live.record.durable && live.record.logPath && (live.detached || live.tail.heldChars === 0)) {
       return readLogTail(live.record.logPath, 16 * 1024);
     }
     return live.tail.text();
@@ -418,10 +441,13 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * Line-paged output: by default the last 200 lines; `offset` 0 is the first line. Durable
    * jobs are read from their full log file, others from the in-memory tail.
    */
-  async readLog(id: string, opts: { offset?: number; limit?: number } = {}): Promise<LogResult> {
+  async readLog(id: string, opts: { offset?: number; limit?: number; view?: 'plain' | 'raw' } = {}): Promise<LogResult> {
     const live = this.get(id);
     await this.refresh(live);
     const fromFile = live.record.durable && live.record.logPath;
+    if (opts.view !== undefined && opts.view !== 'plain' && opts.view !== 'raw') {
+      throw new ProcwardError('INVALID_ARGUMENT', `view must be 'plain' or 'raw', got ${JSON.stringify(opts.view)}`);
+    }
     const text = fromFile ? await readLog(live.record.logPath as string) : live.tail.text();
     let page: LinePage;
     try {

@@ -14,6 +14,11 @@ export interface RegistryOptions extends RetentionOptions {
   shellArgs?: string[];
   /** In-memory output tail per session, in characters. Default 200 000. */
   maxOutputChars?: number;
+  /**
+   * In-memory output of all sessions together, in characters (default 20 000 000). Running
+   * sessions share it; finished ones give up their tail first (durable ones keep their log).
+   */
+  maxTotalOutputChars?: number;
   /** Default grace period of `kill`, in milliseconds. Default 2000. */
   graceMs?: number;
   /** Run jobs durably (log file + supervisor) unless a spawn says otherwise. Default: true when `stateDir` is set. */
