@@ -4,14 +4,15 @@
  *
  * Data flows one way: native spawn → reader events → session → registry → checkpoint.
  */
-import { randomBytes } from 'node:crypto';
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { Checkpoint } from './checkpoint.js';
 import { EventEmitter } from 'node:events';
 import { childEnvironment, shellCommand, validateCommand } from './environment.js';
 import { fromNative, ProcwardError } from './errors.js';
-import { identity as readIdentity, killTree, verdict, type Identity, type KillReport } from './helpers.js';
+import { killTree, verdict, type KillReport } from './helpers.js';
+import { GroupCommit } from './groupcommit.js';
+import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './writer.js';
 import { newSessionId, resolveSessionId } from './ids.js';
 import {
   jobFiles,
@@ -60,9 +61,6 @@ interface Outcome extends RecordedExit {
 const DETACHED_TICK_MS = 25;
 const EMPTY_REPORT = { signalled: [], alreadyGone: [], refusedReused: [], survivors: [], survivorIdentities: [], escalated: false };
 
-/** Registries open in this process, by instance id (two may share a state directory). */
-const openInstances = new Set<string>();
-
 /** Events a registry emits: `completion` and `watch` (see `notifications.ts`). */
 export interface RegistryEvents {
   completion: [CompletionEvent];
@@ -73,9 +71,8 @@ export interface RegistryEvents {
 export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   private readonly sessions = new Map<string, Live>();
   private readonly checkpoint: Checkpoint | undefined;
-  private readonly writer: Identity & { instance: string };
-  private saving: Promise<void> | null = null;
-  private dirty = false;
+  private readonly writer: WriterIdentity;
+  private readonly commits: GroupCommit;
   private closed = false;
   /** Problems found while recovering (corrupt files, skipped entries). */
   readonly diagnostics: string[] = [];
@@ -86,9 +83,15 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     super();
     this.watchRate = new RateLimit(options.watch?.maxPerMinute ?? 30);
     this.checkpoint = options.stateDir ? new Checkpoint(resolvePath(options.stateDir)) : undefined;
-    const self = readIdentity(process.pid) ?? { pid: process.pid, startTime: '0', bootId: 'unknown' };
-    this.writer = { ...self, instance: randomBytes(4).toString('hex') };
-    openInstances.add(this.writer.instance);
+    this.writer = newWriter();
+    this.commits = new GroupCommit(async () => {
+      this.prune();
+      const saved = await this.checkpoint?.save(
+        [...this.sessions.values()].filter((l) => !l.foreign).map((l) => ({ ...l.record })),
+        this.options,
+      );
+      this.diagnostics.push(...(saved?.diagnostics ?? []));
+    });
   }
 
   /** Opens a registry; with a `stateDir`, recovers the sessions its checkpoint lists first. */
@@ -112,15 +115,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (sessions.length + orphans.records.length > 0 || diagnostics.length > 0) await this.persist();
   }
 
-  /** Whether another live host wrote this entry (its writer's identity is current). */
   private isForeign(record: SessionRecord): boolean {
-    const w = record.writer;
-    if (w.pid === this.writer.pid && w.startTime === this.writer.startTime && w.bootId === this.writer.bootId) {
-      return w.instance !== undefined && w.instance !== this.writer.instance && openInstances.has(w.instance);
-    }
-    if (w.bootId === 'unknown') return false;
-    const v = verdict(w);
-    return v === 'current' || v === 'unknown';
+    return isForeign(record, this.writer);
   }
 
   /**
@@ -169,7 +165,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     r.watchFired = (r.watchFired ?? 0) + hits.length;
     r.updatedAt = Date.now();
     for (const e of pendingWatchEvents({ ...r, watchEvents: cleaned })) this.emit('watch', e);
-    this.persist().catch((err) => this.diagnostics.push(`checkpoint write failed: ${String(err)}`));
+    this.persist().catch(this.reportWriteError);
   }
 
   /**
@@ -319,7 +315,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     // A durable job's end is also in its exit file, so its checkpoint write can wait for the
     // next one (or a short timer); other ends are written at once.
     if (r.durable && !completion) this.persistSoon();
-    else this.persist().catch((err) => this.diagnostics.push(`checkpoint write failed: ${String(err)}`));
+    else this.persist().catch(this.reportWriteError);
     return true;
   }
 
@@ -396,7 +392,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (!pendingCompletion(r) || live.foreign) return;
     r.notificationDelivered = true;
     r.updatedAt = Date.now();
-    this.persist().catch((err) => this.diagnostics.push(`checkpoint write failed: ${String(err)}`));
+    this.persist().catch(this.reportWriteError);
   }
 
   /** Status, PID, uptime, output preview and (once ended) exit code, signal and reason. */
@@ -598,49 +594,22 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     }
   }
 
-  private soon: NodeJS.Timeout | undefined;
+  private reportWriteError = (err: unknown) => this.diagnostics.push(`checkpoint write failed: ${String(err)}`);
 
   /** Writes the checkpoint within 200 ms, sharing the write with anything else in that time. */
   private persistSoon(): void {
-    if (this.soon || this.closed) return;
-    this.soon = setTimeout(() => {
-      this.soon = undefined;
-      this.persist().catch((err) => this.diagnostics.push(`checkpoint write failed: ${String(err)}`));
-    }, 200);
-    this.soon.unref();
+    if (!this.closed) this.commits.soon(200, this.reportWriteError);
   }
 
   /** Writes the checkpoint (group commit: concurrent callers share one write). */
   private persist(): Promise<void> {
     // After close() another host may own the state directory: write nothing more.
     if (this.closed) return Promise.resolve();
-    if (this.soon) {
-      clearTimeout(this.soon);
-      this.soon = undefined;
-    }
     if (!this.checkpoint) {
       this.prune();
       return Promise.resolve();
     }
-    this.dirty = true;
-    if (!this.saving) {
-      this.saving = (async () => {
-        try {
-          while (this.dirty) {
-            this.dirty = false;
-            this.prune();
-            const saved = await this.checkpoint?.save(
-              [...this.sessions.values()].filter((l) => !l.foreign).map((l) => ({ ...l.record })),
-              this.options,
-            );
-            this.diagnostics.push(...(saved?.diagnostics ?? []));
-          }
-        } finally {
-          this.saving = null;
-        }
-      })();
-    }
-    return this.saving;
+    return this.commits.now();
   }
 
   /**
@@ -653,8 +622,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     for (const live of this.sessions.values()) live.finisher?.abort();
     // Empty cgroups of ended jobs go now; one that still holds a process stays.
     if (this.options.containment !== false) native.sweepCgroups();
-    openInstances.delete(this.writer.instance);
+    releaseWriter(this.writer);
     await this.persist();
+    this.commits.stop();
     this.closed = true;
   }
 

@@ -1,0 +1,36 @@
+/**
+ * Who writes checkpoint entries: this host process (its identity) and which registry in it.
+ * An entry written by another host that is still alive belongs to that host.
+ */
+import { randomBytes } from 'node:crypto';
+import { identity as readIdentity, verdict, type Identity } from './helpers.js';
+import type { SessionRecord } from './session.js';
+
+/** Registries open in this process, by instance id (two may share a state directory). */
+const openInstances = new Set<string>();
+
+export type WriterIdentity = Identity & { instance: string };
+
+/** This registry's writer identity (registered as open until `release`). */
+export function newWriter(): WriterIdentity {
+  const self = readIdentity(process.pid) ?? { pid: process.pid, startTime: '0', bootId: 'unknown' };
+  const writer = { ...self, instance: randomBytes(4).toString('hex') };
+  openInstances.add(writer.instance);
+  return writer;
+}
+
+/** Marks the writer's registry closed. */
+export function releaseWriter(writer: WriterIdentity): void {
+  openInstances.delete(writer.instance);
+}
+
+/** Whether `record` was written by another host (or another registry in this process) that is still alive. */
+export function isForeign(record: SessionRecord, me: WriterIdentity): boolean {
+  const w = record.writer;
+  if (w.pid === me.pid && w.startTime === me.startTime && w.bootId === me.bootId) {
+    return w.instance !== undefined && w.instance !== me.instance && openInstances.has(w.instance);
+  }
+  if (w.bootId === 'unknown') return false;
+  const v = verdict(w);
+  return v === 'current' || v === 'unknown';
+}
