@@ -157,6 +157,44 @@ export class Checkpoint {
     }
   }
 
+  /** Writes a new generation (only while holding the lock). */
+  private async writeGeneration(hasCurrent: boolean, sessions: SessionRecord[]): Promise<void> {
+    // The current generation becomes the previous one by a rename (no copy): should this
+    // host die before the new file lands, readers fall back to it.
+    if (hasCurrent) await rename(this.path, this.prevPath).catch(() => undefined);
+    const doc = { version: CHECKPOINT_VERSION, writtenAt: Date.now(), sessions };
+    await writeFileAtomic(this.path, `${JSON.stringify(doc, null, 1)}\n`, { mode: 0o600, fsync: true });
+    fsyncDir(this.dir);
+    this.writes++;
+  }
+
+  /**
+   * Marks the completion notifications of `ids` delivered, under the lock, and returns the
+   * ids this call claimed: an id whose notification another host already delivered is not
+   * returned, so each notification is delivered once across hosts.
+   */
+  async claimCompletions(ids: string[]): Promise<Set<string>> {
+    const claimed = new Set<string>();
+    if (ids.length === 0) return claimed;
+    const lock = await this.lock();
+    try {
+      this.removeStaleTemps();
+      const current = await this.newest([]);
+      if (!current) return new Set(ids);
+      const byId = new Map(current.sessions.map((r) => [r.id, r]));
+      for (const id of ids) {
+        const r = byId.get(id);
+        if (r?.notificationDelivered) continue;
+        claimed.add(id);
+        if (r) Object.assign(r, { notificationDelivered: true, updatedAt: Date.now() });
+      }
+      await this.writeGeneration(true, current.sessions);
+      return claimed;
+    } finally {
+      lock.release();
+    }
+  }
+
   /**
    * Merges `records` into the checkpoint under the lock (see the module docs); finished
    * sessions past their retention are dropped. Returns the merged list and diagnostics.
@@ -174,13 +212,7 @@ export class Checkpoint {
       }
       const expired = expiredIds(merged.values(), retention);
       const sessions = [...merged.values()].filter((s) => !expired.has(s.id)).sort((a, b) => a.startedAt - b.startedAt);
-      // The current generation becomes the previous one by a rename (no copy): should this
-      // host die before the new file lands, readers fall back to it.
-      if (current) await rename(this.path, this.prevPath).catch(() => undefined);
-      const doc = { version: CHECKPOINT_VERSION, writtenAt: Date.now(), sessions };
-      await writeFileAtomic(this.path, `${JSON.stringify(doc, null, 1)}\n`, { mode: 0o600, fsync: true });
-      fsyncDir(this.dir);
-      this.writes++;
+      await this.writeGeneration(current !== null, sessions);
       return { sessions, diagnostics };
     } finally {
       lock.release();

@@ -11,6 +11,9 @@ export type { Identity, ProbeResult, ProcessEntry, Verdict };
 /** Result of {@link killTree}: PIDs signalled, already gone, refused (reused PID), and survivors. */
 export type KillReport = NativeKillReport;
 
+/** Longest grace period or settle window a kill accepts, in milliseconds (one hour). */
+export const MAX_GRACE_MS = 3_600_000;
+
 /** Options of {@link killTree}. */
 export interface KillTreeOptions {
   /** Milliseconds between the first signal and SIGKILL. Default 2000; 0 = never escalate. */
@@ -73,8 +76,11 @@ export function descendants(pid: number): ProcessEntry[] {
  * there are survivors (check `survivors`); rejects only on misuse (`EINVAL`).
  */
 export function killTree(root: Identity, options: KillTreeOptions = {}): Promise<KillReport> {
-  if (options.graceMs !== undefined && !(Number.isInteger(options.graceMs) && options.graceMs >= 0)) {
-    return Promise.reject(fromNative(new Error(`EINVAL: graceMs must be a non-negative integer, got ${options.graceMs}`)));
+  for (const key of ['graceMs', 'settleMs'] as const) {
+    const v = options[key];
+    if (v !== undefined && !(Number.isInteger(v) && v >= 0 && v <= MAX_GRACE_MS)) {
+      return Promise.reject(new ProcwardError('INVALID_ARGUMENT', `${key} must be an integer from 0 to ${MAX_GRACE_MS} (milliseconds), got ${v}`));
+    }
   }
   return new Promise((resolve, reject) => {
     try {

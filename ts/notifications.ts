@@ -9,6 +9,8 @@
  * with a per-session cooldown, a per-session lifetime cap and a registry-wide rate limit,
  * so a chatty process cannot flood the agent.
  */
+import isSafeRegex from 'safe-regex2';
+import { plainText } from './output.js';
 import type { SessionRecord } from './session.js';
 
 /** Characters of output carried by a completion event. */
@@ -96,9 +98,14 @@ export function owns(event: ProcwardEvent, opts: { sessionKey?: string; ownsEven
 
 /**
  * Removes from `r` the pending events the caller owns and returns them (the completion is
- * marked delivered; owned watch events leave the queue). Bumps `updatedAt` when it took any.
+ * marked delivered, and returned only if `claim` says this host is the one delivering it;
+ * owned watch events leave the queue). Bumps `updatedAt` when it took any.
  */
-export function takeOwned(r: SessionRecord, opts: { sessionKey?: string; ownsEvent?: (e: ProcwardEvent) => boolean }): ProcwardEvent[] {
+export function takeOwned(
+  r: SessionRecord,
+  opts: { sessionKey?: string; ownsEvent?: (e: ProcwardEvent) => boolean },
+  claim: (completion: CompletionEvent) => boolean = () => true,
+): ProcwardEvent[] {
   const out: ProcwardEvent[] = [];
   const watch = pendingWatchEvents(r);
   const owned = watch.map((e) => owns(e, opts));
@@ -106,10 +113,10 @@ export function takeOwned(r: SessionRecord, opts: { sessionKey?: string; ownsEve
   if (owned.includes(true)) r.watchEvents = (r.watchEvents ?? []).filter((_, i) => !owned[i]);
   const completion = pendingCompletion(r);
   if (completion && owns(completion, opts)) {
-    out.push(completion);
+    if (claim(completion)) out.push(completion);
     r.notificationDelivered = true;
   }
-  if (out.length > 0) r.updatedAt = Date.now();
+  if (out.length > 0 || r.notificationDelivered) r.updatedAt = Date.now();
   return out;
 }
 
@@ -140,13 +147,29 @@ export class LineWatcher {
     this.regexes = patterns.map((p) => [p, new RegExp(p)]);
   }
 
-  /** Feeds output; returns the matches that passed the limits. `fired` is the session's lifetime count so far. */
+  /**
+   * Feeds output; returns the matches that passed the limits. `fired` is the session's
+   * lifetime count so far. Lines are matched in their plain form (escape sequences removed,
+   * a progress line's latest frame), at most the first 4096 characters of each.
+   */
   feed(text: string, fired: number): { pattern: string; line: string; at: number }[] {
     const lines = (this.partial + text).split(/\r?\n/);
     this.partial = lines.pop() ?? '';
     if (this.partial.length > 64 * 1024) this.partial = this.partial.slice(-64 * 1024);
+    return this.match(lines, fired);
+  }
+
+  /** Matches the last line if it never got its newline (call when the output ends). */
+  flush(fired: number): { pattern: string; line: string; at: number }[] {
+    const last = this.partial;
+    this.partial = '';
+    return last ? this.match([last], fired) : [];
+  }
+
+  private match(rawLines: string[], fired: number): { pattern: string; line: string; at: number }[] {
     const out: { pattern: string; line: string; at: number }[] = [];
-    for (const line of lines) {
+    for (const raw of rawLines) {
+      const line = plainText(raw).slice(0, 4096);
       const hit = this.regexes.find(([, re]) => re.test(line));
       if (!hit) continue;
       const now = Date.now();
@@ -158,12 +181,19 @@ export class LineWatcher {
   }
 }
 
-/** Compiles watch patterns, throwing a readable error for an invalid one. */
+/**
+ * Compiles watch patterns, throwing a readable error for an invalid one. Patterns come from
+ * agents, so ones that can backtrack catastrophically (`^(a+)+$`, star height above one, as
+ * judged by safe-regex2) are refused: one would freeze the host on a single line.
+ */
 export function checkPatterns(patterns: unknown): string[] {
   if (patterns === undefined) return [];
-  if (!Array.isArray(patterns) || !patterns.every((p) => typeof p === 'string' && p.length > 0)) {
-    throw new TypeError('watchPatterns must be an array of non-empty strings');
+  if (!Array.isArray(patterns) || !patterns.every((p) => typeof p === 'string' && p.length > 0 && p.length <= 512)) {
+    throw new TypeError('watchPatterns must be an array of non-empty strings of at most 512 characters');
   }
-  for (const p of patterns) new RegExp(p);
+  for (const p of patterns) {
+    new RegExp(p);
+    if (!isSafeRegex(p)) throw new TypeError(`watch pattern ${JSON.stringify(p)} may backtrack catastrophically; simplify its nested quantifiers`);
+  }
   return patterns;
 }

@@ -95,9 +95,16 @@ const REDACTION_MARGIN = 4096;
  * lose the prefix that identifies it and leak its rest.
  */
 export function preview(text: string, maxChars = 2000, clean: (s: string) => string = (s) => s): string {
-  const window = text.length > maxChars + REDACTION_MARGIN ? text.slice(text.length - maxChars - REDACTION_MARGIN) : text;
-  const plain = clean(plainText(window));
-  return plain.length > maxChars ? plain.slice(plain.length - maxChars) : plain;
+  // Widen the raw window until its plain view (escape sequences removed) is long enough,
+  // so the cut never falls inside a token whose prefix would then be lost.
+  let size = maxChars + REDACTION_MARGIN;
+  let plain = plainText(text.length > size ? text.slice(text.length - size) : text);
+  while (plain.length < maxChars + REDACTION_MARGIN && size < text.length) {
+    size *= 4;
+    plain = plainText(text.length > size ? text.slice(text.length - size) : text);
+  }
+  const cleaned = clean(plain);
+  return cleaned.length > maxChars ? cleaned.slice(cleaned.length - maxChars) : cleaned;
 }
 
 /** One page of lines. */

@@ -50,17 +50,19 @@ const RULES: Rule[] = [
   { name: 'bearer', pattern: /\bBearer\s+([A-Za-z0-9._~+/-]{16,}=*)/g, group: 1 },
   { name: 'api-key-header', pattern: /\b(?:X-Api-Key|Api-Key|X-Auth-Token|X-Access-Token|Private-Token)["']?\s*[:=]\s*["']?([A-Za-z0-9._~+/=-]{12,})/gi, group: 1 },
   { name: 'url-credentials', pattern: /\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:([^\s@/]+)@/gi, group: 1 },
-  { name: 'jwt', pattern: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, group: 0 },
-  { name: 'anthropic', pattern: /\bsk-ant-[a-z0-9]{2,8}-[A-Za-z0-9_-]{20,}/g, group: 0 },
+  { name: 'jwt', pattern: /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, group: 0 },
+  { name: 'anthropic', pattern: /sk-ant-[a-z0-9]{2,8}-[A-Za-z0-9_-]{20,}/g, group: 0 },
   { name: 'openai', pattern: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, group: 0 },
-  { name: 'github', pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g, group: 0 },
-  { name: 'gitlab', pattern: /\bgl(?:pat|dt|rt|ptt|cbt)-[A-Za-z0-9_-]{20,}/g, group: 0 },
-  { name: 'slack', pattern: /\bxox[abposre]-[A-Za-z0-9-]{10,}/g, group: 0 },
+  { name: 'github', pattern: /(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g, group: 0 },
+  { name: 'gitlab', pattern: /gl(?:pat|dt|rt|ptt|cbt)-[A-Za-z0-9_-]{20,}/g, group: 0 },
+  { name: 'slack', pattern: /xox[abposre]-[A-Za-z0-9-]{10,}/g, group: 0 },
   { name: 'slack-webhook', pattern: /https:\/\/hooks\.slack\.com\/services\/[A-Za-z0-9/]+/g, group: 0 },
-  { name: 'aws-access-key', pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b/g, group: 0 },
-  { name: 'google-api-key', pattern: /\bAIza[0-9A-Za-z_-]{35}/g, group: 0 },
-  { name: 'npm', pattern: /\bnpm_[A-Za-z0-9]{36}\b/g, group: 0 },
-  { name: 'huggingface', pattern: /\bhf_[A-Za-z0-9]{30,}/g, group: 0 },
+  { name: 'aws-access-key', pattern: /(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b/g, group: 0 },
+  { name: 'google-api-key', pattern: /AIza[0-9A-Za-z_-]{35}/g, group: 0 },
+  { name: 'npm', pattern: /npm_[A-Za-z0-9]{36}\b/g, group: 0 },
+  { name: 'huggingface', pattern: /hf_[A-Za-z0-9]{30,}/g, group: 0 },
+  // Distinctive prefixes need no word boundary before them (`\tghp_…` in a command line);
+  // short or common ones (`sk-`, headers) keep it.
   // Secret and restricted keys; publishable keys (pk_) are public by design.
   { name: 'google-oauth', pattern: /\bya29\.[A-Za-z0-9_-]{20,}/g, group: 0 },
   { name: 'groq', pattern: /\bgsk_[A-Za-z0-9]{40,}/g, group: 0 },
@@ -69,12 +71,12 @@ const RULES: Rule[] = [
   { name: 'npmrc-token', pattern: /_authToken\s*=\s*([^\s"']{8,})/g, group: 1 },
   { name: 'aws-secret', pattern: /\baws_secret_access_key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})/gi, group: 1 },
   { name: 'curl-user', pattern: /\bcurl\b[^\n]*?\s(?:-u|--user)\s+["']?[^\s:"']+:([^\s"']+)/g, group: 1 },
-  { name: 'stripe', pattern: /\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, group: 0 },
+  { name: 'stripe', pattern: /(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, group: 0 },
 ];
 
 /** Names that look like credentials (`*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*_API_KEY`, ...). */
 export const CREDENTIAL_NAME =
-  /(?:^|_)(?:TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|API_?KEY|ACCESS_?KEY|SECRET_?KEY|PRIVATE_?KEY|CLIENT_SECRET|CREDENTIALS?|AUTH_?TOKEN|SESSION_?KEY|SIGNING_?KEY|WEBHOOK_?SECRET|DSN)(?:_|$)/i;
+  /(?:^|_)(?:TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|API_?KEY|ACCESS_?KEY|SECRET_?KEY|PRIVATE_?KEY|CLIENT_SECRET|CREDENTIALS?|AUTH_?TOKEN|SESSION_?KEY|SIGNING_?KEY|WEBHOOK_?SECRET|DSN)(?:_|$)|(?:PASSWORD|PASSWD)$/i;
 
 /** A value that cannot be a secret worth masking: empty, a short number, a boolean, a placeholder, a file path. */
 function trivialValue(value: string): boolean {
@@ -107,6 +109,18 @@ export function redact(text: string, opts: RedactOptions = {}): string {
     );
   }
   return out;
+}
+
+const ASSIGNMENT = /(^|[\s;&|(])((?:export\s+|declare\s+-\w+\s+)?)([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|'[^']*'|[^\s;&|)]+)/g;
+
+/**
+ * Redacts a command line: everything {@link redact} masks, plus the values of
+ * credential-like variable assignments (`PGPASSWORD=… psql`, `export API_TOKEN=…`).
+ */
+export function redactCommand(command: string): string {
+  return redact(command).replace(ASSIGNMENT, (match, lead: string, kw: string, name: string, value: string) =>
+    CREDENTIAL_NAME.test(name) && !trivialValue(value) && !value.includes('…') ? `${lead}${kw}${name}=${mask(value.replace(/^["']|["']$/g, ''))}` : match,
+  );
 }
 
 const ENV_DUMP_COMMAND = /(?:^|[;&|(]\s*|\bsudo\s+)(?:env|printenv|export|set|declare(?:\s+-[a-zA-Z]+)?)\s*(?:$|[|;&>)])|\b(?:cat|less|more|head|tail|bat|grep)\b[^|;&]*\.env\b/m;

@@ -34,6 +34,7 @@ import {
   checkPatterns,
   COMPLETION_TAIL_CHARS,
   LineWatcher,
+  owns,
   pendingCompletion,
   pendingWatchEvents,
   RateLimit,
@@ -42,7 +43,7 @@ import {
   type ProcwardEvent,
   type WatchEvent,
 } from './notifications.js';
-import { isEnvDumpCommand, redact } from './redact.js';
+import { isEnvDumpCommand, redact, redactCommand } from './redact.js';
 import { scanOrphanSessions } from './recovery.js';
 import { expiredIds } from './retention.js';
 import * as scoping from './scoping.js';
@@ -148,19 +149,31 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     return this.options.redact === false ? text : redact(text, { envDump: record !== undefined && isEnvDumpCommand(record.command) });
   }
 
+  /**
+   * Redacts a view of output. Plain: escape sequences are removed first, so a token wrapped
+   * in colour codes is still recognised. Raw: redacted as written, and when a secret shows
+   * only once the escapes are gone, the plain view is returned instead (never a leak).
+   */
+  private redactView(text: string, record: SessionRecord, view: 'plain' | 'raw'): string {
+    const plain = this.clean(plainText(text), record);
+    if (view === 'plain' || this.options.redact === false) return view === 'plain' ? plain : text;
+    const raw = this.clean(text, record);
+    return plainText(raw) === plain ? raw : plain;
+  }
+
   private watcherFor(record: SessionRecord): LineWatcher | undefined {
     if (!record.watchPatterns?.length || record.status === 'exited') return undefined;
     const w = this.options.watch ?? {};
     return new LineWatcher(record.watchPatterns, { cooldownMs: w.cooldownMs ?? 2000, maxPerSession: w.maxPerSession ?? 20, maxPerMinute: w.maxPerMinute ?? 30 }, this.watchRate);
   }
 
-  /** Feeds output to the session's watcher; queues, persists and emits what matched. */
-  private watch(live: Live, text: string): void {
+  /** Feeds output to the session's watcher (`null`: the output ended); queues, persists and emits what matched. */
+  private watch(live: Live, text: string | null): void {
     if (!live.watcher || live.foreign) return;
     const r = live.record;
-    const hits = live.watcher.feed(text, r.watchFired ?? 0);
+    const hits = text === null ? live.watcher.flush(r.watchFired ?? 0) : live.watcher.feed(text, r.watchFired ?? 0);
     if (hits.length === 0) return;
-    const cleaned = hits.map((h) => ({ ...h, line: this.clean(plainText(h.line), r) }));
+    const cleaned = hits.map((h) => ({ ...h, line: this.clean(h.line, r) }));
     r.watchEvents = [...(r.watchEvents ?? []), ...cleaned].slice(-50);
     r.watchFired = (r.watchFired ?? 0) + hits.length;
     r.updatedAt = Date.now();
@@ -201,7 +214,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const live = newLive(
       {
         id,
-        command: this.clean(command),
+        command: this.options.redact === false ? command : redactCommand(command),
         cwd,
         pid: null,
         identity: null,
@@ -301,6 +314,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       updatedAt: Date.now(),
       writer: this.writer,
     });
+    this.watch(live, null);
     if (r.notifyOnComplete && r.completionTail === undefined) r.completionTail = preview(live.tail.text(), COMPLETION_TAIL_CHARS, (t) => this.clean(t, r));
     delete live.watcher;
     this.rebalance();
@@ -447,7 +461,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const text = fromFile ? await readLog(live.record.logPath as string) : live.tail.text();
     let page: LinePage;
     try {
-      page = pageLines(this.clean(text, live.record), opts);
+      page = pageLines(this.redactView(text, live.record, opts.view ?? 'plain'), { ...opts, view: 'raw' });
     } catch (err) {
       throw new ProcwardError('INVALID_ARGUMENT', (err as Error).message);
     }
@@ -555,6 +569,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   /** Resizes a PTY session's terminal (columns and rows). */
   async resize(id: string, size: { cols: number; rows: number }): Promise<{ id: string; cols: number; rows: number }> {
+    for (const key of ['cols', 'rows'] as const) {
+      const v = size?.[key];
+      if (!Number.isInteger(v) || v < 1 || v > 65535) throw new ProcwardError('INVALID_ARGUMENT', `${key} must be an integer from 1 to 65535, got ${String(v)}`);
+    }
     const live = this.get(id);
     const job = inputOf(live);
     try {
@@ -637,11 +655,13 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   async drainNotifications(opts: { sessionKey?: string; ownsEvent?: (event: ProcwardEvent) => boolean } = {}): Promise<ProcwardEvent[]> {
     this.assertOpen();
     const out: ProcwardEvent[] = [];
-    for (const live of this.sessions.values()) {
-      await this.refresh(live);
-      if (live.foreign) continue;
-      out.push(...takeOwned(live.record, opts));
-    }
+    const lives = [...this.sessions.values()];
+    for (const live of lives) await this.refresh(live);
+    const mine = lives.filter((l) => !l.foreign);
+    // Completions are claimed in the checkpoint first: another host may have delivered them.
+    const candidates = mine.map((l) => pendingCompletion(l.record)).filter((c): c is CompletionEvent => c !== null && owns(c, opts));
+    const claimed = this.checkpoint ? await this.checkpoint.claimCompletions(candidates.map((c) => c.sessionId)) : new Set(candidates.map((c) => c.sessionId));
+    for (const live of mine) out.push(...takeOwned(live.record, opts, (c) => claimed.has(c.sessionId)));
     if (out.length > 0) await this.persist();
     return out.sort((a, b) => a.at - b.at);
   }

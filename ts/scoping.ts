@@ -14,18 +14,32 @@ export interface ScopeHost {
 /** Outcome of one session in a bulk kill: the kill result, or the error it raised. */
 export type BulkKillOutcome = { id: string; result: KillResult } | { id: string; error: { code: string; message: string } };
 
+function need(value: unknown, what: string): asserts value is string {
+  if (typeof value !== 'string' || value === '') throw new ProcwardError('INVALID_ARGUMENT', `${what} must be a non-empty string`);
+}
+
+/** Whether `id` is named by any entry of `list` (full ids or unique prefixes, with or without `proc_`). */
+function named(id: string, list: string[]): boolean {
+  return list.some((q) => {
+    const hex = String(q).trim().toLowerCase().replace(/^proc_/, '');
+    return hex.length >= 4 && id.slice(5).startsWith(hex);
+  });
+}
+
 const ownedBy = (s: SessionSummary, taskId: string) => !s.sessionScoped && s.status === 'running' && (s.taskId === taskId || s.ownerTaskId === taskId);
 
 /** Ids of the task's running sessions (a baseline for {@link killStartedSince}). */
 export async function snapshotRunningIds(host: ScopeHost, taskId: string): Promise<string[]> {
+  need(taskId, 'taskId');
   return (await host.list({ taskId })).filter((s) => ownedBy(s, taskId)).map((s) => s.id);
 }
 
 /** Kills every running session of the task except `excludeIds`, in parallel; never throws. */
 export async function killAll(host: ScopeHost, opts: { taskId: string; excludeIds?: string[]; graceMs?: number }): Promise<BulkKillOutcome[]> {
-  if (typeof opts?.taskId !== 'string') throw new ProcwardError('INVALID_ARGUMENT', 'killAll needs a taskId');
-  const exclude = new Set(opts.excludeIds ?? []);
-  const ids = (await snapshotRunningIds(host, opts.taskId)).filter((id) => !exclude.has(id));
+  need(opts?.taskId, 'taskId');
+  if (opts.excludeIds !== undefined && !Array.isArray(opts.excludeIds)) throw new ProcwardError('INVALID_ARGUMENT', 'excludeIds must be an array of session ids');
+  const exclude = opts.excludeIds ?? [];
+  const ids = (await snapshotRunningIds(host, opts.taskId)).filter((id) => !named(id, exclude));
   return Promise.all(
     ids.map((id) =>
       host.kill(id, opts.graceMs !== undefined ? { graceMs: opts.graceMs } : {}).then(
@@ -38,6 +52,7 @@ export async function killAll(host: ScopeHost, opts: { taskId: string; excludeId
 
 /** Kills the task's running sessions that are not in `baseline` (started after the snapshot). */
 export async function killStartedSince(host: ScopeHost, taskId: string, baseline: string[], graceMs?: number): Promise<BulkKillOutcome[]> {
+  if (!Array.isArray(baseline)) throw new ProcwardError('INVALID_ARGUMENT', 'baseline must be the array snapshotRunningIds returned');
   return killAll(host, { taskId, excludeIds: baseline, ...(graceMs !== undefined && { graceMs }) });
 }
 
@@ -48,6 +63,7 @@ export async function hasActiveProcesses(host: ScopeHost, taskId: string): Promi
 
 /** Whether a session with this key runs and started less than `maxActiveAgeMs` ago (older ones are stale). */
 export async function hasActiveForSession(host: ScopeHost, sessionKey: string, opts: { maxActiveAgeMs?: number } = {}): Promise<boolean> {
+  need(sessionKey, 'sessionKey');
   const now = Date.now();
   return (await host.list({ sessionKey })).some((s) => s.status === 'running' && (opts.maxActiveAgeMs === undefined || now - s.startedAt <= opts.maxActiveAgeMs));
 }

@@ -23,10 +23,10 @@ const processInput = z
   .object({
     action: z.enum(['list', 'poll', 'log', 'wait', 'kill', 'write', 'submit', 'close']).describe('What to do.'),
     session_id: sessionId.optional().describe('The session (every action but list).'),
-    timeout_ms: z.number().int().min(1).optional().describe('wait: give up after this many milliseconds (default 30000).'),
+    timeout_ms: z.number().int().min(1).max(86_400_000).optional().describe('wait: give up after this many milliseconds (default 30000, at most a day).'),
     offset: z.number().int().min(0).optional().describe('log: first line, 0-based (default: the last `limit` lines).'),
     limit: z.number().int().min(1).optional().describe('log: number of lines (default 200).'),
-    grace_ms: z.number().int().min(0).optional().describe('kill: milliseconds between SIGTERM and SIGKILL (default 2000).'),
+    grace_ms: z.number().int().min(0).max(3_600_000).optional().describe('kill: milliseconds between SIGTERM and SIGKILL (default 2000, at most an hour).'),
     data: z.string().optional().describe('write: raw text to send to stdin.'),
     text: z.string().optional().describe('submit: a line to send to stdin, followed by Enter.'),
     acknowledge: z.boolean().optional().describe('poll: also consume the completion notification.'),
@@ -106,7 +106,7 @@ function describeIssues(err: z.ZodError): string {
   return err.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ');
 }
 
-/** Defaults a host applies to every call (e.g. the agent's task and conversation). */
+/** What a host applies to every call (the agent's task and conversation); it overrides the model's `task_id`/`session_key`. */
 export interface ToolContext {
   taskId?: string;
   sessionKey?: string;
@@ -136,8 +136,10 @@ async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext) 
     ...(input.stdin !== undefined && { stdin: input.stdin }),
     ...(input.notify_on_complete !== undefined && { notifyOnComplete: input.notify_on_complete }),
     ...(input.watch_patterns !== undefined && { watchPatterns: input.watch_patterns }),
-    ...((input.task_id ?? ctx.taskId) !== undefined && { taskId: input.task_id ?? ctx.taskId }),
-    ...((input.session_key ?? ctx.sessionKey) !== undefined && { sessionKey: input.session_key ?? ctx.sessionKey }),
+    // The host's context wins over the model's input: an agent cannot file a job under
+    // another task or conversation.
+    ...((ctx.taskId ?? input.task_id) !== undefined && { taskId: ctx.taskId ?? input.task_id }),
+    ...((ctx.sessionKey ?? input.session_key) !== undefined && { sessionKey: ctx.sessionKey ?? input.session_key }),
   });
   return { sessionId: s.id, pid: s.pid, status: s.status, command: s.command };
 }
@@ -145,8 +147,8 @@ async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext) 
 async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext) {
   const input = processInput.parse(raw);
   if (input.action === 'list') {
-    const taskId = input.task_id ?? ctx.taskId;
-    const sessionKey = input.session_key ?? ctx.sessionKey;
+    const taskId = ctx.taskId ?? input.task_id;
+    const sessionKey = ctx.sessionKey ?? input.session_key;
     const sessions = await registry.list({ ...(taskId !== undefined && { taskId }), ...(sessionKey !== undefined && { sessionKey }) });
     return { sessions };
   }
