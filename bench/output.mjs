@@ -71,7 +71,7 @@ export async function latencyBench({ rounds = 15 } = {}) {
   await r.close();
   return table(`Exit notice latency (ms from the job's last print to the host noticing) — median of ${rounds}`, ['Node exit event', 'procward wait', 'orphan case: procward wait while a grandchild holds the pipe'], [
     [fmt(median(node)), fmt(median(reg)), fmt(median(orph))],
-  ]) + '\nClock reads: `date +%s%N` in the job vs Date.now() in the host (sub-millisecond skew included).\n';
+  ]) + '\nClock reads: `date +%s%N` in the job vs `performance.timeOrigin + performance.now()` in the host.\n';
 }
 
 export async function spawnBench({ jobs = 200 } = {}) {

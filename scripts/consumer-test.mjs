@@ -11,7 +11,9 @@ const root = join(import.meta.dirname, '..');
 const work = mkdtempSync(join(tmpdir(), 'procward-consumer-'));
 const run = (cmd, args, cwd, env = {}) => execFileSync(cmd, args, { cwd, encoding: 'utf8', env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
 let failures = 0;
+let checks = 0;
 const check = (ok, what) => {
+  checks++;
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
   if (!ok) failures++;
 };
@@ -75,5 +77,5 @@ try {
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
-console.log(failures === 0 ? 'consumer test: 1 passed, 0 failed' : `consumer test: 0 passed, ${failures} failed`);
+console.log(`consumer test: ${checks - failures} passed, ${failures} failed`);
 process.exit(failures === 0 ? 0 : 1);

@@ -213,7 +213,7 @@ fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
   Ok(opts)
 }
 
-/// Tree kill (see DESIGN section 3) on a dedicated thread, never libuv's pool; the callback
+/// Tree kill (snapshot, SIGTERM, grace period, SIGKILL) on a dedicated thread, never libuv's pool; the callback
 /// gets `(error, report)` once. Holds the event loop open until it has reported.
 #[napi]
 pub fn kill_tree(

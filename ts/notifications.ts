@@ -1,5 +1,5 @@
 /**
- * Notifications (DESIGN section 7): completion events and watch-pattern events.
+ * Notifications: completion events and watch-pattern events.
  *
  * Both live in the session record, so they are checkpointed and survive a host restart
  * until drained: a completion is pending while `notifyOnComplete` is set, the session has

@@ -476,7 +476,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   /**
-   * Tree kill (DESIGN section 3) of the session's process group and descendants, with the
+   * Tree kill (snapshot, SIGTERM, grace period, SIGKILL) of the session's process group and descendants, with the
    * recorded identity: never signals a reused PID. `already_exited` for ended sessions.
    *
    * Errors: `KILL_SURVIVORS` (details: the report) when processes outlived SIGKILL and the

@@ -1,5 +1,5 @@
 /**
- * Finishing a kill that timed out (DESIGN section 6): survivors are re-checked by identity
+ * Finishing a kill that timed out: survivors are re-checked by identity
  * and SIGKILLed with their descendants every 500 ms (first after the grace period), for up
  * to 60 s, until none is left or the caller aborts (a new kill, a rescinded stop, close()).
  */
