@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { killBench, probeBench, treeBench } from './identity.mjs';
 import { latencyBench, spawnBench, throughputBench } from './output.mjs';
 import { recoveryBench } from './recovery.mjs';
+import { sshPollBench } from './environments.mjs';
 
 const only = process.argv.slice(2);
 const suites = {
@@ -16,6 +17,7 @@ const suites = {
   latency: latencyBench,
   spawn: spawnBench,
   recovery: recoveryBench,
+  ssh: sshPollBench,
 };
 const header = `Run ${new Date().toISOString()} on ${cpus().length}× ${cpus()[0]?.model ?? 'cpu'}, Linux ${release()}, Node ${process.version}.\n`;
 const parts = [header];

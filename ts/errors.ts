@@ -15,7 +15,8 @@ export type ProcwardErrorCode =
   | 'CHECKPOINT_CORRUPT'
   | 'LOCK_TIMEOUT'
   | 'SESSION_EXITED'
-  | 'NO_STDIN';
+  | 'NO_STDIN'
+  | 'ENVIRONMENT_UNAVAILABLE';
 
 /** An error with a stable `code` and optional structured `details`. */
 export class ProcwardError extends Error {

@@ -31,3 +31,5 @@ export { defaultStateDir } from './statedir.js';
 export { handleToolCall, toolDefinitions, openAiTools } from './tool.js';
 export type { ToolDefinition, ToolResult, ToolContext } from './tool.js';
 export { createMcpServer } from './mcp.js';
+export { localShell, SshEnvironment, dockerExec, kubectlExec, environmentFrom, CommandEnvironment } from './environments.js';
+export type { ExecutionEnvironment, EnvironmentDescription, ExecResult } from './environments.js';

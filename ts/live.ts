@@ -5,7 +5,9 @@
 import { ProcwardError } from './errors.js';
 import { fromNative } from './errors.js';
 import type { RecordedExit } from './jobfiles.js';
+import type { ExecutionEnvironment } from './environments.js';
 import type { NativeJob } from './native.js';
+import type { SandboxPoller } from './sandbox.js';
 import type { LineWatcher } from './notifications.js';
 import { OutputTail } from './output.js';
 import type { SessionRecord } from './session.js';
@@ -36,6 +38,8 @@ export interface Live {
   watchOffset?: number;
   /** The native job (attached sessions only): its stdin or PTY. */
   job?: NativeJob;
+  /** A sandbox session's environment and poller. */
+  sandbox?: { env: ExecutionEnvironment; poller: SandboxPoller };
 }
 
 
@@ -64,6 +68,7 @@ export function summary(live: Live, scoped = false): SessionSummary {
     ...(r.sessionKey !== undefined && { sessionKey: r.sessionKey }),
     durable: r.durable,
     ...(r.cgroup !== undefined && { cgroup: r.cgroup }),
+    ...(r.pidScope !== undefined && { pidScope: r.pidScope }),
     detached: live.detached,
     ...(scoped && { sessionScoped: true }),
   };

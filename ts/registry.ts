@@ -45,6 +45,8 @@ import {
 } from './notifications.js';
 import { isEnvDumpCommand, redact, redactCommand } from './redact.js';
 import { scanOrphanSessions } from './recovery.js';
+import { launch, killRemote, SandboxPoller } from './sandbox.js';
+import { environmentFrom, type EnvironmentDescription, type ExecutionEnvironment } from './environments.js';
 import { expiredIds } from './retention.js';
 import * as scoping from './scoping.js';
 import type { BulkKillOutcome } from './scoping.js';
@@ -209,7 +211,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       throw new ProcwardError('ENOENT', `working directory ${cwd} does not exist or is not a directory`);
     }
     const id = newSessionId();
-    const files = this.checkpoint ? jobFiles(this.checkpoint.dir, id) : null;
+    // A sandbox session keeps its files on the far side.
+    const files = this.checkpoint && !opts.environment ? jobFiles(this.checkpoint.dir, id) : null;
     const now = Date.now();
     const live = newLive(
       {
@@ -241,6 +244,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       false,
     );
     live.watcher = this.watcherFor(live.record);
+    if (opts.environment) return this.spawnSandbox(live, command, opts.environment);
     // Written before the spawn: if this host dies before its checkpoint write, the next
     // host still finds the job (see recovery.ts).
     if (files) writePrivate(files.metaPath, JSON.stringify(live.record));
@@ -273,6 +277,47 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     this.rebalance();
     await this.persist();
     return summary(live);
+  }
+
+  /**
+   * A sandbox session: launched detached on the far side of `env`, followed by a poller.
+   * A launch that fails is recorded as `failed_start` with the wrapper's status and output,
+   * and never as running.
+   */
+  private async spawnSandbox(live: Live, command: string, env: ExecutionEnvironment): Promise<SessionSummary> {
+    const r = live.record;
+    Object.assign(r, { pidScope: 'sandbox', durable: false, logPath: null, exitPath: null, environment: env.description });
+    delete live.watcher;
+    live.watcher = this.watcherFor(r);
+    const res = await launch(env, r.id, command);
+    this.sessions.set(r.id, live);
+    if (!res.ok) {
+      live.tail.append(res.output);
+      this.finish(live, { exitCode: res.code, signal: null, reason: 'failed_start', source: 'environment' });
+      await this.persist();
+      return summary(live);
+    }
+    Object.assign(r, { pid: res.pid, sandboxDir: res.dir });
+    this.attachSandbox(live, env);
+    await this.persist();
+    return summary(live);
+  }
+
+  /** Starts following a sandbox session (after spawn, or after a host restart). */
+  private attachSandbox(live: Live, env: ExecutionEnvironment): void {
+    const poller = new SandboxPoller(env, live.record.sandboxDir as string, {
+      output: (text) => {
+        live.tail.append(text);
+        this.watch(live, text);
+      },
+      exit: (code) => this.finishFromExit(live, { exitCode: code, signal: null }),
+      lost: (reason) => {
+        this.diagnostics.push(`${live.record.id}: ${reason}`);
+        this.finish(live, { exitCode: null, signal: null, reason: 'lost', source: 'environment' });
+      },
+    });
+    live.sandbox = { env, poller };
+    poller.start();
   }
 
   private onEvent(live: Live, ev: JobEvent): void {
@@ -341,6 +386,12 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   private async refresh(live: Live): Promise<void> {
     if (live.foreign) await this.reloadForeign(live);
     const r = live.record;
+    if (r.pidScope === 'sandbox') {
+      if (r.status === 'running' && !live.sandbox && !live.foreign && r.environment && r.sandboxDir) {
+        this.attachSandbox(live, environmentFrom(r.environment as EnvironmentDescription));
+      }
+      return;
+    }
     if (!live.detached || r.status === 'exited') return;
     const v = r.identity ? verdict(r.identity) : 'gone';
     await this.followDetachedLog(live);
@@ -436,7 +487,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       const timedOut = await untilEnd(live, {
         ...(timeoutMs !== undefined && { timeoutMs }),
         ...(signal && { signal }),
-        ...(live.detached && { tick: () => void this.refresh(live) }),
+        ...(live.sandbox ? { tick: () => void live.sandbox?.poller.tick() } : live.detached && { tick: () => void this.refresh(live) }),
         tickMs: DETACHED_TICK_MS,
       });
       const result = await this.pollResult(live);
@@ -489,6 +540,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const r = live.record;
     const graceMs = opts.graceMs ?? this.options.graceMs ?? 2000;
     const wasRunning = r.status === 'running';
+    if (r.pidScope === 'sandbox') return this.killSandbox(live, graceMs);
     if (!r.identity) return { id: r.id, outcome: 'already_exited', ...EMPTY_REPORT, exitCode: r.exitCode, signal: r.signal };
     live.finisher?.abort();
     const files = this.files(live);
@@ -539,6 +591,23 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     // Still not published (a slow reader): what we know is that our kill ended it.
     this.finish(live, { exitCode: null, signal: report.escalated ? 'SIGKILL' : 'SIGTERM', reason: 'killed', source: 'kill' });
     return result('killed');
+  }
+
+  /** Kill on the far side of a sandbox session: its process group there, then survivors. */
+  private async killSandbox(live: Live, graceMs: number): Promise<KillResult> {
+    const r = live.record;
+    const base = { id: r.id, ...EMPTY_REPORT };
+    if (r.status === 'exited' || !r.pid || !live.sandbox) return { ...base, outcome: 'already_exited', exitCode: r.exitCode, signal: r.signal };
+    live.killed = true;
+    const survivors = await killRemote(live.sandbox.env, r.pid, graceMs);
+    if (survivors.length > 0) {
+      throw new ProcwardError('KILL_SURVIVORS', `${survivors.length} process(es) survived the kill of ${r.id} on the far side: ${survivors.join(', ')}`, { survivors });
+    }
+    await live.sandbox.poller.tick();
+    live.sandbox.poller.stop();
+    this.finish(live, { exitCode: null, signal: 'SIGTERM', reason: 'killed', source: 'kill' });
+    this.consume(live);
+    return { ...base, outcome: 'killed', signalled: [r.pid], exitCode: r.exitCode, signal: r.signal };
   }
 
   /**
@@ -637,7 +706,11 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    */
   async close(): Promise<void> {
     if (this.closed) return;
-    for (const live of this.sessions.values()) live.finisher?.abort();
+    for (const live of this.sessions.values()) {
+      live.finisher?.abort();
+      live.sandbox?.poller.stop();
+      await live.sandbox?.env.close();
+    }
     // Empty cgroups of ended jobs go now; one that still holds a process stays.
     if (this.options.containment !== false) native.sweepCgroups();
     releaseWriter(this.writer);

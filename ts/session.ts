@@ -48,6 +48,11 @@ export const sessionRecordSchema = z.object({
   writer: identitySchema.extend({ instance: z.string().optional() }),
   /** Milliseconds since the epoch; the newer entry wins when hosts merge. */
   updatedAt: z.number(),
+  /** `sandbox`: the PID lives in another environment and is never signalled on the host. */
+  pidScope: z.enum(['host', 'sandbox']).optional(),
+  /** Where a sandbox session runs (no secrets), and its directory there. */
+  environment: z.record(z.string(), z.unknown()).optional(),
+  sandboxDir: z.string().optional(),
   /** The job's cgroup v2 directory (Linux, when the host may create cgroups). */
   cgroup: z.string().optional(),
   /** Queue a completion event when the session ends. */

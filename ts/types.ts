@@ -1,5 +1,6 @@
 /** The public shapes of the registry's options and results. Times in milliseconds. */
 import type { KillReport } from './helpers.js';
+import type { ExecutionEnvironment } from './environments.js';
 import type { WatchLimits } from './notifications.js';
 import type { RetentionOptions } from './retention.js';
 import type { CompletionReason, SessionStatus } from './session.js';
@@ -59,6 +60,11 @@ export interface SpawnOptions {
   stdin?: boolean;
   /** Run under a pseudo-terminal (stdin, stdout and stderr); size in cells, default 120×40. Never durable. */
   pty?: { cols?: number; rows?: number };
+  /**
+   * Run on the far side of this environment (SSH, docker exec, kubectl exec, local shell)
+   * as a sandbox session: detached there, its PID never signalled on the host.
+   */
+  environment?: ExecutionEnvironment;
 }
 
 /** A session as `list`, `spawn` and `poll` describe it. Times in milliseconds. */
@@ -81,6 +87,8 @@ export interface SessionSummary {
   durable: boolean;
   /** The job's cgroup v2 directory when it runs contained (Linux). */
   cgroup?: string;
+  /** `sandbox` when the job runs in another environment (its PID is that environment's). */
+  pidScope?: 'host' | 'sandbox';
   /** Recovered from the checkpoint: not a child of this host. */
   detached: boolean;
   /** Listed because it shares the session key, though another task started it. */

@@ -1,0 +1,132 @@
+// Remote and sandboxed environments (issue: SSH, docker exec, kubectl exec): sandbox
+// sessions against the local shell and a real sshd on 127.0.0.1.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dockerExec, kubectlExec, localShell, ProcessRegistry, SshEnvironment } from '../dist/index.mjs';
+import { haveSshd, testSshd, type TestSshd } from './sshd.mjs';
+import { crashHost, isAlive, startHost, tempDir, until } from './support.js';
+
+const QUOTING = `printf '%s|' "a b" 'c"d' \`echo e\` $((1+1)) '$HOME' "it's"; cat <<'EOF'\nline $HOME\n\`x\`\nEOF\necho café; exit 3`;
+const QUOTED_OUTPUT = `a b|c"d|e|2|$HOME|it's|line $HOME\n\`x\`\ncafé\n`;
+
+describe('sandbox sessions through the local shell', () => {
+  it('quotes, $, backticks, newlines and heredocs reach the far shell byte for byte', async () => {
+    const r = await ProcessRegistry.open();
+    const env = localShell({ tmpDir: tempDir() });
+    const s = await r.spawn(QUOTING, { environment: env });
+    expect(s).toMatchObject({ status: 'running', pidScope: 'sandbox' });
+    const w = await r.wait(s.id, { timeoutMs: 10_000 });
+    expect(w).toMatchObject({ status: 'exited', exitCode: 3, reason: 'exited' });
+    expect(w.outputPreview).toBe(QUOTED_OUTPUT);
+    await r.close();
+  });
+
+  it('a launch that fails is failed_start with the wrapper status and output, never running', async () => {
+    const r = await ProcessRegistry.open();
+    const s = await r.spawn('true', { environment: localShell({ tmpDir: '/proc/procward-cannot-create' }) });
+    expect(s).toMatchObject({ status: 'exited', reason: 'failed_start', pid: null });
+    expect(s.exitCode).not.toBe(0);
+    expect((await r.readLog(s.id)).text).toMatch(/mkdir|No such file|cannot/i);
+    expect((await r.list()).filter((x) => x.status === 'running')).toEqual([]);
+    await r.close();
+  });
+
+  it('kill runs the tree kill on the far side', async () => {
+    const r = await ProcessRegistry.open();
+    const s = await r.spawn('sleep 300 & sleep 301; wait', { environment: localShell({ tmpDir: tempDir() }) });
+    await new Promise((res) => setTimeout(res, 300));
+    expect(isAlive(s.pid!)).toBe(true);
+    const k = await r.kill(s.id, { graceMs: 500 });
+    expect(k.outcome).toBe('killed');
+    expect((await r.poll(s.id)).reason).toBe('killed');
+    expect(isAlive(s.pid!)).toBe(false);
+    await r.close();
+  });
+
+  it('a restarted host re-attaches by re-reading the remote files, and never adopts the sandbox PID', async () => {
+    const state = tempDir();
+    const remote = tempDir();
+    const { line: s, host } = await startHost(
+      state,
+      `const { localShell } = require(${JSON.stringify(`${process.cwd()}/dist/index.js`)}); const s = await r.spawn('echo a; sleep 1; echo b; exit 4', { environment: localShell({ tmpDir: ${JSON.stringify(remote)} }) }); console.log(JSON.stringify(s));`,
+    );
+    await crashHost(host);
+    const next = await ProcessRegistry.open({ stateDir: state });
+    expect(await next.poll(s.id)).toMatchObject({ pidScope: 'sandbox', status: 'running' });
+    const w = await next.wait(s.id, { timeoutMs: 10_000 });
+    expect(w).toMatchObject({ exitCode: 4, reason: 'exited', outputPreview: 'a\nb\n' });
+    await next.close();
+  });
+});
+
+describe('command construction (no docker engine or cluster runs here)', () => {
+  it('docker exec and kubectl exec run `sh -s` in the container, with the script on stdin', () => {
+    expect(dockerExec('web-1').argv).toEqual(['docker', 'exec', '-i', 'web-1', 'sh', '-s']);
+    expect(kubectlExec('api-0', { container: 'app', namespace: 'prod', context: 'k3d' }).argv).toEqual([
+      'kubectl', '--context', 'k3d', 'exec', '-i', 'api-0', '-c', 'app', '-n', 'prod', '--', 'sh', '-s',
+    ]);
+    expect(kubectlExec('api-0').description).toEqual({ kind: 'kubectl', pod: 'api-0' });
+  });
+});
+
+describe.skipIf(!haveSshd)('SSH environment against a real sshd on 127.0.0.1', () => {
+  let sshd: TestSshd;
+  let env: InstanceType<typeof SshEnvironment>;
+  beforeAll(async () => {
+    sshd = await testSshd(tempDirKeep());
+    await sshd.start();
+    env = new SshEnvironment({ kind: 'ssh', host: '127.0.0.1', port: sshd.port, user: sshd.user, identityFile: sshd.identityFile, options: sshd.options, tmpDir: tempDirKeep() });
+  });
+  afterAll(async () => {
+    await env?.close();
+    await sshd?.stop();
+  });
+
+  it('runs a job with exact output and exit code; the checkpoint holds no key material', async () => {
+    const state = tempDir();
+    const r = await ProcessRegistry.open({ stateDir: state });
+    const s = await r.spawn(QUOTING, { environment: env });
+    const w = await r.wait(s.id, { timeoutMs: 15_000 });
+    expect(w).toMatchObject({ exitCode: 3, outputPreview: QUOTED_OUTPUT });
+    await r.close();
+    const checkpoint = readFileSync(`${state}/checkpoint.json`, 'utf8');
+    expect(checkpoint).toContain('"kind": "ssh"');
+    expect(checkpoint).not.toContain('PRIVATE KEY');
+    expect(checkpoint).not.toContain(readFileSync(sshd.identityFile, 'utf8').split('\n')[1]);
+  });
+
+  it('survives sshd going away mid-run: the poller retries and nothing is lost', async () => {
+    const r = await ProcessRegistry.open();
+    const s = await r.spawn('echo one; sleep 2; echo two; exit 0', { environment: env });
+    await until(async () => (await r.poll(s.id)).outputPreview.includes('one'), 10_000, 'first line');
+    await sshd.stop();
+    await new Promise((res) => setTimeout(res, 2500));
+    await sshd.start();
+    const w = await r.wait(s.id, { timeoutMs: 20_000 });
+    expect(w).toMatchObject({ status: 'exited', exitCode: 0, outputPreview: 'one\ntwo\n' });
+    await r.close();
+  }, 40_000);
+
+  it('kill over SSH stops the far-side process group', async () => {
+    const r = await ProcessRegistry.open();
+    const s = await r.spawn('sleep 300', { environment: env });
+    await new Promise((res) => setTimeout(res, 300));
+    expect(isAlive(s.pid!)).toBe(true);
+    expect((await r.kill(s.id, { graceMs: 500 })).outcome).toBe('killed');
+    expect(isAlive(s.pid!)).toBe(false);
+    await r.close();
+  });
+});
+
+/** A temp dir that lives for the whole describe block (tempDir() is removed after each test). */
+function tempDirKeep(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'procward-ssh-test-'));
+  keep.push(dir);
+  return dir;
+}
+const keep: string[] = [];
+afterAll(() => {
+  for (const d of keep) rmSync(d, { recursive: true, force: true });
+});

@@ -1,0 +1,203 @@
+/**
+ * Sandbox sessions: jobs that run on the far side of an {@link ExecutionEnvironment}
+ * (another host over SSH, a container, a pod), detached from the connection.
+ *
+ * On the far side each session has a directory `<tmpDir>/<session id>/` with `cmd` (the
+ * command, decoded there from base64 so it arrives byte for byte), `output.log`, `pid` and
+ * `exit` (written atomically by a small wrapper when the job ends). The job runs under
+ * `setsid`, so its PID is its process group id there. Its PID is never signalled on the
+ * host: a kill runs on the far side.
+ *
+ * A {@link SandboxPoller} follows the session: it reads the log from a byte offset (never
+ * the whole file again), keeps UTF-8 sequences whole across reads, starts over if the log
+ * shrank, notices the end through the exit file, and backs off while the environment is
+ * slow or unreachable; the session is reported lost only after a deadline.
+ */
+import { StringDecoder } from 'node:string_decoder';
+import type { ExecResult, ExecutionEnvironment } from './environments.js';
+
+/** Single-quotes a value for a POSIX shell. */
+export function shq(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** What launching gave: the far-side PID, or why it failed. */
+export type LaunchResult = { ok: true; pid: number; dir: string } | { ok: false; code: number | null; output: string };
+
+/** Starts `command` detached on the far side. */
+export async function launch(env: ExecutionEnvironment, sessionId: string, command: string): Promise<LaunchResult> {
+  const dir = `${env.tmpDir}/${sessionId}`;
+  const b64 = Buffer.from(command, 'utf8').toString('base64');
+  const script = [
+    'set -e',
+    `D=${shq(dir)}`,
+    'mkdir -p "$D"',
+    'chmod 700 "$D"',
+    `printf '%s' ${shq(b64)} | base64 -d > "$D/cmd"`,
+    // The wrapper: runs the command, records its status atomically. Detached from this
+    // connection: new session, no stdin, output to the log.
+    `setsid sh -c 'sh "$1/cmd" > "$1/output.log" 2>&1 < /dev/null; echo $? > "$1/exit.tmp"; mv "$1/exit.tmp" "$1/exit"' procward-sandbox "$D" > /dev/null 2>&1 < /dev/null &`,
+    'echo $! > "$D/pid"',
+    'echo "PID $!"',
+  ].join('\n');
+  let res: ExecResult;
+  try {
+    res = await env.exec(script, { timeoutMs: 30_000 });
+  } catch (err) {
+    return { ok: false, code: null, output: (err as Error).message };
+  }
+  const text = res.stdout.toString('utf8');
+  const m = /^PID (\d+)$/m.exec(text);
+  if (res.code !== 0 || !m) return { ok: false, code: res.code, output: `${text}${res.stderr}`.trim() };
+  return { ok: true, pid: Number(m[1]), dir };
+}
+
+/** One poll: new log bytes from `offset` (at most `max`), the log size, and the exit status if any. */
+export interface PollChunk {
+  size: number;
+  data: Buffer;
+  exitCode: number | null;
+  exited: boolean;
+}
+
+/** Reads the session's state in one round trip. */
+export async function pollOnce(env: ExecutionEnvironment, dir: string, offset: number, max = 256 * 1024): Promise<PollChunk> {
+  const script = [
+    `D=${shq(dir)}`,
+    // The exit file first: once it exists, the size read next covers all the job wrote.
+    'E=$(cat "$D/exit" 2>/dev/null || echo -)',
+    'S=$(wc -c < "$D/output.log" 2>/dev/null || echo 0)',
+    'echo "$S $E"',
+    `if [ "$S" -gt ${offset} ]; then tail -c +${offset + 1} "$D/output.log" | head -c ${max}; fi`,
+  ].join('\n');
+  const res = await env.exec(script, { timeoutMs: 20_000 });
+  if (res.code !== 0 || res.timedOut) throw new Error(`poll failed (${res.timedOut ? 'timed out' : `exit ${res.code}`}): ${res.stderr.trim()}`);
+  const nl = res.stdout.indexOf(10);
+  const [sizeText, exitText] = res.stdout.subarray(0, nl).toString().trim().split(/\s+/);
+  const exited = exitText !== undefined && exitText !== '-';
+  return { size: Number(sizeText) || 0, data: res.stdout.subarray(nl + 1), exitCode: exited ? Number(exitText) : null, exited };
+}
+
+/** Tree kill on the far side: SIGTERM the job's process group, wait, SIGKILL what is left; returns surviving PIDs. */
+export async function killRemote(env: ExecutionEnvironment, pid: number, graceMs: number): Promise<number[]> {
+  const wait = Math.max(0, Math.ceil(graceMs / 100));
+  // dash's kill takes `-<pgid>` but not `--`; a zombie is dead, so liveness comes from ps.
+  const script = [
+    `P=${pid}`,
+    "members() { ps -eo pid=,pgid=,stat= 2>/dev/null | awk -v g=$P '$2 == g && $3 !~ /^Z/ { print $1 }'; }",
+    'kill -TERM -$P 2>/dev/null || kill -TERM $P 2>/dev/null || true',
+    `i=0; while [ $i -lt ${wait} ] && [ -n "$(members)" ]; do sleep 0.1; i=$((i+1)); done`,
+    'if [ -n "$(members)" ]; then kill -KILL -$P 2>/dev/null || true; sleep 0.2; fi',
+    'members',
+  ].join('\n');
+  const res = await env.exec(script, { timeoutMs: graceMs + 20_000 });
+  return res.stdout
+    .toString()
+    .split('\n')
+    .map((l) => Number(l.trim()))
+    .filter((n) => Number.isInteger(n) && n > 0);
+}
+
+/** Callbacks of a {@link SandboxPoller}. */
+export interface PollerEvents {
+  output(text: string): void;
+  /** The job ended with this exit code (a shell status: 128+N for signal N). */
+  exit(code: number): void;
+  /** The environment stayed unreachable past the deadline. */
+  lost(reason: string): void;
+}
+
+/** Follows one sandbox session (see the module docs). */
+export class SandboxPoller {
+  private offset = 0;
+  private decoder = new StringDecoder('utf8');
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private failingSince: number | null = null;
+  private delay: number;
+
+  constructor(
+    private readonly env: ExecutionEnvironment,
+    private readonly dir: string,
+    private readonly events: PollerEvents,
+    private readonly opts: { intervalMs?: number; maxIntervalMs?: number; lostAfterMs?: number } = {},
+  ) {
+    this.delay = opts.intervalMs ?? 200;
+  }
+
+  /** Bytes of the remote log read so far. */
+  get bytesRead(): number {
+    return this.offset;
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.tick(), ms);
+    this.timer.unref();
+  }
+
+  private running: Promise<void> | null = null;
+
+  /** One poll now (also used by `wait` to notice the end without waiting for the timer). */
+  tick(): Promise<void> {
+    this.running ??= this.pollNow().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async pollNow(): Promise<void> {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    let chunk: PollChunk;
+    try {
+      chunk = await pollOnce(this.env, this.dir, this.offset);
+    } catch (err) {
+      const now = Date.now();
+      this.failingSince ??= now;
+      if (now - this.failingSince > (this.opts.lostAfterMs ?? 60_000)) {
+        this.stop();
+        this.events.lost(`environment unreachable for ${Math.round((now - this.failingSince) / 1000)} s: ${(err as Error).message}`);
+        return;
+      }
+      this.delay = Math.min(this.delay * 2, this.opts.maxIntervalMs ?? 5000);
+      this.schedule(this.delay);
+      return;
+    }
+    this.failingSince = null;
+    this.delay = this.opts.intervalMs ?? 200;
+    if (chunk.size < this.offset) {
+      // The log shrank (rotated or truncated on the far side): start over from its start.
+      this.offset = 0;
+      this.decoder = new StringDecoder('utf8');
+      this.schedule(0);
+      return;
+    }
+    if (chunk.data.length > 0) {
+      this.offset += chunk.data.length;
+      const text = this.decoder.write(chunk.data);
+      if (text) this.events.output(text);
+    }
+    if (this.offset < chunk.size) {
+      this.schedule(0);
+      return;
+    }
+    if (chunk.exited) {
+      const rest = this.decoder.end();
+      if (rest) this.events.output(rest);
+      this.stop();
+      this.events.exit(chunk.exitCode ?? 0);
+      return;
+    }
+    this.schedule(this.delay);
+  }
+}
