@@ -45,6 +45,19 @@ describe('sandbox sessions through the local shell', () => {
     await r.close();
   });
 
+  it('a log that shrank on the far side is read again from its start, without a crash', async () => {
+    const r = await ProcessRegistry.open({ sandbox: { pollIntervalMs: 50 } });
+    const remote = tempDir();
+    const s = await r.spawn('echo first-line-of-output; sleep 1; echo after', { environment: localShell({ tmpDir: remote }) });
+    await until(async () => (await r.poll(s.id)).outputPreview.includes('first'), 5000, 'first line');
+    const { truncateSync } = await import('node:fs');
+    truncateSync(join(remote, s.id, 'output.log'), 0);
+    const w = await r.wait(s.id, { timeoutMs: 10_000 });
+    expect(w.exitCode).toBe(0);
+    expect(w.outputPreview).toContain('after');
+    await r.close();
+  });
+
   it('a restarted host re-attaches by re-reading the remote files, and never adopts the sandbox PID', async () => {
     const state = tempDir();
     const remote = tempDir();
@@ -107,6 +120,22 @@ describe.skipIf(!haveSshd)('SSH environment against a real sshd on 127.0.0.1', (
     const w = await r.wait(s.id, { timeoutMs: 20_000 });
     expect(w).toMatchObject({ status: 'exited', exitCode: 0, outputPreview: 'one\ntwo\n' });
     await r.close();
+  }, 40_000);
+
+  it('an environment that stays unreachable makes the session lost after the deadline, and says so', async () => {
+    const r = await ProcessRegistry.open({ sandbox: { pollIntervalMs: 50, lostAfterMs: 1500 } });
+    const s = await r.spawn('sleep 30', { environment: env });
+    await sshd.stop();
+    try {
+      const w = await r.wait(s.id, { timeoutMs: 20_000 });
+      expect(w).toMatchObject({ status: 'exited', reason: 'lost', exitCode: null });
+      expect(w.outputPreview).toMatch(/session lost: environment unreachable/);
+      expect(r.diagnostics.join('\n')).toMatch(/unreachable/);
+    } finally {
+      process.kill(-(s.pid as number), 'SIGKILL');
+      await sshd.start();
+      await r.close();
+    }
   }, 40_000);
 
   it('kill over SSH stops the far-side process group', async () => {

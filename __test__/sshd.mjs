@@ -4,6 +4,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { descendants } from '../dist/index.mjs';
 import { userInfo } from 'node:os';
 
 export const SSHD = '/usr/sbin/sshd';
@@ -76,10 +77,16 @@ export async function testSshd(dir) {
     async stop() {
       if (!child?.pid) return;
       const exited = new Promise((r) => child?.once('exit', r));
+      // Each connection is served by a child of sshd in a session of its own: kill those
+      // (found as sshd's descendants, by PID) as well as the listener's group.
+      for (const d of descendants(child.pid)) {
+        try {
+          process.kill(d.pid, 'SIGKILL');
+        } catch {}
+      }
       try {
         process.kill(-child.pid, 'SIGKILL');
       } catch {}
-      // Connections are served by children in the same group; they go with it.
       await exited;
       child = undefined;
     },

@@ -313,8 +313,12 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       exit: (code) => this.finishFromExit(live, { exitCode: code, signal: null }),
       lost: (reason) => {
         this.diagnostics.push(`${live.record.id}: ${reason}`);
+        live.tail.append(`\n[procward: session lost: ${reason}]\n`);
         this.finish(live, { exitCode: null, signal: null, reason: 'lost', source: 'environment' });
       },
+    }, {
+      ...(this.options.sandbox?.pollIntervalMs !== undefined && { intervalMs: this.options.sandbox.pollIntervalMs }),
+      ...(this.options.sandbox?.lostAfterMs !== undefined && { lostAfterMs: this.options.sandbox.lostAfterMs }),
     });
     live.sandbox = { env, poller };
     poller.start();

@@ -28,6 +28,8 @@ export interface RegistryOptions extends RetentionOptions {
   redact?: boolean;
   /** Limits of watch-pattern events. */
   watch?: WatchLimits;
+  /** Sandbox sessions' poller: milliseconds between polls (default 200) and before an unreachable environment makes a session `lost` (default 60 000). */
+  sandbox?: { pollIntervalMs?: number; lostAfterMs?: number };
   /**
    * Run each job in its own cgroup v2 when the host may create cgroups (Linux: root or a
    * delegated subtree), so a kill reaches daemons that escaped the process tree. Falls back
