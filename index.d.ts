@@ -24,6 +24,12 @@ export declare class NativeJob {
   readonly pid: number
   /** The job's identity (PID, start time, boot id), recorded before anything else happened. */
   get identity(): Identity
+  /** The retained output (the last `tailBytes` bytes, starting at a whole character). */
+  tailText(): string
+  /** Counters of the output tail. */
+  tailStats(): TailStats
+  /** Changes how many bytes the tail keeps (trims at once when it shrinks). */
+  setTailLimit(bytes: number): void
   /** The job's cgroup directory, or `null` when it runs without containment. */
   get cgroup(): string | null
   /** Whether the job has an input side: `"pipe"`, `"pty"`, or `null`. */
@@ -70,7 +76,12 @@ export interface Identity {
 export interface JobEvent {
   /** `"output"` or `"exit"`. */
   kind: string
-  text?: string
+  /**
+   * Output as UTF-8 bytes (already decoded and re-encoded: split characters reassembled,
+   * invalid bytes as U+FFFD). Handed over without a copy, so JS pays for text only when it
+   * reads it.
+   */
+  data?: Buffer
   late?: boolean
   exitCode?: number
   /** Terminating signal name, e.g. `SIGKILL`. */
@@ -110,7 +121,7 @@ export interface KillReport {
 }
 
 /**
- * Tree kill (see DESIGN section 3) on a dedicated thread, never libuv's pool; the callback
+ * Tree kill (snapshot, SIGTERM, grace period, SIGKILL) on a dedicated thread, never libuv's pool; the callback
  * gets `(error, report)` once. Holds the event loop open until it has reported.
  */
 export declare function killTree(identity: Identity, options: KillOptions | undefined | null, callback: ((err: Error | null, arg: KillReport) => unknown)): void
@@ -200,6 +211,10 @@ export interface SpawnOptions {
    * without one otherwise. See `NativeJob.cgroup`.
    */
   cgroupName?: string
+  /** Bytes of output the native tail keeps (see `NativeJob.tailText`). Default 200 000. */
+  tailBytes?: number
+  /** Also deliver output events to `onEvent` (the tail always gets them). Default true. */
+  forwardOutput?: boolean
 }
 
 /**
@@ -207,6 +222,18 @@ export interface SpawnOptions {
  * Returns how many were removed (0 where there is no containment).
  */
 export declare function sweepCgroups(): number
+
+/** Counters of a job's native output tail, in bytes. */
+export interface TailStats {
+  /** Bytes ever read. */
+  total: number
+  /** Bytes dropped from the front by the limit. */
+  dropped: number
+  /** Bytes held now. */
+  held: number
+  /** The limit. */
+  limit: number
+}
 
 /**
  * Takes the exclusive lock on `path` (created 0600) without blocking; `null` when another

@@ -74,7 +74,7 @@ describe('bad input gets a clear error', () => {
 });
 
 describe('output floods', () => {
-  it('four `yes` floods for 3 s (gigabytes of output) keep the host RSS growth under 128 MiB (back-pressure)', async () => {
+  it('four `yes` floods for 3 s (gigabytes of output) keep the host RSS growth under the caps plus 32 MiB', async () => {
     const index = join(ROOT, 'dist', 'index.js');
     const script = `const { ProcessRegistry } = require(${JSON.stringify(index)});
 (async () => {
@@ -90,7 +90,26 @@ describe('output floods', () => {
       execFile(process.execPath, ['-e', script], { timeout: 30_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
     );
     const { growth, tail } = JSON.parse(out);
-    expect(growth, `RSS grew by ${(growth / 1048576).toFixed(1)} MiB`).toBeLessThan(128 * 1024 * 1024);
+    expect(growth, `RSS grew by ${(growth / 1048576).toFixed(1)} MiB`).toBeLessThan(4 * 10_000 + 32 * 1024 * 1024);
     expect(tail).toBeGreaterThan(0);
   }, 40_000);
+
+  it('`yes` for 30 s grows the host by less than the default tail cap plus 32 MiB', async () => {
+    const index = join(ROOT, 'dist', 'index.js');
+    const script = `const { ProcessRegistry } = require(${JSON.stringify(index)});
+(async () => {
+  const r = await ProcessRegistry.open();
+  const base = process.memoryUsage().rss; let peak = base;
+  const iv = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 100);
+  const s = await r.spawn('timeout 30 yes');
+  const w = await r.wait(s.id);
+  clearInterval(iv);
+  console.log(JSON.stringify({ growth: peak - base, end: w.signal ?? w.exitCode }));
+})();`;
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, ['-e', script], { timeout: 60_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
+    );
+    const { growth } = JSON.parse(out);
+    expect(growth, `RSS grew by ${(growth / 1048576).toFixed(1)} MiB`).toBeLessThan(200_000 + 32 * 1024 * 1024);
+  }, 70_000);
 });

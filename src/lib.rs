@@ -278,6 +278,23 @@ pub struct SpawnOptions {
   /// Run in a cgroup v2 of this name when the host may create cgroups (Linux); silently
   /// without one otherwise. See `NativeJob.cgroup`.
   pub cgroup_name: Option<String>,
+  /// Bytes of output the native tail keeps (see `NativeJob.tailText`). Default 200 000.
+  pub tail_bytes: Option<u32>,
+  /// Also deliver output events to `onEvent` (the tail always gets them). Default true.
+  pub forward_output: Option<bool>,
+}
+
+/// Counters of a job's native output tail, in bytes.
+#[napi(object)]
+pub struct TailStats {
+  /// Bytes ever read.
+  pub total: f64,
+  /// Bytes dropped from the front by the limit.
+  pub dropped: f64,
+  /// Bytes held now.
+  pub held: f64,
+  /// The limit.
+  pub limit: f64,
 }
 
 /// Terminal size in character cells.
@@ -309,6 +326,8 @@ pub struct NativeJob {
   identity: Identity,
   cgroup: Option<String>,
   #[cfg(unix)]
+  tail: core::tail::SharedTail,
+  #[cfg(unix)]
   input: Option<core::pty::JobInput>,
 }
 
@@ -323,6 +342,36 @@ impl NativeJob {
   #[cfg(unix)]
   fn input(&self) -> Result<&core::pty::JobInput> {
     self.input.as_ref().ok_or_else(|| invalid("the job has no stdin (start it with stdin or pty)"))
+  }
+
+  /// The retained output (the last `tailBytes` bytes, starting at a whole character).
+  #[napi]
+  pub fn tail_text(&self) -> String {
+    #[cfg(unix)]
+    return self.tail.lock().map(|t| t.text()).unwrap_or_default();
+    #[cfg(not(unix))]
+    String::new()
+  }
+
+  /// Counters of the output tail.
+  #[napi]
+  pub fn tail_stats(&self) -> TailStats {
+    #[cfg(unix)]
+    if let Ok(t) = self.tail.lock() {
+      return TailStats { total: t.total() as f64, dropped: t.dropped() as f64, held: t.held() as f64, limit: t.limit() as f64 };
+    }
+    TailStats { total: 0.0, dropped: 0.0, held: 0.0, limit: 0.0 }
+  }
+
+  /// Changes how many bytes the tail keeps (trims at once when it shrinks).
+  #[napi]
+  pub fn set_tail_limit(&self, bytes: u32) {
+    #[cfg(unix)]
+    if let Ok(mut t) = self.tail.lock() {
+      t.set_limit(bytes as usize);
+    }
+    #[cfg(not(unix))]
+    let _ = bytes;
   }
 
   /// The job's cgroup directory, or `null` when it runs without containment.
@@ -391,7 +440,10 @@ impl NativeJob {
 pub struct JobEvent {
   /// `"output"` or `"exit"`.
   pub kind: String,
-  pub text: Option<String>,
+  /// Output as UTF-8 bytes (already decoded and re-encoded: split characters reassembled,
+  /// invalid bytes as U+FFFD). Handed over without a copy, so JS pays for text only when it
+  /// reads it.
+  pub data: Option<Buffer>,
   pub late: Option<bool>,
   pub exit_code: Option<i32>,
   /// Terminating signal name, e.g. `SIGKILL`.
@@ -403,12 +455,17 @@ pub struct JobEvent {
 impl From<core::reader::JobEvent> for JobEvent {
   fn from(ev: core::reader::JobEvent) -> Self {
     match ev {
-      core::reader::JobEvent::Output { text, late } => {
-        JobEvent { kind: "output".into(), text: Some(text), late: Some(late), exit_code: None, signal: None, signal_number: None }
-      }
+      core::reader::JobEvent::Output { text, late } => JobEvent {
+        kind: "output".into(),
+        data: Some(text.into_bytes().into()),
+        late: Some(late),
+        exit_code: None,
+        signal: None,
+        signal_number: None,
+      },
       core::reader::JobEvent::Exit(info) => JobEvent {
         kind: "exit".into(),
-        text: None,
+        data: None,
         late: None,
         exit_code: info.code,
         signal: info.signal.map(core::status::signal_name),
@@ -439,6 +496,10 @@ fn spawn_options(o: SpawnOptions) -> Result<core::spawn::SpawnOptions> {
   {
     opts.cgroup = o.cgroup_name.as_deref().and_then(core::cgroup::create);
   }
+  if let Some(n) = o.tail_bytes {
+    opts.tail_limit = n as usize;
+  }
+  opts.forward_output = o.forward_output.unwrap_or(true);
   opts.input = match (&o.pty, o.stdin) {
     (Some(p), _) => core::spawn::Input::Pty(pty_size(p)?),
     (None, Some(true)) => core::spawn::Input::Pipe,
@@ -482,7 +543,7 @@ pub fn spawn(
       }),
     )
     .map_err(map_error)?;
-    Ok(NativeJob { pid: job.pid, identity: job.identity.into(), cgroup, input: job.input })
+    Ok(NativeJob { pid: job.pid, identity: job.identity.into(), cgroup, input: job.input, tail: job.tail })
   }
 }
 

@@ -9,13 +9,13 @@ import type { ExecutionEnvironment } from './environments.js';
 import type { NativeJob } from './native.js';
 import type { SandboxPoller } from './sandbox.js';
 import type { LineWatcher } from './notifications.js';
-import { OutputTail } from './output.js';
+import { OutputTail, type TailView } from './output.js';
 import type { SessionRecord } from './session.js';
 import type { SessionSummary } from './types.js';
 
 export interface Live {
   record: SessionRecord;
-  tail: OutputTail;
+  tail: TailView;
   /** Recovered from a checkpoint: not our child, refreshed by identity. */
   detached: boolean;
   /**

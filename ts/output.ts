@@ -4,29 +4,47 @@
  * line paging for `readLog`.
  */
 
-/** Default size of a session's in-memory tail, in UTF-16 characters. */
+/** Default size of a session's in-memory tail, in bytes of UTF-8 text. */
 export const DEFAULT_TAIL_CHARS = 200_000;
 
-/** Default budget of in-memory output across all sessions of a registry, in characters. */
+/** Default budget of in-memory output across all sessions of a registry, in bytes of UTF-8 text. */
 export const DEFAULT_TOTAL_OUTPUT_CHARS = 20_000_000;
 
 /**
- * A rolling tail: keeps the last `maxChars` characters and counts what it dropped. Appends
- * never copy text: whole chunks fall off the front, and the first kept chunk is trimmed
- * only when the text is read.
+ * A rolling tail of output, kept as UTF-8 bytes (the native reader hands over buffers
+ * without a copy; text is made only when it is read). It keeps the last `maxChars` bytes —
+ * at least that many characters' worth of text, fewer for non-ASCII — and counts what it
+ * dropped. Appends never copy: whole chunks fall off the front, and the first kept chunk is
+ * trimmed only when the text is read.
  */
 export class OutputTail {
-  private chunks: string[] = [];
+  private chunks: Buffer[] = [];
   private head = 0;
   private size = 0;
-  /** Characters ever appended. */
+  /** Bytes ever appended. */
   totalChars = 0;
 
   constructor(public maxChars: number = DEFAULT_TAIL_CHARS) {}
 
-  /** Characters held now (at most about `maxChars` plus one chunk). */
+  /** Bytes held now (at most about `maxChars` plus one chunk). */
   get heldChars(): number {
     return this.size;
+  }
+
+  append(data: string | Buffer): void {
+    const chunk = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    if (chunk.length === 0) return;
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    this.totalChars += chunk.length;
+    while (this.head < this.chunks.length - 1 && this.size - (this.chunks[this.head] as Buffer).length >= this.maxChars) {
+      this.size -= (this.chunks[this.head] as Buffer).length;
+      this.chunks[this.head++] = EMPTY;
+    }
+    if (this.head > 1024) {
+      this.chunks = this.chunks.slice(this.head);
+      this.head = 0;
+    }
   }
 
   /** Lowers the cap and trims to it at once (for the registry-wide output budget). */
@@ -35,34 +53,75 @@ export class OutputTail {
     if (this.size > this.maxChars) this.text();
   }
 
-  append(text: string): void {
-    if (!text) return;
-    this.chunks.push(text);
-    this.size += text.length;
-    this.totalChars += text.length;
-    while (this.head < this.chunks.length - 1 && this.size - (this.chunks[this.head] as string).length >= this.maxChars) {
-      this.size -= (this.chunks[this.head] as string).length;
-      this.chunks[this.head++] = '';
-    }
-    if (this.head > 1024) {
-      this.chunks = this.chunks.slice(this.head);
-      this.head = 0;
-    }
-  }
-
-  /** Characters dropped from the front because of the cap. */
+  /** Bytes dropped from the front because of the cap. */
   get droppedChars(): number {
     return this.totalChars - Math.min(this.size, this.maxChars);
   }
 
-  /** The retained text (at most `maxChars` characters). */
+  /** The retained text (the last `maxChars` bytes, starting at a whole character). */
   text(): string {
-    let all = this.chunks.slice(this.head).join('');
-    if (all.length > this.maxChars) all = all.slice(all.length - this.maxChars);
-    this.chunks = all ? [all] : [];
+    let all = Buffer.concat(this.chunks.slice(this.head));
+    if (all.length > this.maxChars) {
+      let start = all.length - this.maxChars;
+      // Never start inside a UTF-8 sequence.
+      while (start < all.length && ((all[start] as number) & 0xc0) === 0x80) start++;
+      all = all.subarray(start);
+    }
+    this.chunks = all.length ? [all] : [];
     this.head = 0;
     this.size = all.length;
-    return all;
+    return all.toString('utf8');
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** What the registry needs of a session's output tail (in memory here, or native). */
+export interface TailView {
+  append(data: string | Buffer): void;
+  text(): string;
+  readonly totalChars: number;
+  readonly droppedChars: number;
+  readonly heldChars: number;
+  readonly maxChars: number;
+  shrinkTo(maxChars: number): void;
+}
+
+/** The tail a native job keeps itself (the reader thread fills it; text is made on read). */
+export class NativeTail implements TailView {
+  constructor(
+    private readonly job: {
+      tailText(): string;
+      tailStats(): { total: number; dropped: number; held: number; limit: number };
+      setTailLimit(bytes: number): void;
+    },
+  ) {}
+
+  /** Output reaches a native tail from its reader; late text from elsewhere is not merged. */
+  append(): void {}
+
+  text(): string {
+    return this.job.tailText();
+  }
+
+  get totalChars(): number {
+    return this.job.tailStats().total;
+  }
+
+  get droppedChars(): number {
+    return this.job.tailStats().dropped;
+  }
+
+  get heldChars(): number {
+    return this.job.tailStats().held;
+  }
+
+  get maxChars(): number {
+    return this.job.tailStats().limit;
+  }
+
+  shrinkTo(maxChars: number): void {
+    this.job.setTailLimit(Math.max(0, Math.floor(maxChars)));
   }
 }
 

@@ -29,7 +29,7 @@ import {
 } from './jobfiles.js';
 import { native, supervisorPath, type JobEvent, type NativeJob } from './native.js';
 import { inputOf, newLive, settle, summary, untilEnd, writeInput, type Live } from './live.js';
-import { DEFAULT_TAIL_CHARS, DEFAULT_TOTAL_OUTPUT_CHARS, type LinePage, pageLines, plainText, preview } from './output.js';
+import { DEFAULT_TAIL_CHARS, DEFAULT_TOTAL_OUTPUT_CHARS, type LinePage, NativeTail, pageLines, plainText, preview } from './output.js';
 import {
   checkPatterns,
   COMPLETION_TAIL_CHARS,
@@ -261,6 +261,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
           ...(opts.stdin && { stdin: true }),
           ...(opts.pty && { pty: opts.pty }),
           ...(this.options.containment !== false && { cgroupName: id }),
+          // Output stays in the native tail; JS sees it only when watch patterns need lines.
+          tailBytes: this.tailChars,
+          forwardOutput: live.watcher !== undefined,
         },
         (ev: JobEvent) => this.onEvent(live, ev),
       );
@@ -270,6 +273,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       throw new ProcwardError(e.code, this.clean(e.message));
     }
     live.job = job;
+    live.tail = new NativeTail(job);
     if (job.cgroup) live.record.cgroup = job.cgroup;
     live.record.pid = job.pid;
     live.record.identity = job.identity;
@@ -326,8 +330,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   private onEvent(live: Live, ev: JobEvent): void {
     if (ev.kind === 'output') {
-      live.tail.append(ev.text ?? '');
-      this.watch(live, ev.text ?? '');
+      if (!ev.data) return;
+      live.tail.append(ev.data);
+      if (live.watcher) this.watch(live, ev.data.toString('utf8'));
       return;
     }
     const end = { exitCode: ev.exitCode ?? null, signal: ev.signal ?? null };
@@ -367,9 +372,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (r.notifyOnComplete && r.completionTail === undefined) r.completionTail = preview(live.tail.text(), COMPLETION_TAIL_CHARS, (t) => this.clean(t, r));
     delete live.watcher;
     this.rebalance();
-    // Close the input side now: descriptors must not wait for the garbage collector.
+    // Close the input side now: descriptors must not wait for the garbage collector. The
+    // native job stays: it holds the output tail.
     live.job?.release();
-    delete live.job;
     if (r.cgroup) native.removeCgroup(r.cgroup);
     for (const w of live.waiters) w();
     live.waiters.clear();

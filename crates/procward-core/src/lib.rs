@@ -11,6 +11,7 @@
 //! - [`reader`]: orphan-safe output capture (pipe drain and log-file tail).
 //! - [`pty`]: pseudo-terminals and the job's input side (stdin pipe or PTY master).
 //! - [`utf8`]: incremental UTF-8 decoding of output chunks.
+//! - [`tail`]: the native rolling tail of a job's output.
 //! - `cgroup` (Linux): optional per-job cgroup v2 containment.
 //! - [`lockfile`]: `flock` locks that die with their holder (for the checkpoint).
 //! - [`status`]: how a job ended (exit code or terminating signal).
@@ -34,6 +35,7 @@ pub mod reader;
 #[cfg(unix)]
 pub mod spawn;
 pub mod status;
+pub mod tail;
 pub mod tree;
 pub mod utf8;
 

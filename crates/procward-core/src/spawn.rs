@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::identity::{identity_of_child, Identity};
 use crate::pty::{self, InputKind, JobInput, PtySize};
 use crate::reader::{self, DrainOptions, JobEvent};
+use crate::tail::{SharedTail, Tail};
 use std::fs::OpenOptions;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
@@ -69,6 +70,10 @@ pub struct SpawnOptions {
   pub drain: DrainOptions,
   /// A cgroup v2 directory the job joins before it execs (see `cgroup`); `None` for none.
   pub cgroup: Option<PathBuf>,
+  /// Bytes of output the native tail keeps. Default 200 000.
+  pub tail_limit: usize,
+  /// Also hand output events to the sink (they always go to the tail). Default true.
+  pub forward_output: bool,
 }
 
 impl SpawnOptions {
@@ -83,6 +88,8 @@ impl SpawnOptions {
       input: Input::Null,
       drain: DrainOptions::default(),
       cgroup: None,
+      tail_limit: 200_000,
+      forward_output: true,
     }
   }
 }
@@ -112,6 +119,8 @@ pub struct Job {
   pub identity: Identity,
   /// The host's side of the job's stdin (pipe or PTY), when it has one.
   pub input: Option<JobInput>,
+  /// The rolling tail of the job's output, filled by the reader thread.
+  pub tail: SharedTail,
 }
 
 /// Output pipe capacity requested from the kernel (bytes).
@@ -239,6 +248,23 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   let pid = child.id() as i32;
   let identity = identity_of_child(pid).map_err(|e| Error::io(format!("reading identity of {pid}"), e))?;
   let pidfd = pidfd_open(pid);
+  let tail = Tail::shared(opts.tail_limit);
+  let sink = {
+    let tail = tail.clone();
+    let forward = opts.forward_output;
+    let mut inner = sink;
+    Box::new(move |ev: JobEvent| {
+      if let JobEvent::Output { text, .. } = &ev {
+        if let Ok(mut t) = tail.lock() {
+          t.append(text);
+        }
+        if !forward {
+          return;
+        }
+      }
+      inner(ev)
+    }) as EventSink
+  };
 
   let thread = std::thread::Builder::new().name(format!("procward-reader-{pid}"));
   let drain = opts.drain.clone();
@@ -248,7 +274,7 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     (None, Capture::Pipe) => unreachable!("pipe capture always has a read end"),
   };
   spawned.map_err(|e| Error::io("starting the reader thread", e))?;
-  Ok(Job { pid, identity, input })
+  Ok(Job { pid, identity, input, tail })
 }
 
 /// A pipe whose both ends are close-on-exec, so no other child inherits them.
