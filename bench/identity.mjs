@@ -8,7 +8,7 @@ import psList from 'ps-list';
 import psTree from 'ps-tree';
 import treeKill from 'tree-kill';
 import { descendants, identity, killTree, ProcessRegistry, probe } from '../dist/index.mjs';
-import { allDead, fmt, killGroup, median, medians, ratio, rustProbeFloor, startTree, table } from './lib.mjs';
+import { allDead, fmt, killGroup, median, medians, ratio, reaped, rustProbeFloor, startTree, table } from './lib.mjs';
 
 const psTreeAsync = promisify(psTree);
 const treeKillAsync = promisify(treeKill);
@@ -39,6 +39,7 @@ export async function probeBench() {
     }
   } finally {
     killGroup(tree.pgid);
+    await reaped(tree.members.map((p) => p.pid));
   }
   return table(
     'Probe (identity + state) of live PIDs — median ms per call',
@@ -62,6 +63,7 @@ export async function treeBench() {
     );
   } finally {
     killGroup(tree.pgid);
+    await reaped(tree.members.map((p) => p.pid));
   }
   const ours = m['procward descendants'];
   return table('Descendants of a 150-process tree — median ms per call', ['procward descendants', 'pidtree', 'ps-tree', 'pidtree / procward', 'ps-tree / procward'], [

@@ -29,6 +29,16 @@ export function killGroup(pgid) {
   } catch {}
 }
 
+/**
+ * Resolves once every PID has left the process table (also as a zombie), at most `ms`
+ * later. PID 1 here reaps orphans only every 1-2 s; a table full of zombies would slow the
+ * next measurement of anything that reads the whole table.
+ */
+export async function reaped(pids, ms = 5000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end && probe(pids).some((p) => p.exists)) await sleep(50);
+}
+
 /** Resolves once every PID is gone or a zombie. */
 export async function allDead(pids) {
   for (;;) {
