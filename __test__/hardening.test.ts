@@ -1,40 +1,29 @@
 // Cases found by adversarial testing of the agent surfaces (DESIGN sections 5, 7, 8).
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { handleToolCall, killTree, identity, ProcessRegistry } from '../dist/index.mjs';
 import { redactCommand } from '../ts/redact.js';
-import { cleanupGroup, crashHost, startHost, tempDir } from './support.js';
+import { cleanupGroup, crashHost, startHost, tempDir, perTestRegistry } from './support.js';
 
 const T = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
 
-let registry: ProcessRegistry;
-beforeEach(async () => {
-  registry = await ProcessRegistry.open();
-});
-afterEach(async () => {
-  await registry.close();
-});
-
-async function start(command: string, opts = {}) {
-  const s = await registry.spawn(command, opts);
-  cleanupGroup(s.pid);
-  return s;
-}
+const ctx = perTestRegistry();
+const start = ctx.start;
 
 describe('secrets wrapped in escape sequences', () => {
   it('are masked in plain and raw log views and in the preview', async () => {
     const s = await start(`printf '\\033[32m${T}\\033[0m\\n\\033[1mhttps://admin:SuperSecretPassw0rd@db.example.com\\033[0m\\n'`);
-    await registry.wait(s.id, { timeoutMs: 5000 });
+    await ctx.registry.wait(s.id, { timeoutMs: 5000 });
     for (const view of ['plain', 'raw'] as const) {
-      const log = await registry.readLog(s.id, { view });
+      const log = await ctx.registry.readLog(s.id, { view });
       expect(log.text).not.toContain(T.slice(10));
       expect(log.text).not.toContain('SuperSecretPassw0rd');
     }
-    expect((await registry.poll(s.id)).outputPreview).not.toContain(T.slice(10));
+    expect((await ctx.registry.poll(s.id)).outputPreview).not.toContain(T.slice(10));
   });
 
   it('a preview window full of escape codes never cuts a token in half', async () => {
     const s = await start(`printf '%s' ${T}; for i in $(seq 1 1518); do printf '\\033[0m'; done; echo end`);
-    const w = await registry.wait(s.id, { timeoutMs: 5000 });
+    const w = await ctx.registry.wait(s.id, { timeoutMs: 5000 });
     expect(w.outputPreview).not.toContain(T.slice(20));
   });
 
@@ -63,8 +52,8 @@ describe('notifications across hosts', () => {
 
 describe('watch patterns', () => {
   it('a pattern that can backtrack catastrophically is refused', async () => {
-    await expect(registry.spawn('true', { watchPatterns: ['^(a+)+$'] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    expect(await handleToolCall(registry, 'process_start', { command: 'true', watch_patterns: ['(x+x+)+y'] })).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
+    await expect(ctx.registry.spawn('true', { watchPatterns: ['^(a+)+$'] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(await handleToolCall(ctx.registry, 'process_start', { command: 'true', watch_patterns: ['(x+x+)+y'] })).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
   });
 
   it('match the plain line (colours, progress frames) and the last line without a newline', async () => {
@@ -82,30 +71,30 @@ describe('scoping and argument limits', () => {
   it('excludeIds and baselines accept prefixes; missing keys are INVALID_ARGUMENT', async () => {
     const a = await start('sleep 30', { taskId: 'T' });
     const b = await start('sleep 30', { taskId: 'T' });
-    const out = await registry.killAll({ taskId: 'T', excludeIds: [a.id.slice(0, 13)], graceMs: 300 });
+    const out = await ctx.registry.killAll({ taskId: 'T', excludeIds: [a.id.slice(0, 13)], graceMs: 300 });
     expect(out.map((o) => o.id)).toEqual([b.id]);
-    expect((await registry.poll(a.id)).status).toBe('running');
-    await expect(registry.snapshotRunningIds(undefined as unknown as string)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    await expect(registry.hasActiveForSession(undefined as unknown as string)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect((await ctx.registry.poll(a.id)).status).toBe('running');
+    await expect(ctx.registry.snapshotRunningIds(undefined as unknown as string)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(ctx.registry.hasActiveForSession(undefined as unknown as string)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 
   it('a grace period beyond an hour is refused instead of wrapping around', async () => {
     await expect(killTree(identity(process.pid)!, { graceMs: 4294967396 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     const s = await start('sleep 30');
-    expect(await handleToolCall(registry, 'process', { action: 'kill', session_id: s.id, grace_ms: 2 ** 53 - 1 })).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
+    expect(await handleToolCall(ctx.registry, 'process', { action: 'kill', session_id: s.id, grace_ms: 2 ** 53 - 1 })).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
   });
 
   it('resize validates columns and rows', async () => {
     const s = await start('sleep 5', { pty: {} });
-    await expect(registry.resize(s.id, { cols: '80' as unknown as number, rows: 24 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    await expect(registry.resize(s.id, { cols: 81.7, rows: 24 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(ctx.registry.resize(s.id, { cols: '80' as unknown as number, rows: 24 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(ctx.registry.resize(s.id, { cols: 81.7, rows: 24 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 
   it("the host's tool context wins over the model's task_id", async () => {
-    const res = await handleToolCall(registry, 'process_start', { command: 'sleep 5', task_id: 'victim' }, { taskId: 'agent' });
+    const res = await handleToolCall(ctx.registry, 'process_start', { command: 'sleep 5', task_id: 'victim' }, { taskId: 'agent' });
     cleanupGroup(res.pid as number);
-    expect((await registry.poll(res.session_id as string)).taskId).toBe('agent');
-    const listed = (await handleToolCall(registry, 'process', { action: 'list', task_id: 'victim' }, { taskId: 'agent' })) as { sessions: { task_id: string }[] };
+    expect((await ctx.registry.poll(res.session_id as string)).taskId).toBe('agent');
+    const listed = (await handleToolCall(ctx.registry, 'process', { action: 'list', task_id: 'victim' }, { taskId: 'agent' })) as { sessions: { task_id: string }[] };
     expect(listed.sessions.length).toBeGreaterThan(0);
     expect(listed.sessions.every((x) => x.task_id === 'agent')).toBe(true);
   });

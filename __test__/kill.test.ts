@@ -2,20 +2,14 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { descendants, identity, killTree, ProcessRegistry, probe, verdict } from '../dist/index.mjs';
-import { cleanupGroup, cleanupPid, isAlive, until } from './support.js';
+import { cleanupGroup, cleanupPid, isAlive, until, perTestRegistry } from './support.js';
 
-let registry: ProcessRegistry;
-beforeEach(async () => {
-  registry = await ProcessRegistry.open();
-});
-afterEach(async () => {
-  await registry.close();
-});
+const ctx = perTestRegistry();
 
 async function start(command: string) {
-  const s = await registry.spawn(command);
+  const s = await ctx.registry.spawn(command);
   cleanupGroup(s.pid);
   return s;
 }
@@ -32,7 +26,7 @@ describe('tree kill reaches every descendant', () => {
   it('nested subshell trees are fully killed', async () => {
     const s = await start(`sh -c '(sleep 300 & sleep 301 & wait) & (sleep 302 & wait) & wait'`);
     const tree = await treeOf(s.pid!, 5);
-    const k = await registry.kill(s.id, { graceMs: 1000 });
+    const k = await ctx.registry.kill(s.id, { graceMs: 1000 });
     expect(k.survivors).toEqual([]);
     for (const d of tree) expect(isAlive(d.pid)).toBe(false);
   });
@@ -41,14 +35,14 @@ describe('tree kill reaches every descendant', () => {
     const s = await start(`bash -c 'set -m; sleep 303 & sleep 304 & wait'`);
     const tree = await treeOf(s.pid!, 2);
     expect(tree.some((d) => d.pgid !== s.pid)).toBe(true);
-    await registry.kill(s.id, { graceMs: 1000 });
+    await ctx.registry.kill(s.id, { graceMs: 1000 });
     for (const d of tree) expect(isAlive(d.pid)).toBe(false);
   });
 
   it('a SIGTERM-ignoring parent with two SIGTERM-ignoring children all end by SIGKILL', async () => {
     const s = await start(`sh -c 'trap "" TERM; sh -c "trap \\"\\" TERM; sleep 305" & sh -c "trap \\"\\" TERM; sleep 306" & wait'`);
     const tree = await treeOf(s.pid!, 4);
-    const k = await registry.kill(s.id, { graceMs: 200 });
+    const k = await ctx.registry.kill(s.id, { graceMs: 200 });
     expect(k.escalated).toBe(true);
     expect(k.survivors).toEqual([]);
     for (const d of tree) expect(isAlive(d.pid)).toBe(false);
@@ -60,28 +54,28 @@ describe('tree kill reaches every descendant', () => {
     cleanupGroup(sibling.pid);
     const s = await start('sleep 307 & sleep 308 & wait');
     await treeOf(s.pid!, 2);
-    await registry.kill(s.id, { graceMs: 500 });
+    await ctx.registry.kill(s.id, { graceMs: 500 });
     expect(isAlive(sibling.pid as number)).toBe(true);
   });
 
   it('a kill of an exited session says already_exited and still cleans up its group', async () => {
     const s = await start(`sh -c 'sleep 309 & echo bg=$!; exit 0'`);
-    const w = await registry.wait(s.id, { timeoutMs: 5000 });
+    const w = await ctx.registry.wait(s.id, { timeoutMs: 5000 });
     const bg = Number(/bg=(\d+)/.exec(w.outputPreview)?.[1]);
     cleanupPid(bg);
     expect(isAlive(bg)).toBe(true);
-    const k = await registry.kill(s.id, { graceMs: 500 });
+    const k = await ctx.registry.kill(s.id, { graceMs: 500 });
     expect(k.outcome).toBe('already_exited');
     expect(k.signalled).toContain(bg);
     expect(isAlive(bg)).toBe(false);
-    expect((await registry.poll(s.id)).reason).toBe('exited');
+    expect((await ctx.registry.poll(s.id)).reason).toBe('exited');
   });
 });
 
 describe('containment', () => {
-  it('a double-forked setsid daemon that left the tree is still killed when the job has a cgroup', async (ctx) => {
+  it('a double-forked setsid daemon that left the tree is still killed when the job has a cgroup', async (tc) => {
     const s = await start(`sh -c '(setsid sleep 310 &); echo forked; sleep 30'`);
-    if (!s.cgroup) ctx.skip(); // this host may not create cgroups: containment falls back silently
+    if (!s.cgroup) tc.skip(); // this host may not create cgroups: containment falls back silently
     let daemon = 0;
     await until(() => {
       const inTree = new Set(descendants(s.pid!).map((d) => d.pid));
@@ -90,7 +84,7 @@ describe('containment', () => {
       return daemon !== 0;
     }, 5000, 'daemon outside the tree');
     cleanupPid(daemon);
-    const k = await registry.kill(s.id, { graceMs: 300 });
+    const k = await ctx.registry.kill(s.id, { graceMs: 300 });
     expect(k.signalled).toContain(daemon);
     expect(isAlive(daemon)).toBe(false);
   });
@@ -130,11 +124,11 @@ describe('timed-out stops finish in the background', () => {
   it('a SIGSTOPped job survives a no-grace kill, which is an error, and is then SIGKILLed in the background', async () => {
     const s = await start('kill -STOP $$');
     await until(() => probe([s.pid!])[0]?.state === 'T', 5000, 'stopped');
-    const err = await registry.kill(s.id, { graceMs: 0 }).catch((e) => e);
+    const err = await ctx.registry.kill(s.id, { graceMs: 0 }).catch((e) => e);
     expect(err.code).toBe('KILL_SURVIVORS');
     expect(err.details.report.survivors).toEqual([s.pid]);
     expect(err.details.finishingInBackground).toBe(true);
-    const w = await registry.wait(s.id, { timeoutMs: 5000 });
+    const w = await ctx.registry.wait(s.id, { timeoutMs: 5000 });
     expect(w).toMatchObject({ status: 'exited', reason: 'killed', signal: 'SIGKILL' });
     expect(isAlive(s.pid!)).toBe(false);
   });

@@ -1,68 +1,57 @@
 // DESIGN section 7 (notifications) and the scoping operations of section 5.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
-import { cleanupGroup, crashHost, startHost, tempDir, until } from './support.js';
+import { cleanupGroup, crashHost, startHost, tempDir, until, perTestRegistry } from './support.js';
 
-let registry: ProcessRegistry;
-beforeEach(async () => {
-  registry = await ProcessRegistry.open();
-});
-afterEach(async () => {
-  await registry.close();
-});
-
-async function start(command: string, opts = {}) {
-  const s = await registry.spawn(command, opts);
-  cleanupGroup(s.pid);
-  return s;
-}
+const ctx = perTestRegistry();
+const start = ctx.start;
 
 const settle = (ms = 150) => new Promise((r) => setTimeout(r, ms));
 
 describe('completion notifications', () => {
   it('one event per session, with key, command, exit and a redacted tail; a second drain is empty', async () => {
     const s = await start('echo token=ghp_' + 'a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8 done; exit 4', { notifyOnComplete: true, sessionKey: 'chat-1' });
-    await until(async () => (await registry.poll(s.id)).status === 'exited', 5000, 'exit');
-    const events = await registry.drainNotifications({ sessionKey: 'chat-1' });
+    await until(async () => (await ctx.registry.poll(s.id)).status === 'exited', 5000, 'exit');
+    const events = await ctx.registry.drainNotifications({ sessionKey: 'chat-1' });
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ type: 'completion', sessionId: s.id, sessionKey: 'chat-1', exitCode: 4, reason: 'exited' });
     expect((events[0] as { output: string }).output).not.toContain('a1B2c3D4e5F6g7H8i9J0');
-    expect(await registry.drainNotifications({ sessionKey: 'chat-1' })).toEqual([]);
+    expect(await ctx.registry.drainNotifications({ sessionKey: 'chat-1' })).toEqual([]);
   });
 
   it('sleep 30 with notify, killed: exactly one notification even when the kill races the reader', async () => {
     const s = await start('sleep 30', { notifyOnComplete: true, sessionKey: 'k' });
     const seen: unknown[] = [];
-    registry.on('completion', (e) => seen.push(e));
-    await Promise.all([registry.kill(s.id, { graceMs: 300 }), registry.kill(s.id, { graceMs: 300 })]);
+    ctx.registry.on('completion', (e) => seen.push(e));
+    await Promise.all([ctx.registry.kill(s.id, { graceMs: 300 }), ctx.registry.kill(s.id, { graceMs: 300 })]);
     await settle();
     expect(seen).toHaveLength(1);
     // kill consumed it: nothing left to drain.
-    expect(await registry.drainNotifications()).toEqual([]);
+    expect(await ctx.registry.drainNotifications()).toEqual([]);
   });
 
   it('events of other owners stay queued; a throwing predicate leaves the event queued (fail closed)', async () => {
     const a = await start('exit 0', { notifyOnComplete: true, sessionKey: 'a' });
     const b = await start('exit 0', { notifyOnComplete: true, sessionKey: 'b' });
-    await until(async () => (await registry.list()).every((s) => s.status === 'exited'), 5000, 'exits');
-    expect(await registry.drainNotifications({ ownsEvent: () => { throw new Error('boom'); } })).toEqual([]);
-    expect((await registry.drainNotifications({ sessionKey: 'a' })).map((e) => e.sessionId)).toEqual([a.id]);
-    expect((await registry.drainNotifications({ ownsEvent: (e) => e.sessionId === b.id })).map((e) => e.sessionId)).toEqual([b.id]);
+    await until(async () => (await ctx.registry.list()).every((s) => s.status === 'exited'), 5000, 'exits');
+    expect(await ctx.registry.drainNotifications({ ownsEvent: () => { throw new Error('boom'); } })).toEqual([]);
+    expect((await ctx.registry.drainNotifications({ sessionKey: 'a' })).map((e) => e.sessionId)).toEqual([a.id]);
+    expect((await ctx.registry.drainNotifications({ ownsEvent: (e) => e.sessionId === b.id })).map((e) => e.sessionId)).toEqual([b.id]);
   });
 
   it('wait and an end-reaching readLog consume the completion; poll does not unless acknowledged', async () => {
     const a = await start('exit 0', { notifyOnComplete: true });
-    await registry.wait(a.id, { timeoutMs: 5000 });
+    await ctx.registry.wait(a.id, { timeoutMs: 5000 });
     const b = await start('echo x', { notifyOnComplete: true });
-    await until(async () => (await registry.poll(b.id)).status === 'exited', 5000, 'exit');
-    await registry.readLog(b.id);
+    await until(async () => (await ctx.registry.poll(b.id)).status === 'exited', 5000, 'exit');
+    await ctx.registry.readLog(b.id);
     const c = await start('exit 0', { notifyOnComplete: true });
-    await until(async () => (await registry.poll(c.id)).status === 'exited', 5000, 'exit');
-    await registry.poll(c.id);
-    expect((await registry.drainNotifications()).map((e) => e.sessionId)).toEqual([c.id]);
+    await until(async () => (await ctx.registry.poll(c.id)).status === 'exited', 5000, 'exit');
+    await ctx.registry.poll(c.id);
+    expect((await ctx.registry.drainNotifications()).map((e) => e.sessionId)).toEqual([c.id]);
     const d = await start('exit 0', { notifyOnComplete: true });
-    await until(async () => (await registry.poll(d.id, { acknowledge: true })).status === 'exited', 5000, 'exit');
-    expect(await registry.drainNotifications()).toEqual([]);
+    await until(async () => (await ctx.registry.poll(d.id, { acknowledge: true })).status === 'exited', 5000, 'exit');
+    expect(await ctx.registry.drainNotifications()).toEqual([]);
   });
 
   it('host A killed at 0.5 s, host B recovers and is killed at once, host C: running at 1 s, exited 0 with both lines at 5 s, one notification', async () => {
@@ -140,45 +129,45 @@ describe('watch patterns', () => {
   });
 
   it('an invalid pattern is INVALID_ARGUMENT', async () => {
-    await expect(registry.spawn('true', { watchPatterns: ['('] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(ctx.registry.spawn('true', { watchPatterns: ['('] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 });
 
 describe('scoping', () => {
   it('killAll spares excluded ids and other tasks; killStartedSince kills only what started after the baseline', async () => {
     const old = await start('sleep 30', { taskId: 't' });
-    const baseline = await registry.snapshotRunningIds('t');
+    const baseline = await ctx.registry.snapshotRunningIds('t');
     expect(baseline).toEqual([old.id]);
     const fresh = await start('sleep 30', { taskId: 't' });
     const other = await start('sleep 30', { taskId: 'u' });
-    const killed = await registry.killStartedSince('t', baseline, { graceMs: 300 });
+    const killed = await ctx.registry.killStartedSince('t', baseline, { graceMs: 300 });
     expect(killed.map((k) => k.id)).toEqual([fresh.id]);
-    expect((await registry.poll(old.id)).status).toBe('running');
-    expect(await registry.hasActiveProcesses('t')).toBe(true);
-    const all = await registry.killAll({ taskId: 't', excludeIds: [], graceMs: 300 });
+    expect((await ctx.registry.poll(old.id)).status).toBe('running');
+    expect(await ctx.registry.hasActiveProcesses('t')).toBe(true);
+    const all = await ctx.registry.killAll({ taskId: 't', excludeIds: [], graceMs: 300 });
     expect(all.map((k) => k.id)).toEqual([old.id]);
-    expect(await registry.hasActiveProcesses('t')).toBe(false);
-    expect((await registry.poll(other.id)).status).toBe('running');
+    expect(await ctx.registry.hasActiveProcesses('t')).toBe(false);
+    expect((await ctx.registry.poll(other.id)).status).toBe('running');
   });
 
   it('hasActiveForSession ignores sessions older than maxActiveAgeMs', async () => {
     await start('sleep 30', { sessionKey: 'conv' });
     await settle(200);
-    expect(await registry.hasActiveForSession('conv')).toBe(true);
-    expect(await registry.hasActiveForSession('conv', { maxActiveAgeMs: 100 })).toBe(false);
-    expect(await registry.hasActiveForSession('nope')).toBe(false);
+    expect(await ctx.registry.hasActiveForSession('conv')).toBe(true);
+    expect(await ctx.registry.hasActiveForSession('conv', { maxActiveAgeMs: 100 })).toBe(false);
+    expect(await ctx.registry.hasActiveForSession('nope')).toBe(false);
   });
 });
 
 describe('env dumps are redacted in output', () => {
   it('printenv output masks credential-like values and keeps HOME', async () => {
     const s = await start('printenv MY_SERVICE_TOKEN HOME >/dev/null; echo MY_SERVICE_TOKEN=abc123randomopaquetokenvalue999; echo HOME=/home/u', { env: {} });
-    await registry.wait(s.id, { timeoutMs: 5000 });
+    await ctx.registry.wait(s.id, { timeoutMs: 5000 });
     // Not an env-dump command: only vendor patterns apply, so this opaque token stays.
-    expect((await registry.readLog(s.id)).text).toContain('abc123randomopaquetokenvalue999');
+    expect((await ctx.registry.readLog(s.id)).text).toContain('abc123randomopaquetokenvalue999');
     const d = await start('printenv | grep -E "^(MY_SERVICE_TOKEN|HOME)="', { env: { MY_SERVICE_TOKEN: 'abc123randomopaquetokenvalue999', HOME: '/home/u' } });
-    await registry.wait(d.id, { timeoutMs: 5000 });
-    const text = (await registry.readLog(d.id)).text;
+    await ctx.registry.wait(d.id, { timeoutMs: 5000 });
+    const text = (await ctx.registry.readLog(d.id)).text;
     expect(text).toContain('HOME=/home/u');
     expect(text).toContain('MY_SERVICE_TOKEN=');
     expect(text).not.toContain('abc123randomopaquetokenvalue999');

@@ -2,36 +2,30 @@
 // and clear errors that lose nothing. Several of these came from adversarial testing.
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ProcessRegistry, probe } from '../dist/index.mjs';
-import { cleanupGroup, ROOT, tempDir } from './support.js';
+import { cleanupGroup, ROOT, tempDir, perTestRegistry } from './support.js';
 
-let registry: ProcessRegistry;
-beforeEach(async () => {
-  registry = await ProcessRegistry.open();
-});
-afterEach(async () => {
-  await registry.close();
-});
+const ctx = perTestRegistry();
 
 describe('kill races', () => {
   it('two kills at once: the session ends killed, once', async () => {
     for (let i = 0; i < 20; i++) {
-      const s = await registry.spawn('sleep 30');
+      const s = await ctx.registry.spawn('sleep 30');
       cleanupGroup(s.pid);
-      const [k1, k2] = await Promise.all([registry.kill(s.id, { graceMs: 500 }), new Promise((r) => setTimeout(r, i % 4)).then(() => registry.kill(s.id, { graceMs: 500 }))]);
+      const [k1, k2] = await Promise.all([ctx.registry.kill(s.id, { graceMs: 500 }), new Promise((r) => setTimeout(r, i % 4)).then(() => ctx.registry.kill(s.id, { graceMs: 500 }))]);
       expect([k1.outcome, k2.outcome]).toContain('killed');
-      expect(await registry.poll(s.id)).toMatchObject({ status: 'exited', reason: 'killed' });
+      expect(await ctx.registry.poll(s.id)).toMatchObject({ status: 'exited', reason: 'killed' });
     }
   });
 
   it('a kill racing the job’s own exit never labels a self-exit as killed', async () => {
     for (let i = 0; i < 20; i++) {
-      const s = await registry.spawn('sleep 0.1; exit 7');
+      const s = await ctx.registry.spawn('sleep 0.1; exit 7');
       cleanupGroup(s.pid);
       await new Promise((r) => setTimeout(r, 90 + (i % 5) * 5));
-      const k = await registry.kill(s.id, { graceMs: 500 });
-      const p = await registry.poll(s.id);
+      const k = await ctx.registry.kill(s.id, { graceMs: 500 });
+      const p = await ctx.registry.poll(s.id);
       if (k.outcome === 'already_exited') expect(p).toMatchObject({ reason: 'exited', exitCode: 7 });
       else expect(p.reason).toBe('killed');
     }
@@ -40,11 +34,11 @@ describe('kill races', () => {
 
 describe('bad input gets a clear error', () => {
   it('NUL bytes, bad environment names and non-string ids are INVALID_ARGUMENT', async () => {
-    await expect(registry.spawn('echo a\0b')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    await expect(registry.spawn('true', { env: { 'A=B': 'x' } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    await expect(registry.spawn('true', { env: { '': 'x' } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    await expect(registry.poll(null as unknown as string)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    expect(await registry.list()).toEqual([]);
+    await expect(ctx.registry.spawn('echo a\0b')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(ctx.registry.spawn('true', { env: { 'A=B': 'x' } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(ctx.registry.spawn('true', { env: { '': 'x' } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(ctx.registry.poll(null as unknown as string)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(await ctx.registry.list()).toEqual([]);
   });
 
   it('a PID that is not a positive 32-bit integer is refused by the native helpers', () => {

@@ -1,29 +1,18 @@
 // DESIGN sections 4 (spawning and output) and 5 (sessions), with real processes.
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
-import { cleanupGroup, cleanupPid, isAlive, tempDir } from './support.js';
+import { cleanupGroup, cleanupPid, isAlive, tempDir, perTestRegistry } from './support.js';
 
-let registry: ProcessRegistry;
-beforeEach(async () => {
-  registry = await ProcessRegistry.open();
-});
-afterEach(async () => {
-  await registry.close();
-});
-
-async function start(command: string, opts = {}) {
-  const s = await registry.spawn(command, opts);
-  cleanupGroup(s.pid);
-  return s;
-}
+const ctx = perTestRegistry();
+const start = ctx.start;
 
 describe('spawning and output', () => {
   it('wait returns within 1.5 s when a grandchild holds the pipe, and the grandchild lives on', async () => {
     const s = await start("sh -c 'echo started; sleep 30 & echo bg=$!; exit 0'");
     const t0 = Date.now();
-    const w = await registry.wait(s.id, { timeoutMs: 10_000 });
+    const w = await ctx.registry.wait(s.id, { timeoutMs: 10_000 });
     expect(Date.now() - t0).toBeLessThan(1500);
     expect(w).toMatchObject({ status: 'exited', exitCode: 0, signal: null, reason: 'exited', timedOut: false, processRunning: false });
     const [first, second] = w.outputPreview.split('\n');
@@ -35,15 +24,15 @@ describe('spawning and output', () => {
 
   it('a UTF-8 character split across writes arrives whole', async () => {
     const s = await start(`sh -c "printf 'caf\\303'; sleep 0.2; printf '\\251 ok\\n'"`);
-    await registry.wait(s.id, { timeoutMs: 10_000 });
-    const log = await registry.readLog(s.id);
+    await ctx.registry.wait(s.id, { timeoutMs: 10_000 });
+    const log = await ctx.registry.readLog(s.id);
     expect(log.text).toBe('café ok');
     expect(log.totalLines).toBe(1);
   });
 
   it('a job killed by a signal reports the signal, never exit code 0', async () => {
     const s = await start("sh -c 'echo before; kill -KILL $$'");
-    const w = await registry.wait(s.id, { timeoutMs: 10_000 });
+    const w = await ctx.registry.wait(s.id, { timeoutMs: 10_000 });
     expect(w.signal).toBe('SIGKILL');
     expect(w.exitCode).toBeNull();
     expect(w.outputPreview).toBe('before\n');
@@ -52,17 +41,17 @@ describe('spawning and output', () => {
   it('the command string reaches the shell byte for byte', async () => {
     const cmd = `printf '%s|' "a b" 'c"d' \`echo e\` $((1+1)); cat <<'EOF'\nline $HOME\nEOF`;
     const s = await start(cmd);
-    await registry.wait(s.id, { timeoutMs: 10_000 });
-    expect((await registry.readLog(s.id)).lines).toEqual(['a b|c"d|e|2|line $HOME']);
+    await ctx.registry.wait(s.id, { timeoutMs: 10_000 });
+    expect((await ctx.registry.readLog(s.id)).lines).toEqual(['a b|c"d|e|2|line $HOME']);
   });
 
   it('spawn in a missing cwd fails with ENOENT and records nothing', async () => {
-    await expect(registry.spawn('true', { cwd: '/no/such/dir' })).rejects.toMatchObject({ code: 'ENOENT' });
-    expect(await registry.list()).toEqual([]);
+    await expect(ctx.registry.spawn('true', { cwd: '/no/such/dir' })).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await ctx.registry.list()).toEqual([]);
   });
 
   it('an empty command is INVALID_ARGUMENT', async () => {
-    await expect(registry.spawn('  ')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(ctx.registry.spawn('  ')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 });
 
@@ -70,49 +59,49 @@ describe('sessions', () => {
   it('ids are proc_ + 12 hex and any unique prefix of 4+ hex resolves', async () => {
     const s = await start('sleep 5');
     expect(s.id).toMatch(/^proc_[0-9a-f]{12}$/);
-    expect((await registry.poll(s.id.slice(5, 9))).id).toBe(s.id);
-    expect((await registry.poll(s.id.slice(0, 10))).id).toBe(s.id);
-    await expect(registry.poll('proc_ffffffffffff')).rejects.toMatchObject({ code: 'UNKNOWN_SESSION' });
-    await expect(registry.poll('abc')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect((await ctx.registry.poll(s.id.slice(5, 9))).id).toBe(s.id);
+    expect((await ctx.registry.poll(s.id.slice(0, 10))).id).toBe(s.id);
+    await expect(ctx.registry.poll('proc_ffffffffffff')).rejects.toMatchObject({ code: 'UNKNOWN_SESSION' });
+    await expect(ctx.registry.poll('abc')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 
   it('wait times out with partial output and process_running', async () => {
     const s = await start('echo partial; sleep 30');
-    const w = await registry.wait(s.id, { timeoutMs: 300 });
+    const w = await ctx.registry.wait(s.id, { timeoutMs: 300 });
     expect(w).toMatchObject({ timedOut: true, processRunning: true, status: 'running' });
     expect(w.outputPreview).toBe('partial\n');
-    await expect(registry.wait(s.id, { timeoutMs: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    await expect(registry.wait(s.id, { timeoutMs: -5 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(ctx.registry.wait(s.id, { timeoutMs: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(ctx.registry.wait(s.id, { timeoutMs: -5 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 
   it('wait resolves promptly on exit (event-driven, not on a polling tick)', async () => {
     const s = await start('sleep 0.3');
-    const w = await registry.wait(s.id, { timeoutMs: 10_000 });
+    const w = await ctx.registry.wait(s.id, { timeoutMs: 10_000 });
     expect(w.status).toBe('exited');
     expect(w.exitedAt! - w.startedAt).toBeLessThan(1500);
   });
 
   it('readLog pages by line: default last 200, offset 0 is the first line', async () => {
     const s = await start('seq 1 500');
-    await registry.wait(s.id, { timeoutMs: 10_000 });
-    const tail = await registry.readLog(s.id);
+    await ctx.registry.wait(s.id, { timeoutMs: 10_000 });
+    const tail = await ctx.registry.readLog(s.id);
     expect(tail.totalLines).toBe(500);
     expect(tail.lines[0]).toBe('301');
     expect(tail.lines.at(-1)).toBe('500');
     expect(tail.showing).toBe('lines 301-500 of 500');
-    const head = await registry.readLog(s.id, { offset: 0, limit: 3 });
+    const head = await ctx.registry.readLog(s.id, { offset: 0, limit: 3 });
     expect(head.lines).toEqual(['1', '2', '3']);
-    await expect(registry.readLog(s.id, { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(ctx.registry.readLog(s.id, { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 
   it('kill with a 300 ms grace ends a SIGTERM-ignoring job with SIGKILL within 1.5 s', async () => {
     const s = await start(`sh -c 'trap "" TERM; echo ready; while :; do sleep 1; done'`);
     await new Promise((r) => setTimeout(r, 200));
     const t0 = Date.now();
-    const k = await registry.kill(s.id, { graceMs: 300 });
+    const k = await ctx.registry.kill(s.id, { graceMs: 300 });
     expect(Date.now() - t0).toBeLessThan(1500);
     expect(k).toMatchObject({ outcome: 'killed', escalated: true, survivors: [], signal: 'SIGKILL' });
-    const p = await registry.poll(s.id);
+    const p = await ctx.registry.poll(s.id);
     expect(p).toMatchObject({ status: 'exited', reason: 'killed', signal: 'SIGKILL' });
     expect(isAlive(s.pid!)).toBe(false);
   });
@@ -122,40 +111,40 @@ describe('sessions', () => {
     let esc = 0;
     for (let i = 0; i < 200 && !esc; i++) {
       await new Promise((r) => setTimeout(r, 10));
-      esc = Number(/esc=(\d+)/.exec((await registry.poll(s.id)).outputPreview)?.[1] ?? 0);
+      esc = Number(/esc=(\d+)/.exec((await ctx.registry.poll(s.id)).outputPreview)?.[1] ?? 0);
     }
     cleanupPid(esc);
     expect(isAlive(esc)).toBe(true);
-    const k = await registry.kill(s.id, { graceMs: 1000 });
+    const k = await ctx.registry.kill(s.id, { graceMs: 1000 });
     expect(k.outcome).toBe('killed');
     expect(k.survivors).toEqual([]);
     expect(isAlive(esc)).toBe(false);
     expect(isAlive(s.pid!)).toBe(false);
-    expect((await registry.poll(s.id)).reason).toBe('killed');
+    expect((await ctx.registry.poll(s.id)).reason).toBe('killed');
   });
 
   it('kill of a finished session says already_exited and keeps its real end', async () => {
     const s = await start('exit 3');
-    await registry.wait(s.id, { timeoutMs: 10_000 });
-    const k = await registry.kill(s.id);
+    await ctx.registry.wait(s.id, { timeoutMs: 10_000 });
+    const k = await ctx.registry.kill(s.id);
     expect(k).toMatchObject({ outcome: 'already_exited', exitCode: 3, signalled: [] });
-    expect((await registry.poll(s.id)).reason).toBe('exited');
+    expect((await ctx.registry.poll(s.id)).reason).toBe('exited');
   });
 
   it('list filters by task and flags session-scoped entries', async () => {
     const a = await start('sleep 5', { taskId: 't1', sessionKey: 'k' });
     const b = await start('sleep 5', { taskId: 't2', sessionKey: 'k' });
     await start('sleep 5', { taskId: 't3' });
-    const l = await registry.list({ taskId: 't1', sessionKey: 'k' });
+    const l = await ctx.registry.list({ taskId: 't1', sessionKey: 'k' });
     expect(l.map((s) => [s.id, s.sessionScoped ?? false])).toEqual([
       [a.id, false],
       [b.id, true],
     ]);
-    expect((await registry.list()).length).toBe(3);
+    expect((await ctx.registry.list()).length).toBe(3);
   });
 
   it('durable spawn without a state directory is refused', async () => {
-    await expect(registry.spawn('true', { durable: true })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(ctx.registry.spawn('true', { durable: true })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 });
 

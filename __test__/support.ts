@@ -5,8 +5,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import { afterAll, afterEach } from 'vitest';
-import { probe } from '../dist/index.mjs';
+import { afterAll, afterEach, beforeEach } from 'vitest';
+import { ProcessRegistry, probe, type RegistryOptions, type SessionSummary, type SpawnOptions } from '../dist/index.mjs';
 
 export const ROOT = join(__dirname, '..');
 export const CLI = join(ROOT, 'dist', 'cli.mjs');
@@ -113,4 +113,24 @@ export async function crashHost(host: ChildProcess): Promise<void> {
     host.kill('SIGKILL');
     await gone;
   }
+}
+
+/**
+ * A fresh registry for each test (closed after it), and `start`, which spawns a job and
+ * kills its process group after the test.
+ */
+export function perTestRegistry(options: RegistryOptions = {}) {
+  const ctx = {} as { registry: ProcessRegistry; start(command: string, opts?: SpawnOptions): Promise<SessionSummary> };
+  beforeEach(async () => {
+    ctx.registry = await ProcessRegistry.open(options);
+  });
+  afterEach(async () => {
+    await ctx.registry.close();
+  });
+  ctx.start = async (command, opts = {}) => {
+    const s = await ctx.registry.spawn(command, opts);
+    cleanupGroup(s.pid);
+    return s;
+  };
+  return ctx;
 }

@@ -2,19 +2,13 @@
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { handleToolCall, openAiTools, ProcessRegistry, toolDefinitions } from '../dist/index.mjs';
-import { cleanupGroup, ROOT, tempDir } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { handleToolCall, openAiTools, toolDefinitions } from '../dist/index.mjs';
+import { cleanupGroup, ROOT, tempDir, perTestRegistry } from './support.js';
 
-let registry: ProcessRegistry;
-beforeEach(async () => {
-  registry = await ProcessRegistry.open();
-});
-afterEach(async () => {
-  await registry.close();
-});
+const ctx = perTestRegistry();
 
-const call = (name: string, input: unknown) => handleToolCall(registry, name, input) as Promise<Record<string, any>>;
+const call = (name: string, input: unknown) => handleToolCall(ctx.registry, name, input) as Promise<Record<string, any>>;
 
 describe('LLM tool', () => {
   it('exports JSON Schemas in the plain and the OpenAI shapes', () => {
