@@ -15,7 +15,7 @@
  *   previous generation. This happens on writes too, so a corrupt file never makes a
  *   writer drop other hosts' entries.
  */
-import { chmodSync, closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, unlinkSync } from 'node:fs';
+import { chmodSync, closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, statSync, unlinkSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
@@ -76,6 +76,21 @@ export class Checkpoint {
   readonly lockPath: string;
   /** Completed writes (a burst of spawns shares one; see the registry's group commit). */
   writes = 0;
+  /**
+   * The generation this process wrote last, keyed by the file's identity. Every write
+   * replaces the file (a new inode), so an unchanged key means no other host wrote since,
+   * and the merge can skip reading and validating the file again.
+   */
+  private last: { key: string; sessions: SessionRecord[] } | null = null;
+
+  private fileKey(): string | null {
+    try {
+      const st = statSync(this.path);
+      return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+    } catch {
+      return null;
+    }
+  }
 
   constructor(readonly dir: string) {
     ensureStateDir(dir);
@@ -204,7 +219,8 @@ export class Checkpoint {
     try {
       this.removeStaleTemps();
       const diagnostics: string[] = [];
-      const current = await this.newest(diagnostics);
+      const key = this.fileKey();
+      const current = key !== null && this.last?.key === key ? { sessions: this.last.sessions, text: '' } : await this.newest(diagnostics);
       const merged = new Map((current?.sessions ?? []).map((s) => [s.id, s]));
       for (const rec of records) {
         const other = merged.get(rec.id);
@@ -213,6 +229,8 @@ export class Checkpoint {
       const expired = expiredIds(merged.values(), retention);
       const sessions = [...merged.values()].filter((s) => !expired.has(s.id)).sort((a, b) => a.startedAt - b.startedAt);
       await this.writeGeneration(current !== null, sessions);
+      const written = this.fileKey();
+      this.last = written ? { key: written, sessions } : null;
       return { sessions, diagnostics };
     } finally {
       lock.release();
