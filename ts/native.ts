@@ -39,9 +39,12 @@ export type {
  * Path of `procward-supervise`, the parent process of durable jobs. `PROCWARD_SUPERVISOR`
  * overrides it. Throws `ENOENT` with the paths tried when it is missing.
  */
+let supervisorFound: string | undefined;
+
 export function supervisorPath(): string {
   const override = process.env.PROCWARD_SUPERVISOR;
   if (override) return override;
+  if (supervisorFound && existsSync(supervisorFound)) return supervisorFound;
   const exe = process.platform === 'win32' ? 'procward-supervise.exe' : 'procward-supervise';
   // Development: beside the package root, where `npm run build:native` puts it. Installed:
   // inside the platform package that also holds the .node file.
@@ -53,6 +56,7 @@ export function supervisorPath(): string {
     } catch {}
   }
   const found = candidates.find((c) => existsSync(c));
+  supervisorFound = found;
   if (!found) {
     const err = new Error(`ENOENT: durable jobs need ${exe}; looked in ${candidates.join(', ')} (run \`npm run build:native\`)`);
     throw Object.assign(err, { code: 'ENOENT' });
