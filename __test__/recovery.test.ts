@@ -36,13 +36,15 @@ describe('crash recovery', () => {
       await crashHost(host);
       const next = await ProcessRegistry.open({ stateDir: state });
       const tracked = new Set((await next.list()).map((s) => s.id));
-      for (const [id, pid] of supervisorsUnder(state)) {
+      const live = supervisorsUnder(state);
+      for (const [id, pid] of live) {
         cleanupGroup(pid);
         expect(tracked.has(id), `job ${id} (supervisor ${pid}) is tracked`).toBe(true);
       }
       await next.close();
       expect(readdirSync(state).filter((f) => /\.json\.\d+$/.test(f))).toEqual([]);
-      expect(checkpointIds(state).length).toBeGreaterThan(0);
+      // Never empty while jobs run (a host killed before its first spawn leaves nothing to list).
+      if (live.size > 0) expect(checkpointIds(state).length).toBeGreaterThan(0);
     }
   }, 180_000);
 
