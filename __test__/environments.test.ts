@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dockerExec, kubectlExec, localShell, ProcessRegistry, SshEnvironment } from '../dist/index.mjs';
+import { CommandEnvironment, dockerExec, kubectlExec, localShell, ProcessRegistry, SshEnvironment } from '../dist/index.mjs';
 import { haveSshd, testSshd, type TestSshd } from './sshd.mjs';
 import { crashHost, isAlive, startHost, tempDir, until } from './support.js';
 
@@ -74,6 +74,56 @@ describe('sandbox sessions through the local shell', () => {
   });
 });
 
+describe('sandbox sessions: failure modes', () => {
+  it('a job that takes its wrapper down (no exit file) ends lost and says so; kill then says already_exited', async () => {
+    const r = await ProcessRegistry.open({ sandbox: { pollIntervalMs: 50 } });
+    const s = await r.spawn('echo before; kill -KILL 0', { environment: localShell({ tmpDir: tempDir() }) });
+    const w = await r.wait(s.id, { timeoutMs: 10_000 });
+    expect(w).toMatchObject({ status: 'exited', reason: 'lost' });
+    expect(w.outputPreview).toMatch(/before[\s\S]*ended on the far side without an exit status/);
+    expect((await r.kill(s.id)).outcome).toBe('already_exited');
+    await r.close();
+  });
+
+  it('a job killed from outside is never signalled again by kill (the wrapper check fails)', async () => {
+    const r = await ProcessRegistry.open({ sandbox: { pollIntervalMs: 5000 } });
+    const s = await r.spawn('sleep 300', { environment: localShell({ tmpDir: tempDir() }) });
+    await new Promise((res) => setTimeout(res, 300));
+    process.kill(-(s.pid as number), 'SIGKILL');
+    await until(() => !isAlive(s.pid as number), 3000, 'death');
+    const k = await r.kill(s.id, { graceMs: 200 });
+    expect(k).toMatchObject({ outcome: 'already_exited', signalled: [] });
+    await r.close();
+  });
+
+  it('the session is listed while its launch is in flight, and env, cwd and the host secrets are handled', async () => {
+    process.env.PROCWARD_TEST_SECRET_TOKEN = 'hunter2-plain-value';
+    try {
+      const r = await ProcessRegistry.open();
+      const slow = new CommandEnvironment({ kind: 'local', tmpDir: tempDir() }, ['sh', '-c', 'sleep 1; exec sh -s']);
+      const pending = r.spawn('echo "[$FOO] [${PROCWARD_TEST_SECRET_TOKEN:-}]"; pwd', { environment: slow, env: { FOO: 'bar' }, cwd: '/usr', taskId: 't1' });
+      await until(async () => (await r.list()).length === 1, 2000, 'listed during launch');
+      expect(await r.hasActiveProcesses('t1')).toBe(true);
+      const s = await pending;
+      const w = await r.wait(s.id, { timeoutMs: 10_000 });
+      expect(w.outputPreview).toBe('[bar] []\n/usr\n');
+      await r.close();
+    } finally {
+      delete process.env.PROCWARD_TEST_SECRET_TOKEN;
+    }
+  });
+
+  it('kill after the job ended on its own says already_exited and keeps its exit code', async () => {
+    const r = await ProcessRegistry.open({ sandbox: { pollIntervalMs: 5000 } });
+    const s = await r.spawn('echo hi; exit 3', { environment: localShell({ tmpDir: tempDir() }) });
+    await new Promise((res) => setTimeout(res, 300));
+    const k = await r.kill(s.id);
+    expect(k.outcome).toBe('already_exited');
+    expect(await r.poll(s.id)).toMatchObject({ reason: 'exited', exitCode: 3 });
+    await r.close();
+  });
+});
+
 describe('command construction (no docker engine or cluster runs here)', () => {
   it('docker exec and kubectl exec run `sh -s` in the container, with the script on stdin', () => {
     expect(dockerExec('web-1').argv).toEqual(['docker', 'exec', '-i', 'web-1', 'sh', '-s']);
@@ -132,8 +182,22 @@ describe.skipIf(!haveSshd)('SSH environment against a real sshd on 127.0.0.1', (
       expect(w.outputPreview).toMatch(/session lost: environment unreachable/);
       expect(r.diagnostics.join('\n')).toMatch(/unreachable/);
     } finally {
-      process.kill(-(s.pid as number), 'SIGKILL');
+      if (s.pid) process.kill(-s.pid, 'SIGKILL');
       await sshd.start();
+      await r.close();
+    }
+  }, 40_000);
+
+  it('kill while the far side is unreachable is an error and the session stays running', async () => {
+    const r = await ProcessRegistry.open({ sandbox: { pollIntervalMs: 50, lostAfterMs: 60_000 } });
+    const s = await r.spawn('sleep 30', { environment: env });
+    await sshd.stop();
+    try {
+      await expect(r.kill(s.id, { graceMs: 200 })).rejects.toMatchObject({ code: 'ENVIRONMENT_UNAVAILABLE' });
+      expect((await r.poll(s.id)).status).toBe('running');
+    } finally {
+      await sshd.start();
+      await r.kill(s.id, { graceMs: 200 });
       await r.close();
     }
   }, 40_000);

@@ -209,3 +209,21 @@ describe('registry-wide output budget', () => {
     await r.close();
   });
 });
+
+describe('large durable logs', () => {
+  it('are paged by streaming: 40 MB of output, two lines, bounded memory, exact counts', async () => {
+    const r = await ProcessRegistry.open({ stateDir: tempDir() });
+    const s = await r.spawn(`yes 'line of text that repeats' | head -n 1500000; echo 'secret ghp_${'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8'}'; echo last`);
+    cleanupGroup(s.pid);
+    await r.wait(s.id, { timeoutMs: 30_000 });
+    const before = process.memoryUsage().rss;
+    const tail = await r.readLog(s.id, { limit: 2 });
+    expect(tail).toMatchObject({ totalLines: 1_500_002, offset: 1_500_000 });
+    expect(tail.lines[1]).toBe('last');
+    expect(tail.lines[0]).not.toContain('I9j0K1l2M3n4');
+    const head = await r.readLog(s.id, { offset: 0, limit: 1 });
+    expect(head.lines).toEqual(['line of text that repeats']);
+    expect(process.memoryUsage().rss - before).toBeLessThan(64 * 1024 * 1024);
+    await r.close();
+  }, 60_000);
+});

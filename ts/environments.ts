@@ -8,9 +8,10 @@
  * can alter it: commands reach the far side byte for byte.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { childEnvironment } from './environment.js';
 import { ProcwardError } from './errors.js';
 
 /** What running a script gave. `code` is null when a signal ended the client or it timed out. */
@@ -57,7 +58,9 @@ export class CommandEnvironment implements ExecutionEnvironment {
   exec(script: string, opts: { timeoutMs?: number } = {}): Promise<ExecResult> {
     const [cmd, ...args] = this.argv as [string, ...string[]];
     return new Promise((resolve, reject) => {
-      const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+      // The client gets the host's environment without its secrets, as local jobs do (the
+      // local shell passes it on to the job; ssh/docker/kubectl need only their own).
+      const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'], env: childEnvironment(process.env) });
       const out: Buffer[] = [];
       let err = '';
       let timedOut = false;
@@ -106,6 +109,7 @@ export class SshEnvironment extends CommandEnvironment {
       child.on('close', () => resolve());
       child.on('error', () => resolve());
     });
+    rmSync(this.controlDir, { recursive: true, force: true });
   }
 }
 

@@ -170,3 +170,41 @@ export async function readLogFrom(path: string, offset: number): Promise<{ text:
     await handle.close();
   }
 }
+
+/** Logs larger than this are paged by streaming instead of being read whole. */
+export const LARGE_LOG_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Pages a large log without reading it into memory: counts its lines and keeps the page's
+ * lines plus up to `context` lines before them (so a secret that starts before the page is
+ * still recognised by redaction). `offset` undefined means the last `limit` lines.
+ */
+export async function streamLogPage(path: string, opts: { offset?: number; limit: number; context: number }): Promise<{ lines: string[]; before: number; totalLines: number; offset: number }> {
+  const { createReadStream } = await import('node:fs');
+  const { StringDecoder } = await import('node:string_decoder');
+  const decoder = new StringDecoder('utf8');
+  const keep = opts.limit + opts.context;
+  let partial = '';
+  let index = 0;
+  const ring: { i: number; line: string }[] = [];
+  const take = (line: string) => {
+    const i = index++;
+    if (opts.offset === undefined) {
+      ring.push({ i, line });
+      if (ring.length > keep) ring.shift();
+    } else if (i >= opts.offset - opts.context && i < opts.offset + opts.limit) {
+      ring.push({ i, line });
+    }
+  };
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) {
+    const parts = (partial + decoder.write(chunk as Buffer)).split('\n');
+    partial = parts.pop() ?? '';
+    for (const line of parts) take(line);
+  }
+  partial += decoder.end();
+  if (partial) take(partial);
+  const totalLines = index;
+  const offset = opts.offset ?? Math.max(0, totalLines - opts.limit);
+  const lines = ring.filter((e) => e.i >= offset - opts.context && e.i < offset + opts.limit);
+  return { lines: lines.map((e) => e.line), before: lines.filter((e) => e.i < offset).length, totalLines, offset };
+}

@@ -5,6 +5,7 @@
  * Data flows one way: native spawn → reader events → session → registry → checkpoint.
  */
 import { existsSync, rmSync, statSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import { Checkpoint } from './checkpoint.js';
 import { EventEmitter } from 'node:events';
@@ -18,8 +19,10 @@ import {
   jobFiles,
   killRequested,
   readExitFile,
+  LARGE_LOG_BYTES,
   readLog,
   readLogFrom,
+  streamLogPage,
   readLogTail,
   removeSessionDir,
   sessionFiles,
@@ -45,7 +48,7 @@ import {
 } from './notifications.js';
 import { isEnvDumpCommand, redact, redactCommand } from './redact.js';
 import { scanOrphanSessions } from './recovery.js';
-import { launch, killRemote, SandboxPoller } from './sandbox.js';
+import { killRemote, launch, SandboxPoller, sandboxDir, shq } from './sandbox.js';
 import { environmentFrom, type EnvironmentDescription, type ExecutionEnvironment } from './environments.js';
 import { expiredIds } from './retention.js';
 import * as scoping from './scoping.js';
@@ -62,6 +65,10 @@ interface Outcome extends RecordedExit {
 }
 
 const DETACHED_TICK_MS = 25;
+
+async function fileSize(path: string): Promise<number> {
+  return (await stat(path).catch(() => ({ size: 0 }))).size;
+}
 const EMPTY_REPORT = { signalled: [], alreadyGone: [], refusedReused: [], survivors: [], survivorIdentities: [], escalated: false };
 
 /** Events a registry emits: `completion` and `watch` (see `notifications.ts`). */
@@ -84,6 +91,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   private constructor(private readonly options: RegistryOptions) {
     super();
+    for (const key of ['maxOutputChars', 'maxTotalOutputChars', 'graceMs', 'finishedTtlMs', 'maxSessions'] as const) {
+      const v = options[key];
+      if (v !== undefined && !(Number.isInteger(v) && v >= 0)) throw new ProcwardError('INVALID_ARGUMENT', `${key} must be a non-negative integer, got ${String(v)}`);
+    }
     this.watchRate = new RateLimit(options.watch?.maxPerMinute ?? 30);
     this.checkpoint = options.stateDir ? new Checkpoint(resolvePath(options.stateDir)) : undefined;
     this.writer = newWriter();
@@ -206,8 +217,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     } catch (err) {
       throw new ProcwardError('INVALID_ARGUMENT', (err as Error).message);
     }
-    const cwd = resolvePath(opts.cwd ?? process.cwd());
-    if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
+    // A sandbox's cwd is a path on the far side; only a host cwd is checked here.
+    const cwd = opts.environment ? (opts.cwd ?? '~') : resolvePath(opts.cwd ?? process.cwd());
+    if (!opts.environment && (!existsSync(cwd) || !statSync(cwd).isDirectory())) {
       throw new ProcwardError('ENOENT', `working directory ${cwd} does not exist or is not a directory`);
     }
     const id = newSessionId();
@@ -244,7 +256,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       false,
     );
     live.watcher = this.watcherFor(live.record);
-    if (opts.environment) return this.spawnSandbox(live, command, opts.environment);
+    if (opts.environment) return this.spawnSandbox(live, command, opts.environment, { ...(opts.cwd !== undefined && { cwd: opts.cwd }), ...(opts.env && { vars: opts.env }) });
     // Written before the spawn: if this host dies before its checkpoint write, the next
     // host still finds the job (see recovery.ts).
     if (files) writePrivate(files.metaPath, JSON.stringify(live.record));
@@ -288,28 +300,51 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * A launch that fails is recorded as `failed_start` with the wrapper's status and output,
    * and never as running.
    */
-  private async spawnSandbox(live: Live, command: string, env: ExecutionEnvironment): Promise<SessionSummary> {
+  private async spawnSandbox(live: Live, command: string, env: ExecutionEnvironment, opts: { cwd?: string; vars?: Record<string, string> }): Promise<SessionSummary> {
     const r = live.record;
-    Object.assign(r, { pidScope: 'sandbox', durable: false, logPath: null, exitPath: null, environment: env.description });
+    Object.assign(r, { pidScope: 'sandbox', durable: false, logPath: null, exitPath: null, environment: env.description, sandboxDir: sandboxDir(env, r.id) });
     delete live.watcher;
     live.watcher = this.watcherFor(r);
-    const res = await launch(env, r.id, command);
+    // Registered and checkpointed before the launch: a host that dies meanwhile leaves a
+    // record the next host can follow through the far-side directory.
     this.sessions.set(r.id, live);
-    if (!res.ok) {
+    this.rebalance();
+    await this.persist();
+    const res = await launch(env, r.id, command, opts);
+    if (res.ok === false) {
       live.tail.append(res.output);
       this.finish(live, { exitCode: res.code, signal: null, reason: 'failed_start', source: 'environment' });
       await this.persist();
       return summary(live);
     }
-    Object.assign(r, { pid: res.pid, sandboxDir: res.dir });
+    if (res.ok === true) r.pid = res.pid;
     this.attachSandbox(live, env);
     await this.persist();
     return summary(live);
   }
 
+  private readonly environments = new Map<string, ExecutionEnvironment>();
+
+  /** One environment (one SSH connection) per description, for recovered sandbox sessions. */
+  private environmentFor(d: EnvironmentDescription): ExecutionEnvironment {
+    const key = JSON.stringify(d);
+    let env = this.environments.get(key);
+    if (!env) {
+      env = environmentFrom(d);
+      this.environments.set(key, env);
+    }
+    return env;
+  }
+
   /** Starts following a sandbox session (after spawn, or after a host restart). */
   private attachSandbox(live: Live, env: ExecutionEnvironment): void {
     const poller = new SandboxPoller(env, live.record.sandboxDir as string, {
+      pid: (pid) => {
+        if (live.record.pid !== pid) {
+          live.record.pid = pid;
+          this.persistSoon();
+        }
+      },
       output: (text) => {
         live.tail.append(text);
         this.watch(live, text);
@@ -397,7 +432,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const r = live.record;
     if (r.pidScope === 'sandbox') {
       if (r.status === 'running' && !live.sandbox && !live.foreign && r.environment && r.sandboxDir) {
-        this.attachSandbox(live, environmentFrom(r.environment as EnvironmentDescription));
+        this.attachSandbox(live, this.environmentFor(r.environment as EnvironmentDescription));
       }
       return;
     }
@@ -518,12 +553,14 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (opts.view !== undefined && opts.view !== 'plain' && opts.view !== 'raw') {
       throw new ProcwardError('INVALID_ARGUMENT', `view must be 'plain' or 'raw', got ${JSON.stringify(opts.view)}`);
     }
-    const text = fromFile ? await readLog(live.record.logPath as string) : live.tail.text();
     let page: LinePage;
     try {
-      page = pageLines(this.redactView(text, live.record, opts.view ?? 'plain'), { ...opts, view: 'raw' });
+      page = fromFile && (await fileSize(live.record.logPath as string)) > LARGE_LOG_BYTES
+        ? await this.pageLargeLog(live, opts)
+        : pageLines(this.redactView(fromFile ? await readLog(live.record.logPath as string) : live.tail.text(), live.record, opts.view ?? 'plain'), { ...opts, view: 'raw' });
     } catch (err) {
-      throw new ProcwardError('INVALID_ARGUMENT', (err as Error).message);
+      if (err instanceof RangeError) throw new ProcwardError('INVALID_ARGUMENT', err.message);
+      throw err;
     }
     if (live.record.status === 'exited' && page.offset + page.lines.length >= page.totalLines) this.consume(live);
     return {
@@ -533,6 +570,18 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       ...page,
       droppedChars: fromFile ? 0 : live.tail.droppedChars,
     };
+  }
+
+  /** Pages a log too large to read whole (see `streamLogPage`), redacting the page with some context before it. */
+  private async pageLargeLog(live: Live, opts: { offset?: number; limit?: number; view?: 'plain' | 'raw' }): Promise<LinePage> {
+    const limit = opts.limit ?? 200;
+    if (!Number.isInteger(limit) || limit <= 0) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+    if (opts.offset !== undefined && (!Number.isInteger(opts.offset) || opts.offset < 0)) throw new RangeError(`offset must be a non-negative integer, got ${opts.offset}`);
+    const got = await streamLogPage(live.record.logPath as string, { ...(opts.offset !== undefined && { offset: opts.offset }), limit, context: 64 });
+    const redacted = this.redactView(got.lines.join('\n'), live.record, opts.view ?? 'plain').split('\n');
+    const lines = redacted.slice(got.before, got.before + limit);
+    const showing = lines.length === 0 ? `no lines (of ${got.totalLines})` : `lines ${got.offset + 1}-${got.offset + lines.length} of ${got.totalLines}`;
+    return { lines, totalLines: got.totalLines, offset: got.offset, showing };
   }
 
   /**
@@ -602,18 +651,29 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     return result('killed');
   }
 
-  /** Kill on the far side of a sandbox session: its process group there, then survivors. */
+  /**
+   * Kill on the far side of a sandbox session: its process group there, then survivors.
+   * Works for sessions another live host follows, and for `lost` ones whose environment is
+   * back. Errors: `ENVIRONMENT_UNAVAILABLE` (the session stays as it was), `KILL_SURVIVORS`.
+   */
   private async killSandbox(live: Live, graceMs: number): Promise<KillResult> {
     const r = live.record;
     const base = { id: r.id, ...EMPTY_REPORT };
-    if (r.status === 'exited' || !r.pid || !live.sandbox) return { ...base, outcome: 'already_exited', exitCode: r.exitCode, signal: r.signal };
-    live.killed = true;
-    const survivors = await killRemote(live.sandbox.env, r.pid, graceMs);
-    if (survivors.length > 0) {
-      throw new ProcwardError('KILL_SURVIVORS', `${survivors.length} process(es) survived the kill of ${r.id} on the far side: ${survivors.join(', ')}`, { survivors });
+    const killable = r.status === 'running' || r.reason === 'lost';
+    if (!killable || !r.pid || !r.sandboxDir || !r.environment) return { ...base, outcome: 'already_exited', exitCode: r.exitCode, signal: r.signal };
+    const env = live.sandbox?.env ?? this.environmentFor(r.environment as EnvironmentDescription);
+    const res = await killRemote(env, r.sandboxDir, r.pid, graceMs);
+    if (res === 'exited') {
+      await live.sandbox?.poller.tick();
+      this.consume(live);
+      return { ...base, outcome: 'already_exited', exitCode: r.exitCode, signal: r.signal };
     }
-    await live.sandbox.poller.tick();
-    live.sandbox.poller.stop();
+    if (res.length > 0) {
+      throw new ProcwardError('KILL_SURVIVORS', `${res.length} process(es) survived the kill of ${r.id} on the far side: ${res.join(', ')}`, { survivors: res });
+    }
+    live.killed = true;
+    await live.sandbox?.poller.tick();
+    live.sandbox?.poller.stop();
     this.finish(live, { exitCode: null, signal: 'SIGTERM', reason: 'killed', source: 'kill' });
     this.consume(live);
     return { ...base, outcome: 'killed', signalled: [r.pid], exitCode: r.exitCode, signal: r.signal };
@@ -683,8 +743,14 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   /** Drops finished sessions past their retention (and their job files). */
   private prune(): void {
     for (const id of expiredIds([...this.sessions.values()].map((l) => l.record), this.options)) {
-      const cgroup = this.sessions.get(id)?.record.cgroup;
-      if (cgroup) native.removeCgroup(cgroup);
+      const pruned = this.sessions.get(id)?.record;
+      if (pruned?.cgroup) native.removeCgroup(pruned.cgroup);
+      if (pruned?.pidScope === 'sandbox' && pruned.sandboxDir && pruned.environment) {
+        // Best effort: the far side's session directory goes with the session.
+        this.environmentFor(pruned.environment as EnvironmentDescription)
+          .exec(`rm -rf ${shq(pruned.sandboxDir)}`)
+          .catch(() => undefined);
+      }
       this.sessions.delete(id);
       if (this.checkpoint) removeSessionDir(this.checkpoint.dir, id);
     }
@@ -718,8 +784,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     for (const live of this.sessions.values()) {
       live.finisher?.abort();
       live.sandbox?.poller.stop();
-      await live.sandbox?.env.close();
     }
+    // Only environments the registry made itself (for recovered sessions); the caller owns
+    // the ones it passed to spawn.
+    for (const env of this.environments.values()) await env.close();
     // Empty cgroups of ended jobs go now; one that still holds a process stays.
     if (this.options.containment !== false) native.sweepCgroups();
     releaseWriter(this.writer);

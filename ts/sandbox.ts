@@ -15,6 +15,7 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 import type { ExecResult, ExecutionEnvironment } from './environments.js';
+import { ProcwardError } from './errors.js';
 
 /** Single-quotes a value for a POSIX shell. */
 export function shq(value: string): string {
@@ -24,19 +25,39 @@ export function shq(value: string): string {
 /** What launching gave: the far-side PID, or why it failed. */
 export type LaunchResult = { ok: true; pid: number; dir: string } | { ok: false; code: number | null; output: string };
 
-/** Starts `command` detached on the far side. */
-export async function launch(env: ExecutionEnvironment, sessionId: string, command: string): Promise<LaunchResult> {
-  const dir = `${env.tmpDir}/${sessionId}`;
+/** The far-side directory of a session. */
+export function sandboxDir(env: ExecutionEnvironment, sessionId: string): string {
+  return `${env.tmpDir}/${sessionId}`;
+}
+
+/**
+ * Starts `command` detached on the far side, in `cwd` (default: the far side's home) with
+ * `vars` exported. A launch whose outcome is unknown (the client timed out) is reported as
+ * `unknown`: the poller then finds the job, if it started, through its pid file.
+ */
+export async function launch(
+  env: ExecutionEnvironment,
+  sessionId: string,
+  command: string,
+  opts: { cwd?: string; vars?: Record<string, string> } = {},
+): Promise<LaunchResult | { ok: 'unknown'; dir: string }> {
+  const dir = sandboxDir(env, sessionId);
   const b64 = Buffer.from(command, 'utf8').toString('base64');
+  const exports = Object.entries(opts.vars ?? {})
+    .map(([k, v]) => `export ${k}=${shq(v)}`)
+    .join('\n');
   const script = [
     'set -e',
+    'command -v setsid >/dev/null 2>&1 || { echo "procward: setsid is missing on the far side" >&2; exit 127; }',
     `D=${shq(dir)}`,
     'mkdir -p "$D"',
     'chmod 700 "$D"',
     `printf '%s' ${shq(b64)} | base64 -d > "$D/cmd"`,
-    // The wrapper: runs the command, records its status atomically. Detached from this
-    // connection: new session, no stdin, output to the log.
-    `setsid sh -c 'sh "$1/cmd" > "$1/output.log" 2>&1 < /dev/null; echo $? > "$1/exit.tmp"; mv "$1/exit.tmp" "$1/exit"' procward-sandbox "$D" > /dev/null 2>&1 < /dev/null &`,
+    `printf '%s\\n' ${shq(exports)} > "$D/env"`,
+    opts.cwd ? `printf '%s' ${shq(opts.cwd)} > "$D/cwd"` : ': > "$D/cwd"',
+    // The wrapper: runs the command (with bash when the far side has it), records its status
+    // atomically. Detached from this connection: new session, no stdin, output to the log.
+    `setsid sh -c 'cd "$(cat "$1/cwd")" 2>/dev/null || cd; . "$1/env"; if command -v bash >/dev/null 2>&1; then bash "$1/cmd"; else sh "$1/cmd"; fi > "$1/output.log" 2>&1 < /dev/null; echo $? > "$1/exit.tmp"; mv "$1/exit.tmp" "$1/exit"' procward-sandbox "$D" > /dev/null 2>&1 < /dev/null &`,
     'echo $! > "$D/pid"',
     'echo "PID $!"',
   ].join('\n');
@@ -48,8 +69,9 @@ export async function launch(env: ExecutionEnvironment, sessionId: string, comma
   }
   const text = res.stdout.toString('utf8');
   const m = /^PID (\d+)$/m.exec(text);
-  if (res.code !== 0 || !m) return { ok: false, code: res.code, output: `${text}${res.stderr}`.trim() };
-  return { ok: true, pid: Number(m[1]), dir };
+  if (m && res.code === 0) return { ok: true, pid: Number(m[1]), dir };
+  if (res.timedOut) return { ok: 'unknown', dir };
+  return { ok: false, code: res.code, output: `${text}${res.stderr}`.trim() };
 }
 
 /** One poll: new log bytes from `offset` (at most `max`), the log size, and the exit status if any. */
@@ -58,7 +80,14 @@ export interface PollChunk {
   data: Buffer;
   exitCode: number | null;
   exited: boolean;
+  /** The wrapper's PID from the pid file (null before the launch wrote it). */
+  pid: number | null;
+  /** Whether the wrapper (verified by its command line naming the session directory) still runs. */
+  wrapperAlive: boolean;
 }
+
+/** Shell that prints "alive" when PID $P is this session's wrapper (its argv names $D). */
+const WRAPPER_ALIVE = `[ -n "$P" ] && ps -o args= -p "$P" 2>/dev/null | grep -qF -- "$D" && echo alive || echo dead`;
 
 /** Reads the session's state in one round trip. */
 export async function pollOnce(env: ExecutionEnvironment, dir: string, offset: number, max = 256 * 1024): Promise<PollChunk> {
@@ -66,24 +95,36 @@ export async function pollOnce(env: ExecutionEnvironment, dir: string, offset: n
     `D=${shq(dir)}`,
     // The exit file first: once it exists, the size read next covers all the job wrote.
     'E=$(cat "$D/exit" 2>/dev/null || echo -)',
+    'P=$(cat "$D/pid" 2>/dev/null || true)',
+    `A=$(${WRAPPER_ALIVE})`,
     'S=$(wc -c < "$D/output.log" 2>/dev/null || echo 0)',
-    'echo "$S $E"',
+    'echo "$S $E ${P:--} $A"',
     `if [ "$S" -gt ${offset} ]; then tail -c +${offset + 1} "$D/output.log" | head -c ${max}; fi`,
   ].join('\n');
   const res = await env.exec(script, { timeoutMs: 20_000 });
   if (res.code !== 0 || res.timedOut) throw new Error(`poll failed (${res.timedOut ? 'timed out' : `exit ${res.code}`}): ${res.stderr.trim()}`);
   const nl = res.stdout.indexOf(10);
-  const [sizeText, exitText] = res.stdout.subarray(0, nl).toString().trim().split(/\s+/);
+  const [sizeText, exitText, pidText, alive] = res.stdout.subarray(0, nl).toString().trim().split(/\s+/);
   const exited = exitText !== undefined && exitText !== '-';
-  return { size: Number(sizeText) || 0, data: res.stdout.subarray(nl + 1), exitCode: exited ? Number(exitText) : null, exited };
+  const pid = pidText && pidText !== '-' ? Number(pidText) : null;
+  return { size: Number(sizeText) || 0, data: res.stdout.subarray(nl + 1), exitCode: exited ? Number(exitText) : null, exited, pid, wrapperAlive: alive === 'alive' };
 }
 
-/** Tree kill on the far side: SIGTERM the job's process group, wait, SIGKILL what is left; returns surviving PIDs. */
-export async function killRemote(env: ExecutionEnvironment, pid: number, graceMs: number): Promise<number[]> {
+/**
+ * Tree kill on the far side: SIGTERM the job's process group, wait, SIGKILL what is left.
+ * The group is signalled only while its leader is provably this session's wrapper (its
+ * command line names the session directory), never a process that reused the PID.
+ * Returns `exited` when the job had already ended, else the surviving PIDs.
+ * Throws `ENVIRONMENT_UNAVAILABLE` when the far side cannot be reached.
+ */
+export async function killRemote(env: ExecutionEnvironment, dir: string, pid: number, graceMs: number): Promise<'exited' | number[]> {
   const wait = Math.max(0, Math.ceil(graceMs / 100));
   // dash's kill takes `-<pgid>` but not `--`; a zombie is dead, so liveness comes from ps.
   const script = [
     `P=${pid}`,
+    `D=${shq(dir)}`,
+    '[ -f "$D/exit" ] && { echo EXITED; exit 0; }',
+    `[ "$(${WRAPPER_ALIVE})" = alive ] || { echo EXITED; exit 0; }`,
     "members() { ps -eo pid=,pgid=,stat= 2>/dev/null | awk -v g=$P '$2 == g && $3 !~ /^Z/ { print $1 }'; }",
     'kill -TERM -$P 2>/dev/null || kill -TERM $P 2>/dev/null || true',
     `i=0; while [ $i -lt ${wait} ] && [ -n "$(members)" ]; do sleep 0.1; i=$((i+1)); done`,
@@ -91,6 +132,10 @@ export async function killRemote(env: ExecutionEnvironment, pid: number, graceMs
     'members',
   ].join('\n');
   const res = await env.exec(script, { timeoutMs: graceMs + 20_000 });
+  if (res.code !== 0 || res.timedOut) {
+    throw new ProcwardError('ENVIRONMENT_UNAVAILABLE', `cannot reach the sandbox to kill it (${res.timedOut ? 'timed out' : `exit ${res.code}`}): ${res.stderr.trim()}`);
+  }
+  if (/^EXITED$/m.test(res.stdout.toString())) return 'exited';
   return res.stdout
     .toString()
     .split('\n')
@@ -101,6 +146,8 @@ export async function killRemote(env: ExecutionEnvironment, pid: number, graceMs
 /** Callbacks of a {@link SandboxPoller}. */
 export interface PollerEvents {
   output(text: string): void;
+  /** The wrapper's PID, when the poller learned it from the pid file. */
+  pid?(pid: number): void;
   /** The job ended with this exit code (a shell status: 128+N for signal N). */
   exit(code: number): void;
   /** The environment stayed unreachable past the deadline. */
@@ -114,6 +161,9 @@ export class SandboxPoller {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private failingSince: number | null = null;
+  private lastAttempt = 0;
+  private deadPolls = 0;
+  private knownPid: number | null = null;
   private delay: number;
 
   constructor(
@@ -129,6 +179,8 @@ export class SandboxPoller {
   get bytesRead(): number {
     return this.offset;
   }
+
+  private readonly startedAt = Date.now();
 
   start(): void {
     this.schedule(0);
@@ -149,6 +201,8 @@ export class SandboxPoller {
 
   /** One poll now (also used by `wait` to notice the end without waiting for the timer). */
   tick(): Promise<void> {
+    // While the environment is failing, waiters do not get to shorten the backoff.
+    if (this.failingSince !== null && Date.now() - this.lastAttempt < this.delay) return this.running ?? Promise.resolve();
     this.running ??= this.pollNow().finally(() => {
       this.running = null;
     });
@@ -159,6 +213,7 @@ export class SandboxPoller {
     if (this.stopped) return;
     if (this.timer) clearTimeout(this.timer);
     let chunk: PollChunk;
+    this.lastAttempt = Date.now();
     try {
       chunk = await pollOnce(this.env, this.dir, this.offset);
     } catch (err) {
@@ -175,6 +230,10 @@ export class SandboxPoller {
     }
     this.failingSince = null;
     this.delay = this.opts.intervalMs ?? 200;
+    if (chunk.pid !== null && chunk.pid !== this.knownPid) {
+      this.knownPid = chunk.pid;
+      this.events.pid?.(chunk.pid);
+    }
     if (chunk.size < this.offset) {
       // The log shrank (rotated or truncated on the far side): start over from its start.
       this.offset = 0;
@@ -197,6 +256,17 @@ export class SandboxPoller {
       this.stop();
       this.events.exit(chunk.exitCode ?? 0);
       return;
+    }
+    // No exit file and no wrapper (killed with its job, or its directory removed): after a
+    // second look, the session ended without a status.
+    if (!chunk.wrapperAlive && (chunk.pid !== null || Date.now() - this.startedAt > (this.opts.lostAfterMs ?? 60_000))) {
+      if (++this.deadPolls >= 2) {
+        this.stop();
+        this.events.lost(chunk.pid === null ? 'the job never started on the far side' : 'the job ended on the far side without an exit status');
+        return;
+      }
+    } else {
+      this.deadPolls = 0;
     }
     this.schedule(this.delay);
   }
