@@ -39,7 +39,18 @@ describe('crash recovery', () => {
       const live = supervisorsUnder(state);
       for (const [id, pid] of live) {
         cleanupGroup(pid);
-        expect(tracked.has(id), `job ${id} (supervisor ${pid}) is tracked`).toBe(true);
+        if (!tracked.has(id)) {
+          const { existsSync } = await import('node:fs');
+          const dir = join(state, 'sessions', id);
+          const why = {
+            dir: existsSync(dir),
+            meta: existsSync(join(dir, 'session.json')) ? readFileSync(join(dir, 'session.json'), 'utf8').slice(0, 400) : null,
+            inCheckpoint: checkpointIds(state).includes(id),
+            diagnostics: next.diagnostics,
+            files: existsSync(dir) ? readdirSync(dir) : [],
+          };
+          expect.fail(`job ${id} (supervisor ${pid}) is not tracked: ${JSON.stringify(why)}`);
+        }
       }
       await next.close();
       expect(readdirSync(state).filter((f) => /\.json\.\d+$/.test(f))).toEqual([]);

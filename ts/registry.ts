@@ -24,6 +24,7 @@ import {
   readLogFrom,
   streamLogPage,
   readLogTail,
+  readSupervisorIdentity,
   removeSessionDir,
   sessionFiles,
   writePrivate,
@@ -65,6 +66,8 @@ interface Outcome extends RecordedExit {
 }
 
 const DETACHED_TICK_MS = 25;
+/** How long a recovered durable job may take to record its supervisor before it counts as lost. */
+const SUPERVISOR_START_MS = 10_000;
 
 async function fileSize(path: string): Promise<number> {
   return (await stat(path).catch(() => ({ size: 0 }))).size;
@@ -437,6 +440,18 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       return;
     }
     if (!live.detached || r.status === 'exited') return;
+    if (!r.identity && r.durable && this.checkpoint) {
+      // Recovered from its session directory before its supervisor recorded who it is: it
+      // may still be starting (its host died mid-spawn). Adopt it once it has written
+      // supervisor.json; call it lost only when that never happens.
+      const sup = readSupervisorIdentity(sessionFiles(this.checkpoint.dir, r.id).supervisorPath);
+      if (sup) {
+        Object.assign(r, { pid: sup.pid, identity: sup, updatedAt: Date.now() });
+        this.persistSoon();
+      } else if (Date.now() - r.startedAt < SUPERVISOR_START_MS && !(r.exitPath && (await readExitFile(r.exitPath)))) {
+        return;
+      }
+    }
     const v = r.identity ? verdict(r.identity) : 'gone';
     await this.followDetachedLog(live);
     if (v === 'current' || v === 'unknown') return;

@@ -246,7 +246,14 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   // The write ends live in `cmd`; drop them now so EOF can happen.
   drop(cmd);
   let pid = child.id() as i32;
-  let identity = identity_of_child(pid).map_err(|e| Error::io(format!("reading identity of {pid}"), e))?;
+  // From here on the job runs: a failure must not leave it running untracked.
+  let identity = match identity_of_child(pid) {
+    Ok(id) => id,
+    Err(e) => {
+      abandon(pid);
+      return Err(Error::io(format!("reading identity of {pid}"), e));
+    }
+  };
   let pidfd = pidfd_open(pid);
   let tail = Tail::shared(opts.tail_limit);
   let sink = {
@@ -273,8 +280,21 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     (None, Capture::Durable { log_path, exit_path, .. }) => thread.spawn(move || reader::run_tail(log_path, exit_path, child, pidfd, sink)),
     (None, Capture::Pipe) => unreachable!("pipe capture always has a read end"),
   };
-  spawned.map_err(|e| Error::io("starting the reader thread", e))?;
+  if let Err(e) = spawned {
+    abandon(pid);
+    return Err(Error::io("starting the reader thread", e));
+  }
   Ok(Job { pid, identity, input, tail })
+}
+
+/// Kills and reaps a job whose start could not be completed (its group was created by us).
+fn abandon(pid: i32) {
+  unsafe {
+    libc::kill(-pid, libc::SIGKILL);
+    libc::kill(pid, libc::SIGKILL);
+    let mut status = 0;
+    libc::waitpid(pid, &mut status, 0);
+  }
 }
 
 /// A pipe whose both ends are close-on-exec, so no other child inherits them.
