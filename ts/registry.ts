@@ -474,10 +474,25 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   /** Takes a foreign entry's newer state from the checkpoint, or adopts it once its writer died. */
+  private foreignView: { at: number; byId: Promise<Map<string, SessionRecord>> } | null = null;
+
+  /**
+   * The checkpoint as other hosts last wrote it, read at most once per 20 ms: `list()` and
+   * `drainNotifications()` refresh every foreign session, and each would otherwise re-read
+   * and re-validate the whole file.
+   */
+  private checkpointView(): Promise<Map<string, SessionRecord>> {
+    const now = Date.now();
+    if (!this.foreignView || now - this.foreignView.at > 20) {
+      const load = (this.checkpoint as Checkpoint).load().then(({ sessions }) => new Map(sessions.map((r) => [r.id, r])));
+      this.foreignView = { at: now, byId: load };
+    }
+    return this.foreignView.byId;
+  }
+
   private async reloadForeign(live: Live): Promise<void> {
     if (!this.checkpoint) return;
-    const { sessions } = await this.checkpoint.load();
-    const fresh = sessions.find((s) => s.id === live.record.id);
+    const fresh = (await this.checkpointView()).get(live.record.id);
     if (fresh && fresh.updatedAt > live.record.updatedAt) {
       Object.assign(live.record, fresh);
       if (fresh.status === 'exited') {
