@@ -178,6 +178,11 @@ export interface LinePage {
   showing: string;
 }
 
+/** The `showing` text of a page: `lines 301-500 of 500`, or `no lines (of N)`. */
+export function showing(offset: number, count: number, totalLines: number): string {
+  return count === 0 ? `no lines (of ${totalLines})` : `lines ${offset + 1}-${offset + count} of ${totalLines}`;
+}
+
 /**
  * Pages `text` by line. Default: the last `limit` (200) lines; an explicit `offset`
  * (zero-based, 0 = the first line) pages from the start. `view: 'plain'` (the default) strips
@@ -195,6 +200,5 @@ export function pageLines(text: string, opts: { offset?: number; limit?: number;
   const totalLines = all.length;
   const offset = opts.offset ?? Math.max(0, totalLines - limit);
   const lines = all.slice(offset, offset + limit);
-  const showing = lines.length === 0 ? `no lines (of ${totalLines})` : `lines ${offset + 1}-${offset + lines.length} of ${totalLines}`;
-  return { lines, totalLines, offset, showing };
+  return { lines, totalLines, offset, showing: showing(offset, lines.length, totalLines) };
 }

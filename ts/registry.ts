@@ -33,7 +33,7 @@ import {
 } from './jobfiles.js';
 import { native, supervisorPath, type JobEvent, type NativeJob } from './native.js';
 import { inputOf, newLive, settle, summary, untilEnd, writeInput, type Live } from './live.js';
-import { DEFAULT_TAIL_CHARS, DEFAULT_TOTAL_OUTPUT_CHARS, type LinePage, NativeTail, pageLines, plainText, preview } from './output.js';
+import { DEFAULT_TAIL_CHARS, DEFAULT_TOTAL_OUTPUT_CHARS, type LinePage, NativeTail, pageLines, plainText, preview, showing } from './output.js';
 import {
   checkPatterns,
   COMPLETION_TAIL_CHARS,
@@ -610,8 +610,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const got = await streamLogPage(live.record.logPath as string, { ...(opts.offset !== undefined && { offset: opts.offset }), limit, context: 64 });
     const redacted = this.redactView(got.lines.join('\n'), live.record, opts.view ?? 'plain').split('\n');
     const lines = redacted.slice(got.before, got.before + limit);
-    const showing = lines.length === 0 ? `no lines (of ${got.totalLines})` : `lines ${got.offset + 1}-${got.offset + lines.length} of ${got.totalLines}`;
-    return { lines, totalLines: got.totalLines, offset: got.offset, showing };
+    return { lines, totalLines: got.totalLines, offset: got.offset, showing: showing(got.offset, lines.length, got.totalLines) };
   }
 
   /**
