@@ -99,3 +99,12 @@ describe('scoping and argument limits', () => {
     expect(listed.sessions.every((x) => x.task_id === 'agent')).toBe(true);
   });
 });
+
+describe('registry options are checked when the registry opens', () => {
+  it('a grace beyond an hour, an empty shell, non-array shellArgs, bad watch limits and pty sizes are INVALID_ARGUMENT', async () => {
+    for (const bad of [{ graceMs: 3_600_001 }, { shell: '' }, { shellArgs: '-c' as unknown as string[] }, { watch: { cooldownMs: -1 } }, { sandbox: { lostAfterMs: Number.NaN } }]) {
+      await expect(ProcessRegistry.open(bad)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    }
+    await expect(ctx.registry.spawn('true', { pty: { cols: -1, rows: 24 } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+});

@@ -27,7 +27,7 @@ describe('LLM tool', () => {
     const id: string = started.session_id;
     const prefix = id.slice(5, 11);
     const polled = await call('process', { action: 'poll', session_id: prefix });
-    expect(polled).toMatchObject({ id, status: 'running', task_id: 't1' });
+    expect(polled).toMatchObject({ session_id: id, status: 'running', task_id: 't1' });
     expect(polled).toHaveProperty('output_preview');
     const waited = await call('process', { action: 'wait', session_id: id, timeout_ms: 300 });
     expect(waited).toMatchObject({ timed_out: true, process_running: true });
@@ -36,7 +36,7 @@ describe('LLM tool', () => {
     const killed = await call('process', { action: 'kill', session_id: id, grace_ms: 300 });
     expect(killed).toMatchObject({ outcome: 'killed', survivors: [] });
     const listed = await call('process', { action: 'list' });
-    expect(listed.sessions[0]).toMatchObject({ id, status: 'exited', reason: 'killed' });
+    expect(listed.sessions[0]).toMatchObject({ session_id: id, status: 'exited', reason: 'killed' });
   });
 
   it('bad calls give an error object naming what is wrong, never a throw', async () => {

@@ -11,7 +11,7 @@ import { Checkpoint } from './checkpoint.js';
 import { EventEmitter } from 'node:events';
 import { childEnvironment, shellCommand, validateCommand } from './environment.js';
 import { fromNative, ProcwardError } from './errors.js';
-import { killTree, verdict, type KillReport } from './helpers.js';
+import { killTree, MAX_GRACE_MS, verdict, type KillReport } from './helpers.js';
 import { GroupCommit } from './groupcommit.js';
 import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './writer.js';
 import { newSessionId, resolveSessionId } from './ids.js';
@@ -67,7 +67,7 @@ interface Outcome extends RecordedExit {
 
 const DETACHED_TICK_MS = 25;
 /** How long a recovered durable job may take to record its supervisor before it counts as lost. */
-const SUPERVISOR_START_MS = 10_000;
+const SUPERVISOR_START_MS = 3_000;
 
 async function fileSize(path: string): Promise<number> {
   return (await stat(path).catch(() => ({ size: 0 }))).size;
@@ -94,9 +94,26 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   private constructor(private readonly options: RegistryOptions) {
     super();
-    for (const key of ['maxOutputChars', 'maxTotalOutputChars', 'graceMs', 'finishedTtlMs', 'maxSessions'] as const) {
-      const v = options[key];
-      if (v !== undefined && !(Number.isInteger(v) && v >= 0)) throw new ProcwardError('INVALID_ARGUMENT', `${key} must be a non-negative integer, got ${String(v)}`);
+    const counts: [string, unknown][] = [
+      ['maxOutputChars', options.maxOutputChars],
+      ['maxTotalOutputChars', options.maxTotalOutputChars],
+      ['finishedTtlMs', options.finishedTtlMs],
+      ['maxSessions', options.maxSessions],
+      ['watch.cooldownMs', options.watch?.cooldownMs],
+      ['watch.maxPerSession', options.watch?.maxPerSession],
+      ['watch.maxPerMinute', options.watch?.maxPerMinute],
+      ['sandbox.pollIntervalMs', options.sandbox?.pollIntervalMs],
+      ['sandbox.lostAfterMs', options.sandbox?.lostAfterMs],
+    ];
+    for (const [key, v] of counts) {
+      if (v !== undefined && !(Number.isInteger(v) && (v as number) >= 0)) throw new ProcwardError('INVALID_ARGUMENT', `${key} must be a non-negative integer, got ${String(v)}`);
+    }
+    if (options.graceMs !== undefined && !(Number.isInteger(options.graceMs) && options.graceMs >= 0 && options.graceMs <= MAX_GRACE_MS)) {
+      throw new ProcwardError('INVALID_ARGUMENT', `graceMs must be an integer from 0 to ${MAX_GRACE_MS}, got ${String(options.graceMs)}`);
+    }
+    if (options.shell !== undefined && (typeof options.shell !== 'string' || options.shell === '')) throw new ProcwardError('INVALID_ARGUMENT', 'shell must be a non-empty path');
+    if (options.shellArgs !== undefined && !(Array.isArray(options.shellArgs) && options.shellArgs.every((a) => typeof a === 'string'))) {
+      throw new ProcwardError('INVALID_ARGUMENT', 'shellArgs must be an array of strings');
     }
     this.watchRate = new RateLimit(options.watch?.maxPerMinute ?? 30);
     this.checkpoint = options.stateDir ? new Checkpoint(resolvePath(options.stateDir)) : undefined;
@@ -213,6 +230,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       throw new ProcwardError('INVALID_ARGUMENT', 'durable jobs need a registry opened with a stateDir');
     }
     if (durable && opts.pty) throw new ProcwardError('INVALID_ARGUMENT', 'a PTY session cannot be durable: the terminal closes with the host');
+    for (const key of ['cols', 'rows'] as const) {
+      const v = opts.pty?.[key];
+      if (v !== undefined && !(Number.isInteger(v) && v >= 1 && v <= 65535)) throw new ProcwardError('INVALID_ARGUMENT', `pty.${key} must be an integer from 1 to 65535, got ${String(v)}`);
+    }
     const env = childEnvironment(process.env, opts.env, opts.allowEnv);
     let watchPatterns: string[];
     try {

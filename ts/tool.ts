@@ -90,10 +90,13 @@ export function openAiTools(): { type: 'function'; function: { name: string; des
 /** A tool result: snake_case keys, or an error object. */
 export type ToolResult = Record<string, unknown>;
 
+/** snake_case keys; a session's `id` is `session_id`, the name the model sends back. */
 function snake(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(snake);
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snake(v)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k === 'id' && typeof v === 'string' && v.startsWith('proc_') ? 'session_id' : k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snake(v)]),
+    );
   }
   return value;
 }

@@ -13,10 +13,10 @@ export interface RegistryOptions extends RetentionOptions {
   shell?: string;
   /** Shell arguments before the command. Default `['-c']`. */
   shellArgs?: string[];
-  /** In-memory output tail per session, in characters. Default 200 000. */
+  /** In-memory output tail per session, in bytes of UTF-8 text (about characters for ASCII). Default 200 000. */
   maxOutputChars?: number;
   /**
-   * In-memory output of all sessions together, in characters (default 20 000 000). Running
+   * In-memory output of all sessions together, in bytes of UTF-8 text (default 20 000 000). Running
    * sessions share it; finished ones give up their tail first (durable ones keep their log).
    */
   maxTotalOutputChars?: number;
@@ -120,7 +120,7 @@ export interface LogResult {
   totalLines: number;
   offset: number;
   showing: string;
-  /** Characters dropped by the in-memory cap before this read (0 for durable jobs: the log is complete). */
+  /** Bytes of output dropped by the in-memory cap before this read (0 for durable jobs: the log is complete). */
   droppedChars: number;
 }
 
