@@ -194,6 +194,11 @@ export interface SpawnOptions {
   env?: Record<string, string>
   /** Durable mode: log file for merged output (created 0600, appended). */
   logPath?: string
+  /**
+   * Durable mode: rotate the log once a part holds this many bytes, keeping one rotated
+   * part (`output.log.1`). Default 0: never rotate.
+   */
+  logPartBytes?: number
   /** Durable mode: exit file the supervisor writes. */
   exitPath?: string
   /** Durable mode: path of the `procward-supervise` executable. */

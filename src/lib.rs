@@ -263,6 +263,9 @@ pub struct SpawnOptions {
   pub env: Option<HashMap<String, String>>,
   /// Durable mode: log file for merged output (created 0600, appended).
   pub log_path: Option<String>,
+  /// Durable mode: rotate the log once a part holds this many bytes, keeping one rotated
+  /// part (`output.log.1`). Default 0: never rotate.
+  pub log_part_bytes: Option<f64>,
   /// Durable mode: exit file the supervisor writes.
   pub exit_path: Option<String>,
   /// Durable mode: path of the `procward-supervise` executable.
@@ -507,9 +510,12 @@ fn spawn_options(o: SpawnOptions) -> Result<core::spawn::SpawnOptions> {
   };
   opts.capture = match (o.log_path, o.exit_path, o.supervisor) {
     (None, None, None) => core::spawn::Capture::Pipe,
-    (Some(log), Some(exit), Some(sup)) => {
-      core::spawn::Capture::Durable { log_path: log.into(), exit_path: exit.into(), supervisor: sup.into() }
-    }
+    (Some(log), Some(exit), Some(sup)) => core::spawn::Capture::Durable {
+      log_path: log.into(),
+      exit_path: exit.into(),
+      supervisor: sup.into(),
+      log_part_bytes: o.log_part_bytes.map_or(0, |n| n as u64),
+    },
     _ => return Err(invalid("durable mode needs logPath, exitPath and supervisor together")),
   };
   Ok(opts)

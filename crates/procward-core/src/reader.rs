@@ -8,13 +8,14 @@
 //! that arrives later (from a grandchild still holding the pipe) is delivered as late
 //! output; the grandchild is neither waited for nor killed (only a kill kills).
 
+use crate::logfile::LogFollower;
 use crate::spawn::EventSink;
 use crate::status::ExitInfo;
 use crate::utf8::Utf8Decoder;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::fs::File;
 use std::io::{ErrorKind, Read};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -65,6 +66,24 @@ fn reap(child: &mut Child) -> Option<ExitInfo> {
   }
 }
 
+/// Polls `main` and, when given, `other` for readability; `(main ready, other ready)`, or
+/// `None` when a signal interrupted the wait (poll again). A failed poll counts as `main`
+/// ready, so the caller's read reports the error.
+pub fn poll_ready(main: BorrowedFd, other: Option<BorrowedFd>, wait: PollTimeout) -> Option<(bool, bool)> {
+  let mut fds = vec![PollFd::new(main, PollFlags::POLLIN)];
+  if let Some(o) = other {
+    fds.push(PollFd::new(o, PollFlags::POLLIN));
+  }
+  match poll(&mut fds, wait) {
+    Ok(_) => {
+      let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+      Some((ready(&fds[0]), fds.get(1).is_some_and(ready)))
+    }
+    Err(nix::errno::Errno::EINTR) => None,
+    Err(_) => Some((true, false)),
+  }
+}
+
 /// The pipe reader: runs on its own thread until EOF.
 pub(crate) fn run_pipe(pipe: OwnedFd, mut child: Child, pidfd: Option<OwnedFd>, drain: DrainOptions, mut sink: EventSink) {
   let mut file = File::from(pipe);
@@ -81,19 +100,10 @@ pub(crate) fn run_pipe(pipe: OwnedFd, mut child: Child, pidfd: Option<OwnedFd>, 
       (false, true) => PollTimeout::NONE,
       (false, false) => timeout(EXIT_TICK),
     };
-    let (pipe_ready, child_ready) = {
-      let mut fds = vec![PollFd::new(file.as_fd(), PollFlags::POLLIN)];
-      if let (None, Some(p)) = (&exit, &pidfd) {
-        fds.push(PollFd::new(p.as_fd(), PollFlags::POLLIN));
-      }
-      match poll(&mut fds, wait) {
-        Ok(_) => {
-          let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
-          (ready(&fds[0]), fds.get(1).is_some_and(ready))
-        }
-        Err(nix::errno::Errno::EINTR) => continue,
-        Err(_) => (true, false),
-      }
+    let Some((pipe_ready, child_ready)) =
+      poll_ready(file.as_fd(), if exit.is_none() { pidfd.as_ref().map(|p| p.as_fd()) } else { None }, wait)
+    else {
+      continue;
     };
 
     if pipe_ready {
@@ -170,45 +180,55 @@ fn late_output(mut file: File, mut buf: Vec<u8>, mut decoder: Utf8Decoder, mut s
   }
 }
 
-/// The durable-job tailer: follows the log file while the supervisor runs, then reads the
-/// exact exit status from the exit file.
+/// The durable-job tailer: follows the log (across rotations) while the supervisor runs.
+/// The job's end is published as soon as the supervisor has written the exit file, even
+/// when the supervisor stays on because a grandchild still holds the job's output pipe;
+/// output after that is late output. Without an exit file (the supervisor was SIGKILLed
+/// with its group) the supervisor's own status is the best truth there is.
 pub(crate) fn run_tail(log_path: PathBuf, exit_path: PathBuf, mut child: Child, pidfd: Option<OwnedFd>, mut sink: EventSink) {
-  let mut log = File::open(&log_path).ok();
+  let mut follower = LogFollower::new(&log_path);
   let mut buf = vec![0u8; CHUNK];
   let mut decoder = Utf8Decoder::new();
-  let mut pump = |log: &mut Option<File>, sink: &mut EventSink| {
-    let Some(f) = log.as_mut() else { return };
-    loop {
-      match f.read(&mut buf) {
-        Ok(0) | Err(_) => return,
-        Ok(n) => {
-          let text = decoder.decode(&buf[..n]);
-          if !text.is_empty() {
-            sink(JobEvent::Output { text, late: false });
-          }
+  let mut published = false;
+  let mut pump = |late: bool, sink: &mut EventSink, decoder: &mut Utf8Decoder| {
+    follower.read_new(&mut buf, &mut |bytes| {
+      let text = decoder.decode(bytes);
+      if !text.is_empty() {
+        sink(JobEvent::Output { text, late });
+      }
+    });
+  };
+  loop {
+    pump(published, &mut sink, &mut decoder);
+    let gone = reap(&mut child);
+    if !published {
+      let recorded = std::fs::read_to_string(&exit_path).ok().and_then(|t| ExitInfo::from_json(&t));
+      if let Some(info) = recorded.or(gone) {
+        pump(false, &mut sink, &mut decoder);
+        if gone.is_some() {
+          flush(&mut decoder, false, &mut sink);
         }
+        sink(JobEvent::Exit(info));
+        published = true;
       }
     }
-  };
-  let status = loop {
-    pump(&mut log, &mut sink);
+    if gone.is_some() {
+      pump(true, &mut sink, &mut decoder);
+      flush(&mut decoder, true, &mut sink);
+      return;
+    }
     if let Some(p) = &pidfd {
       let mut fds = [PollFd::new(p.as_fd(), PollFlags::POLLIN)];
       let _ = poll(&mut fds, timeout(TAIL_TICK));
     } else {
       std::thread::sleep(TAIL_TICK);
     }
-    if let Some(info) = reap(&mut child) {
-      break info;
-    }
-  };
-  pump(&mut log, &mut sink);
+  }
+}
+
+fn flush(decoder: &mut Utf8Decoder, late: bool, sink: &mut EventSink) {
   let rest = decoder.finish();
   if !rest.is_empty() {
-    sink(JobEvent::Output { text: rest, late: false });
+    sink(JobEvent::Output { text: rest, late });
   }
-  // The supervisor writes the exit file before it exits; without it (the supervisor was
-  // SIGKILLed with its group) the supervisor's own status is the best truth we have.
-  let recorded = std::fs::read_to_string(&exit_path).ok().and_then(|t| ExitInfo::from_json(&t));
-  sink(JobEvent::Exit(recorded.unwrap_or(status)));
 }

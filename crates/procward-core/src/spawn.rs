@@ -4,10 +4,11 @@
 //! Two capture modes:
 //! - [`Capture::Pipe`]: stdout and stderr share one pipe (merged in arrival order); a reader
 //!   thread drains it without ever hanging on a grandchild that keeps the pipe open.
-//! - [`Capture::Durable`]: the job is started under `procward-supervise`, which writes the
-//!   job's exact exit status to an exit file; stdout and stderr append to a log file, not a
-//!   pipe, so the job survives the host (no SIGPIPE) and its output and exit status outlive
-//!   it. A thread tails the log while the host lives.
+//! - [`Capture::Durable`]: the job is started under `procward-supervise`, which copies its
+//!   output into a rotating log file and writes its exact exit status to an exit file; the
+//!   job's pipe ends in the supervisor, not the host, so the job survives the host (no
+//!   SIGPIPE) and its output and exit status outlive it. A thread follows the log while the
+//!   host lives.
 //!
 //! stdin is `/dev/null`. Every signal disposition is reset to default and the signal mask
 //! cleared in the child (Node ignores SIGPIPE, and ignored dispositions survive `exec`).
@@ -37,6 +38,9 @@ pub enum Capture {
     exit_path: PathBuf,
     /// Path of the `procward-supervise` executable.
     supervisor: PathBuf,
+    /// The log rotates once a part holds this many bytes; one rotated part is kept (see
+    /// `logfile`). 0: never rotate.
+    log_part_bytes: u64,
   },
 }
 
@@ -158,9 +162,9 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   }
   let mut cmd = match &opts.capture {
     Capture::Pipe => Command::new(&opts.shell),
-    Capture::Durable { exit_path, supervisor, .. } => {
+    Capture::Durable { log_path, exit_path, supervisor, log_part_bytes } => {
       let mut c = Command::new(supervisor);
-      c.arg(exit_path).arg(&opts.shell);
+      c.arg("--log").arg(log_path).arg("--part-bytes").arg(log_part_bytes.to_string()).arg(exit_path).arg(&opts.shell);
       c
     }
   };
@@ -235,8 +239,9 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
         .mode(0o600)
         .open(log_path)
         .map_err(|e| Error::io(format!("opening log {}", log_path.display()), e))?;
-      let log2 = log.try_clone().map_err(|e| Error::io("duplicating the log fd", e))?;
-      cmd.stdout(Stdio::from(log)).stderr(Stdio::from(log2));
+      // The supervisor copies the job's output into the log; its own last words (an exit
+      // file it cannot write) go there too.
+      cmd.stdout(Stdio::null()).stderr(Stdio::from(log));
       None
     }
   };

@@ -106,7 +106,8 @@ fn durable_job_records_exact_exit_code_and_signal() {
     let log_path = dir.join(format!("{name}.log"));
     let exit_path = dir.join(format!("{name}.exit"));
     let mut opts = SpawnOptions::new(cmd);
-    opts.capture = Capture::Durable { log_path: log_path.clone(), exit_path: exit_path.clone(), supervisor: supervisor() };
+    opts.capture =
+      Capture::Durable { log_path: log_path.clone(), exit_path: exit_path.clone(), supervisor: supervisor(), log_part_bytes: 0 };
     let (_job, rx) = run(opts);
     let (_out, exit) = until_exit(&rx);
     assert_eq!(exit, want, "{cmd}");
@@ -126,7 +127,7 @@ fn durable_supervisor_adopts_double_forked_orphans_so_they_stay_in_the_tree() {
   let dir = std::env::temp_dir().join(format!("procward-core-orphan-{}", std::process::id()));
   std::fs::create_dir_all(&dir).unwrap();
   let mut opts = SpawnOptions::new("(setsid sleep 30 &); echo forked; sleep 30");
-  opts.capture = Capture::Durable { log_path: dir.join("log"), exit_path: dir.join("exit"), supervisor: supervisor() };
+  opts.capture = Capture::Durable { log_path: dir.join("log"), exit_path: dir.join("exit"), supervisor: supervisor(), log_part_bytes: 0 };
   let (job, rx) = run(opts);
   let deadline = Instant::now() + Duration::from_secs(5);
   // The orphan escaped both the group (setsid) and its parent (the subshell exited), yet
@@ -144,6 +145,60 @@ fn durable_supervisor_adopts_double_forked_orphans_so_they_stay_in_the_tree() {
   assert!(report.survivors.is_empty());
   let (_, exit) = until_exit(&rx);
   assert_eq!(exit, ExitInfo::signalled(libc::SIGTERM));
+  std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn durable(cmd: &str, dir: &std::path::Path, part_bytes: u64) -> SpawnOptions {
+  std::fs::create_dir_all(dir).unwrap();
+  let mut opts = SpawnOptions::new(cmd);
+  opts.capture = Capture::Durable {
+    log_path: dir.join("output.log"),
+    exit_path: dir.join("exit.json"),
+    supervisor: supervisor(),
+    log_part_bytes: part_bytes,
+  };
+  opts
+}
+
+#[test]
+fn durable_exit_is_published_while_a_grandchild_holds_the_pipe_and_its_late_output_is_logged() {
+  let dir = std::env::temp_dir().join(format!("procward-core-durable-orphan-{}", std::process::id()));
+  let start = Instant::now();
+  let (job, rx) = run(durable("echo started; (sleep 0.6; echo late) & exit 3", &dir, 0));
+  let (out, exit) = until_exit(&rx);
+  let published = start.elapsed();
+  assert!(published < Duration::from_millis(500), "exit took {published:?}");
+  assert_eq!((out.as_str(), exit), ("started\n", ExitInfo::exited(3)));
+  assert_eq!(std::fs::read_to_string(dir.join("exit.json")).ok().and_then(|t| ExitInfo::from_json(&t)), Some(ExitInfo::exited(3)));
+  // The supervisor stays for the grandchild, whose output arrives late, once.
+  assert!(procward_core::probe::probe_one(job.pid).is_alive());
+  match rx.recv_timeout(Duration::from_secs(5)).unwrap() {
+    JobEvent::Output { text, late } => assert_eq!((text.as_str(), late), ("late\n", true)),
+    other => panic!("{other:?}"),
+  }
+  assert_eq!(std::fs::read_to_string(dir.join("output.log")).unwrap(), "started\nlate\n");
+  std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn durable_log_rotates_keeps_one_part_and_the_host_still_sees_every_line() {
+  let dir = std::env::temp_dir().join(format!("procward-core-durable-rotate-{}", std::process::id()));
+  // About 6 KB every 30 ms into 8 KiB parts: at most one rotation between two reads of the
+  // host's follower (15 ms tick), which keeps up with up to two.
+  let cmd = "for i in $(seq 0 39); do seq $((i*1000+1)) $((i*1000+1000)); sleep 0.03; done";
+  let (_job, rx) = run(durable(cmd, &dir, 8 * 1024));
+  let (out, exit) = until_exit(&rx);
+  assert_eq!(exit, ExitInfo::exited(0));
+  // The host followed the log across every rotation.
+  let want: String = (1..=40000).map(|i| format!("{i}\n")).collect();
+  assert!(out == want, "host saw {} bytes, want {}", out.len(), want.len());
+  let current = std::fs::read_to_string(dir.join("output.log")).unwrap();
+  let rotated = std::fs::read_to_string(dir.join("output.log.1")).unwrap();
+  assert!(current.len() < 16 * 1024 && rotated.len() >= 8 * 1024 && rotated.len() < 16 * 1024, "{} + {}", rotated.len(), current.len());
+  assert!(rotated.ends_with('\n') && format!("{rotated}{current}").ends_with("39999\n40000\n"));
+  let state = std::fs::read_to_string(dir.join("log-state.json")).unwrap();
+  let dropped: usize = state.split("\"droppedBytes\":").nth(1).unwrap().split(',').next().unwrap().parse().unwrap();
+  assert_eq!(dropped + rotated.len() + current.len(), want.len(), "{state}");
   std::fs::remove_dir_all(&dir).unwrap();
 }
 

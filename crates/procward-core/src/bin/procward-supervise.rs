@@ -1,15 +1,23 @@
-//! `procward-supervise <exit-file> <program> [args...]`
+//! `procward-supervise --log <output.log> [--part-bytes <n>] <exit-file> <program> [args...]`
 //!
-//! At start it records its own identity in `supervisor.json` beside the exit file.
-//! The parent of a durable job. It runs `<program> [args...]` (the job: `sh -c <command>`),
-//! waits for it, and writes the job's exact end — exit code or terminating signal — to
-//! `<exit-file>` atomically (temp file, fsync, rename, fsync of the directory). A shell
-//! wrapper cannot do this: `$?` is 128+N for both "killed by signal N" and `exit 128+N`.
+//! The parent of a durable job. It runs `<program> [args...]` (the job: `sh -c <command>`)
+//! and:
+//! - records its own identity in `supervisor.json` beside the exit file when it starts;
+//! - owns the job's output: stdout and stderr go to a pipe that it copies into the log,
+//!   rotating parts of `--part-bytes` (0 = never; see `procward_core::logfile`);
+//! - waits for the job, keeps reading until the pipe has been idle 40 ms (at most 120 ms or
+//!   1 MiB after the exit, like the host's own reader), then writes the job's exact end —
+//!   exit code or terminating signal — to `<exit-file>` atomically. A shell wrapper cannot
+//!   do this: `$?` is 128+N for both "killed by signal N" and `exit 128+N`;
+//! - stays until the last holder of the pipe (a grandchild such as `sleep 30 &`) closes it,
+//!   so late output still reaches the log and nobody gets SIGPIPE; the exit file, not the
+//!   supervisor's own exit, is the job's end.
 //!
 //! It ignores SIGHUP, SIGINT, SIGTERM and SIGPIPE so that the host's exit and the SIGTERM
-//! of a tree kill (which reaches the whole process group) leave it alive to record how
-//! the job ended; the job itself gets default dispositions back. A SIGKILL of the group
-//! ends it too, and then no exit file is written (the killer knows what it did).
+//! of a tree kill (which reaches the whole process group) leave it alive to record how the
+//! job ended; the job itself gets default dispositions back. A SIGKILL of the group ends it
+//! too, and then no exit file is written (the killer knows what it did). A SIGKILL of the
+//! supervisor alone closes the job's output pipe: its next write fails with EPIPE/SIGPIPE.
 
 #[cfg(not(unix))]
 fn main() {
@@ -24,24 +32,48 @@ fn main() {
 
 #[cfg(unix)]
 mod unix {
+  use nix::poll::PollTimeout;
+  use procward_core::atomic::write_atomically;
+  use procward_core::logfile::RotatingLog;
+  use procward_core::reader::{poll_ready, DrainOptions};
   use procward_core::status::ExitInfo;
-  use std::io::Write;
-  use std::os::unix::fs::OpenOptionsExt;
+  use std::ffi::OsString;
+  use std::fs::File;
+  use std::io::{ErrorKind, Read, Write};
+  use std::os::fd::{AsFd, OwnedFd};
   use std::os::unix::process::CommandExt;
-  use std::path::{Path, PathBuf};
-  use std::process::Command;
+  use std::path::PathBuf;
+  use std::process::{Command, Stdio};
+  use std::sync::mpsc;
+  use std::time::Instant;
 
-  fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = PathBuf::from(path);
-    tmp.set_extension(format!("tmp{}", std::process::id()));
-    {
-      let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
-      f.write_all(text.as_bytes())?;
-      f.sync_all()?;
+  struct Args {
+    log: PathBuf,
+    part_bytes: u64,
+    exit: PathBuf,
+    program: OsString,
+    rest: Vec<OsString>,
+  }
+
+  fn usage() -> ! {
+    eprintln!("usage: procward-supervise --log <output.log> [--part-bytes <n>] <exit-file> <program> [args...]");
+    std::process::exit(64);
+  }
+
+  fn parse() -> Args {
+    let mut args = std::env::args_os().skip(1).peekable();
+    let (mut log, mut part_bytes) = (None, 0u64);
+    while let Some(flag) = args.peek().and_then(|a| a.to_str()).filter(|a| a.starts_with("--")).map(str::to_owned) {
+      args.next();
+      let value = args.next().unwrap_or_else(|| usage());
+      match flag.as_str() {
+        "--log" => log = Some(PathBuf::from(value)),
+        "--part-bytes" => part_bytes = value.to_str().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage()),
+        _ => usage(),
+      }
     }
-    std::fs::rename(&tmp, path)?;
-    std::fs::File::open(dir)?.sync_all()
+    let (Some(log), Some(exit), Some(program)) = (log, args.next(), args.next()) else { usage() };
+    Args { log, part_bytes, exit: PathBuf::from(exit), program, rest: args.collect() }
   }
 
   /// Reaps every child (the job and adopted orphans) until the job itself has ended.
@@ -63,28 +95,96 @@ mod unix {
     }
   }
 
-  pub fn main() {
-    let args: Vec<_> = std::env::args_os().skip(1).collect();
-    if args.len() < 2 {
-      eprintln!("usage: procward-supervise <exit-file> <program> [args...]");
-      std::process::exit(64);
+  /// Copies the job's output into the log until the pipe's last writer closes it. After
+  /// `exited` becomes readable it reports on `drained` once the output has settled.
+  fn copy_output(pipe: OwnedFd, exited: OwnedFd, mut log: RotatingLog, drained: mpsc::Sender<()>) {
+    let drain = DrainOptions::default();
+    let mut pipe = File::from(pipe);
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut exit_at: Option<Instant> = None;
+    let mut after_exit = 0usize;
+    let mut reported = false;
+    loop {
+      let wait = match exit_at {
+        Some(at) if !reported => {
+          PollTimeout::try_from(drain.idle.min(drain.max_wait.saturating_sub(at.elapsed())).as_millis() as i32).unwrap_or(PollTimeout::ZERO)
+        }
+        _ => PollTimeout::NONE,
+      };
+      let other = if exit_at.is_none() { Some(exited.as_fd()) } else { None };
+      let Some((pipe_ready, exit_ready)) = poll_ready(pipe.as_fd(), other, wait) else { continue };
+      let just_exited = exit_ready && exit_at.is_none();
+      if just_exited {
+        exit_at = Some(Instant::now());
+      }
+      let mut eof = false;
+      if pipe_ready {
+        match pipe.read(&mut buf) {
+          Ok(0) => eof = true,
+          Ok(n) => {
+            log.write(&buf[..n]);
+            if exit_at.is_some() {
+              after_exit += n;
+            }
+          }
+          Err(e) if e.kind() == ErrorKind::Interrupted => {}
+          Err(_) => eof = true,
+        }
+      }
+      if let (Some(at), false) = (exit_at, reported) {
+        let idle = !pipe_ready && !just_exited;
+        if eof || idle || after_exit >= drain.byte_cap || at.elapsed() >= drain.max_wait {
+          let _ = drained.send(());
+          reported = true;
+        }
+      }
+      if eof {
+        break;
+      }
     }
-    let exit_path = PathBuf::from(&args[0]);
+    log.finish();
+  }
+
+  pub fn main() {
+    let args = parse();
     unsafe {
       for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGPIPE] {
         libc::signal(sig, libc::SIG_IGN);
       }
     }
+    let mut log = match RotatingLog::open(&args.log, args.part_bytes) {
+      Ok(l) => l,
+      Err(e) => {
+        eprintln!("procward-supervise: cannot open {}: {e}", args.log.display());
+        std::process::exit(70);
+      }
+    };
     // Who we are, for a host that must find this job without a checkpoint entry (its host
     // crashed between the spawn and the checkpoint write).
     if let Ok(Some(me)) = procward_core::identity::identity(std::process::id() as i32) {
       let text = format!("{{\"pid\":{},\"startTime\":\"{}\",\"bootId\":\"{}\"}}\n", me.pid, me.start_time, me.boot_id);
-      if let Err(e) = write_atomically(&exit_path.with_file_name("supervisor.json"), &text) {
-        eprintln!("procward-supervise: cannot record identity: {e}");
+      if let Err(e) = write_atomically(&args.exit.with_file_name("supervisor.json"), &text) {
+        log.note(&format!("cannot record identity: {e}"));
       }
     }
-    let mut cmd = Command::new(&args[1]);
-    cmd.args(&args[2..]);
+    let pipes =
+      nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).and_then(|out| Ok((out, nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?)));
+    let ((out_r, out_w), (exited_r, exited_w)) = match pipes {
+      Ok(p) => p,
+      Err(e) => {
+        log.note(&format!("cannot create pipes: {e}"));
+        finish(&args, ExitInfo::exited(127));
+      }
+    };
+    let mut cmd = Command::new(&args.program);
+    cmd.args(&args.rest);
+    match out_w.try_clone() {
+      Ok(w2) => cmd.stdout(Stdio::from(out_w)).stderr(Stdio::from(w2)),
+      Err(e) => {
+        log.note(&format!("cannot duplicate the output pipe: {e}"));
+        finish(&args, ExitInfo::exited(127));
+      }
+    };
     unsafe {
       cmd.pre_exec(|| {
         for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGPIPE] {
@@ -99,16 +199,33 @@ mod unix {
     unsafe {
       libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
-    let info = match cmd.spawn() {
+    let spawned = cmd.spawn();
+    // Our copies of the write ends must go, or the pipe never reaches EOF.
+    drop(cmd);
+    if let Err(e) = &spawned {
+      log.note(&format!("cannot start {:?}: {e}", args.program));
+    }
+    let (drained_tx, drained_rx) = mpsc::channel();
+    let copier = std::thread::spawn(move || copy_output(out_r, exited_r, log, drained_tx));
+    let info = match spawned {
       Ok(child) => wait_for(child.id() as libc::pid_t),
-      Err(e) => {
-        eprintln!("procward-supervise: cannot start {:?}: {e}", args[1]);
-        ExitInfo::exited(127)
-      }
+      Err(_) => ExitInfo::exited(127),
     };
-    if let Err(e) = write_atomically(&exit_path, &info.to_json()) {
-      eprintln!("procward-supervise: cannot write {}: {e}", exit_path.display());
+    // Tell the copier the job ended; it answers once the output has settled (or at EOF).
+    drop(File::from(exited_w).write_all(b"x"));
+    let _ = drained_rx.recv();
+    if let Err(e) = write_atomically(&args.exit, &info.to_json()) {
+      eprintln!("procward-supervise: cannot write {}: {e}", args.exit.display());
       std::process::exit(70);
     }
+    let _ = copier.join();
+  }
+
+  fn finish(args: &Args, info: ExitInfo) -> ! {
+    let code = match write_atomically(&args.exit, &info.to_json()) {
+      Ok(()) => 0,
+      Err(_) => 70,
+    };
+    std::process::exit(code)
   }
 }

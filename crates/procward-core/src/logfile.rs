@@ -1,0 +1,274 @@
+//! A durable job's log on disk, capped by rotation.
+//!
+//! Files, beside each other in the session directory (all 0600):
+//! - `output.log`: the current part, appended by the supervisor;
+//! - `output.log.1`: the previous part (one rotated part is kept and stays readable);
+//! - `log-state.json`: written atomically at each rotation (see [`LogState`]).
+//!
+//! A part is rotated once it holds `part_bytes` bytes, at the first line break after that
+//! point within the same write (so parts usually end on a whole line). Rotation creates the
+//! new part as `output.log.next`, records both inodes in `log-state.json`, renames
+//! `output.log` to `output.log.1` (dropping the part before it) and then `output.log.next`
+//! to `output.log`. A reader that finds inodes other than the recorded ones caught a
+//! rotation half-way and reads again. Disk use per session stays below `2 × part_bytes`
+//! plus one write.
+
+use crate::atomic::write_atomically;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// What `log-state.json` holds: `{"rotations":2,"droppedBytes":…,"droppedLines":…,
+/// "lostBytes":0,"rotatedIno":…,"currentIno":…}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogState {
+  /// Rotations so far.
+  pub rotations: u64,
+  /// Bytes of parts deleted by later rotations (the oldest output), never readable again.
+  pub dropped_bytes: u64,
+  /// Line breaks in those dropped parts.
+  pub dropped_lines: u64,
+  /// Bytes of output that could not be written (disk full, I/O error).
+  pub lost_bytes: u64,
+  /// Inode of `output.log.1` (st_ino), 0 before the first rotation.
+  pub rotated_ino: u64,
+  /// Inode of `output.log` as of the last rotation.
+  pub current_ino: u64,
+}
+
+impl LogState {
+  pub fn to_json(&self) -> String {
+    format!(
+      "{{\"rotations\":{},\"droppedBytes\":{},\"droppedLines\":{},\"lostBytes\":{},\"rotatedIno\":{},\"currentIno\":{}}}\n",
+      self.rotations, self.dropped_bytes, self.dropped_lines, self.lost_bytes, self.rotated_ino, self.current_ino
+    )
+  }
+}
+
+/// `output.log.1` for `output.log`.
+pub fn rotated_path(log: &Path) -> PathBuf {
+  let mut p = log.as_os_str().to_owned();
+  p.push(".1");
+  PathBuf::from(p)
+}
+
+/// `log-state.json` beside the log.
+pub fn state_path(log: &Path) -> PathBuf {
+  log.with_file_name("log-state.json")
+}
+
+fn open_append(path: &Path) -> std::io::Result<File> {
+  OpenOptions::new().create(true).append(true).mode(0o600).open(path)
+}
+
+/// The writing side, owned by the supervisor: appends output and rotates parts.
+pub struct RotatingLog {
+  path: PathBuf,
+  /// 0: never rotate.
+  part_bytes: u64,
+  file: File,
+  written: u64,
+  lines: u64,
+  /// Bytes and line breaks of `output.log.1`.
+  rotated: Option<(u64, u64)>,
+  state: LogState,
+}
+
+impl RotatingLog {
+  /// Opens (creates, 0600) `path` for appending; output already in it counts toward the part.
+  pub fn open(path: &Path, part_bytes: u64) -> std::io::Result<Self> {
+    let file = open_append(path)?;
+    let written = file.metadata()?.len();
+    Ok(RotatingLog { path: path.to_owned(), part_bytes, file, written, lines: 0, rotated: None, state: LogState::default() })
+  }
+
+  /// Appends `data`, rotating when the part is full. A failed write is counted in
+  /// `lostBytes` (recorded at the next rotation and by [`RotatingLog::finish`]) and never
+  /// stops the job: its output keeps being read.
+  pub fn write(&mut self, mut data: &[u8]) {
+    while !data.is_empty() {
+      let room = if self.part_bytes == 0 { u64::MAX } else { self.part_bytes.saturating_sub(self.written) };
+      // Cut after the first line break at or past the limit, or take the whole chunk.
+      let cut = if (data.len() as u64) < room {
+        data.len()
+      } else {
+        let from = room as usize;
+        data[from.saturating_sub(1)..].iter().position(|&b| b == b'\n').map_or(data.len(), |i| from.saturating_sub(1) + i + 1)
+      };
+      let (now, rest) = data.split_at(cut.max(1));
+      match self.file.write_all(now) {
+        Ok(()) => {
+          self.written += now.len() as u64;
+          self.lines += now.iter().filter(|&&b| b == b'\n').count() as u64;
+        }
+        Err(_) => self.state.lost_bytes += now.len() as u64,
+      }
+      data = rest;
+      if self.part_bytes > 0 && self.written >= self.part_bytes {
+        if let Err(e) = self.rotate() {
+          // Keep appending to the full part rather than lose output.
+          self.note(&format!("cannot rotate {}: {e}", self.path.display()));
+          self.part_bytes = 0;
+        }
+      }
+    }
+  }
+
+  fn rotate(&mut self) -> std::io::Result<()> {
+    let next_path = {
+      let mut p = self.path.as_os_str().to_owned();
+      p.push(".next");
+      PathBuf::from(p)
+    };
+    let _ = std::fs::remove_file(&next_path);
+    let next = open_append(&next_path)?;
+    if let Some((bytes, lines)) = self.rotated.take() {
+      self.state.dropped_bytes += bytes;
+      self.state.dropped_lines += lines;
+    }
+    self.state.rotations += 1;
+    self.state.rotated_ino = self.file.metadata()?.ino();
+    self.state.current_ino = next.metadata()?.ino();
+    write_atomically(&state_path(&self.path), &self.state.to_json())?;
+    std::fs::rename(&self.path, rotated_path(&self.path))?;
+    std::fs::rename(&next_path, &self.path)?;
+    self.rotated = Some((self.written, self.lines));
+    self.file = next;
+    self.written = 0;
+    self.lines = 0;
+    Ok(())
+  }
+
+  /// Writes a line of the supervisor's own into the log (`procward-supervise: …`).
+  pub fn note(&mut self, text: &str) {
+    let line = format!("procward-supervise: {text}\n");
+    let _ = self.file.write_all(line.as_bytes());
+    self.written += line.len() as u64;
+  }
+
+  /// Records lost output in `log-state.json` (there is nothing to record otherwise).
+  pub fn finish(&mut self) {
+    if self.state.lost_bytes > 0 {
+      let _ = write_atomically(&state_path(&self.path), &self.state.to_json());
+    }
+  }
+}
+
+/// The reading side for a host that tails a running job: reads everything new, following
+/// the log across rotations (like `tail -F`).
+pub struct LogFollower {
+  path: PathBuf,
+  file: Option<(File, u64)>,
+}
+
+impl LogFollower {
+  pub fn new(path: &Path) -> Self {
+    LogFollower { path: path.to_owned(), file: None }
+  }
+
+  /// Hands every byte written since the last call to `out`, in order, across rotations.
+  /// Returns quietly when the log does not exist (yet) or is mid-rotation.
+  pub fn read_new(&mut self, buf: &mut [u8], out: &mut dyn FnMut(&[u8])) {
+    loop {
+      if self.file.is_none() {
+        let Ok(f) = File::open(&self.path) else { return };
+        let Ok(meta) = f.metadata() else { return };
+        self.file = Some((f, meta.ino()));
+      }
+      let Some((file, ino)) = self.file.as_mut() else { return };
+      drain(file, buf, out);
+      match std::fs::metadata(&self.path) {
+        // Rotated: the supervisor no longer writes to the old part, so what it wrote
+        // between our read and its rename is all that is left of it.
+        Ok(meta) if meta.ino() != *ino => {
+          drain(file, buf, out);
+          // Two rotations since the last read: the part in between is `output.log.1` now.
+          let left = *ino;
+          self.file = File::open(rotated_path(&self.path))
+            .ok()
+            .and_then(|f| f.metadata().ok().map(|m| (f, m.ino())))
+            .filter(|(_, i)| *i != left && *i != meta.ino());
+        }
+        _ => return,
+      }
+    }
+  }
+}
+
+fn drain(file: &mut File, buf: &mut [u8], out: &mut dyn FnMut(&[u8])) {
+  loop {
+    match file.read(buf) {
+      Ok(0) | Err(_) => return,
+      Ok(n) => out(&buf[..n]),
+    }
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("procward-logfile-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("output.log")
+  }
+
+  fn numbered(from: usize, to: usize) -> String {
+    (from..to).map(|i| format!("line {i:05}\n")).collect()
+  }
+
+  #[test]
+  fn keeps_two_parts_counts_what_it_dropped_and_ends_parts_on_whole_lines() {
+    let log = scratch("rotate");
+    let mut w = RotatingLog::open(&log, 1000).unwrap();
+    // 11 bytes a line, written in chunks of 7 lines: 5000 lines in all.
+    for chunk in 0..(5000 / 7 + 1) {
+      w.write(numbered(chunk * 7, ((chunk + 1) * 7).min(5000)).as_bytes());
+    }
+    let state = std::fs::read_to_string(state_path(&log)).unwrap();
+    let current = std::fs::read_to_string(&log).unwrap();
+    let rotated = std::fs::read_to_string(rotated_path(&log)).unwrap();
+    assert!(rotated.len() >= 1000 && rotated.len() < 1000 + 77, "rotated part is {} bytes", rotated.len());
+    assert!(rotated.ends_with('\n') && rotated.starts_with("line "));
+    let kept = format!("{rotated}{current}");
+    assert!(kept.ends_with("line 04999\n"));
+    let dropped: u64 = state.split("\"droppedBytes\":").nth(1).unwrap().split(',').next().unwrap().parse().unwrap();
+    let dropped_lines: u64 = state.split("\"droppedLines\":").nth(1).unwrap().split(',').next().unwrap().parse().unwrap();
+    assert_eq!(dropped as usize + kept.len(), 5000 * 11);
+    assert_eq!(dropped_lines as usize + kept.lines().count(), 5000);
+    assert!(kept.starts_with(&format!("line {dropped_lines:05}\n")), "first kept line follows the dropped ones");
+    assert!(state.contains(&format!("\"rotatedIno\":{}", std::fs::metadata(rotated_path(&log)).unwrap().ino())));
+    assert!(state.contains(&format!("\"currentIno\":{}", std::fs::metadata(&log).unwrap().ino())));
+  }
+
+  #[test]
+  fn a_follower_reads_every_byte_once_across_rotations() {
+    let log = scratch("follow");
+    let mut w = RotatingLog::open(&log, 500).unwrap();
+    let mut f = LogFollower::new(&log);
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 64];
+    for chunk in 0..300 {
+      w.write(numbered(chunk * 3, chunk * 3 + 3).as_bytes());
+      // Read only now and then, so up to two rotations pass between reads (a follower that
+      // falls three parts behind loses the part that was dropped meanwhile).
+      if chunk % 25 == 0 {
+        f.read_new(&mut buf, &mut |b| got.extend_from_slice(b));
+      }
+    }
+    f.read_new(&mut buf, &mut |b| got.extend_from_slice(b));
+    assert_eq!(String::from_utf8(got).unwrap(), numbered(0, 900));
+  }
+
+  #[test]
+  fn part_bytes_zero_never_rotates() {
+    let log = scratch("norotate");
+    let mut w = RotatingLog::open(&log, 0).unwrap();
+    w.write(numbered(0, 1000).as_bytes());
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), numbered(0, 1000));
+    assert!(!rotated_path(&log).exists() && !state_path(&log).exists());
+  }
+}
