@@ -5,7 +5,6 @@
  * Data flows one way: native spawn → reader events → session → registry → checkpoint.
  */
 import { existsSync, rmSync, statSync } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import { Checkpoint } from './checkpoint.js';
 import { EventEmitter } from 'node:events';
@@ -15,15 +14,11 @@ import { killTree, MAX_GRACE_MS, verdict, type KillReport } from './helpers.js';
 import { GroupCommit } from './groupcommit.js';
 import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './writer.js';
 import { newSessionId, resolveSessionId } from './ids.js';
+import { LARGE_LOG_BYTES, logSize, NO_DROPS, readLog, readLogFrom, readLogTail, streamLogPage, type LogDrops } from './durablelog.js';
 import {
   jobFiles,
   killRequested,
   readExitFile,
-  LARGE_LOG_BYTES,
-  readLog,
-  readLogFrom,
-  streamLogPage,
-  readLogTail,
   readSupervisorIdentity,
   removeSessionDir,
   sessionFiles,
@@ -69,9 +64,8 @@ const DETACHED_TICK_MS = 25;
 /** How long a recovered durable job may take to record its supervisor before it counts as lost. */
 const SUPERVISOR_START_MS = 3_000;
 
-async function fileSize(path: string): Promise<number> {
-  return (await stat(path).catch(() => ({ size: 0 }))).size;
-}
+/** Default of `logMaxBytes`: 64 MiB per durable session (two parts of 32 MiB). */
+const LOG_MAX_BYTES = 64 * 1024 * 1024;
 const EMPTY_REPORT = { signalled: [], alreadyGone: [], refusedReused: [], survivors: [], survivorIdentities: [], escalated: false };
 
 /** Events a registry emits: `completion` and `watch` (see `notifications.ts`). */
@@ -104,6 +98,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       ['watch.maxPerMinute', options.watch?.maxPerMinute],
       ['sandbox.pollIntervalMs', options.sandbox?.pollIntervalMs],
       ['sandbox.lostAfterMs', options.sandbox?.lostAfterMs],
+      ['logMaxBytes', options.logMaxBytes],
     ];
     for (const [key, v] of counts) {
       if (v !== undefined && !(Number.isInteger(v) && (v as number) >= 0)) throw new ProcwardError('INVALID_ARGUMENT', `${key} must be a non-negative integer, got ${String(v)}`);
@@ -111,6 +106,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (options.graceMs !== undefined && !(Number.isInteger(options.graceMs) && options.graceMs >= 0 && options.graceMs <= MAX_GRACE_MS)) {
       throw new ProcwardError('INVALID_ARGUMENT', `graceMs must be an integer from 0 to ${MAX_GRACE_MS}, got ${String(options.graceMs)}`);
     }
+    if (options.logMaxBytes !== undefined && options.logMaxBytes < 4096) throw new ProcwardError('INVALID_ARGUMENT', `logMaxBytes must be at least 4096, got ${options.logMaxBytes}`);
     if (options.shell !== undefined && (typeof options.shell !== 'string' || options.shell === '')) throw new ProcwardError('INVALID_ARGUMENT', 'shell must be a non-empty path');
     if (options.shellArgs !== undefined && !(Array.isArray(options.shellArgs) && options.shellArgs.every((a) => typeof a === 'string'))) {
       throw new ProcwardError('INVALID_ARGUMENT', 'shellArgs must be an array of strings');
@@ -293,7 +289,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
           env,
           ...(this.options.shell !== undefined && { shell: this.options.shell }),
           ...(this.options.shellArgs !== undefined && { shellArgs: this.options.shellArgs }),
-          ...(durable && files && { logPath: files.logPath, exitPath: files.exitPath, supervisor: supervisorPath() }),
+          ...(durable && files && { logPath: files.logPath, exitPath: files.exitPath, supervisor: supervisorPath(), logPartBytes: Math.floor((this.options.logMaxBytes ?? LOG_MAX_BYTES) / 2) }),
           ...(opts.stdin && { stdin: true }),
           ...(opts.pty && { pty: opts.pty }),
           ...(this.options.containment !== false && { cgroupName: id }),
@@ -373,7 +369,11 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
         live.tail.append(text);
         this.watch(live, text);
       },
-      exit: (code) => this.finishFromExit(live, { exitCode: code, signal: null }),
+      exit: (code) => {
+        // During a kill the kill decides whether this end is `killed` (see killSandbox).
+        if (live.killsInFlight > 0) live.pendingExit = { exitCode: code, signal: null };
+        else this.finishFromExit(live, { exitCode: code, signal: null });
+      },
       lost: (reason) => {
         this.diagnostics.push(`${live.record.id}: ${reason}`);
         live.tail.append(`\n[procward: session lost: ${reason}]\n`);
@@ -473,11 +473,13 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
         return;
       }
     }
-    const v = r.identity ? verdict(r.identity) : 'gone';
+    // The exit file is the job's end even while its supervisor stays on for a grandchild
+    // that still holds the job's output pipe.
+    const recorded = r.exitPath ? await readExitFile(r.exitPath) : null;
+    const v = recorded && !('invalid' in recorded) ? 'gone' : r.identity ? verdict(r.identity) : 'gone';
     await this.followDetachedLog(live);
     if (v === 'current' || v === 'unknown') return;
     if (r.logPath && live.tail.totalChars === 0) live.tail.append(await readLogTail(r.logPath, 16 * 1024));
-    const recorded = r.exitPath ? await readExitFile(r.exitPath) : null;
     if (recorded && 'invalid' in recorded) this.diagnostics.push(recorded.invalid);
     if (recorded && !('invalid' in recorded)) this.finishFromExit(live, recorded);
     // A foreign pipe-mode job: its owner saw how it ended and will write it; wait for that.
@@ -605,33 +607,41 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       throw new ProcwardError('INVALID_ARGUMENT', `view must be 'plain' or 'raw', got ${JSON.stringify(opts.view)}`);
     }
     let page: LinePage;
+    let drops: LogDrops = NO_DROPS;
     try {
-      page = fromFile && (await fileSize(live.record.logPath as string)) > LARGE_LOG_BYTES
-        ? await this.pageLargeLog(live, opts)
-        : pageLines(this.redactView(fromFile ? await readLog(live.record.logPath as string) : live.tail.text(), live.record, opts.view ?? 'plain'), { ...opts, view: 'raw' });
+      if (fromFile && (await logSize(live.record.logPath as string)) > LARGE_LOG_BYTES) {
+        ({ page, drops } = await this.pageLargeLog(live, opts));
+      } else {
+        const log = fromFile ? await readLog(live.record.logPath as string) : { text: live.tail.text(), drops: NO_DROPS };
+        drops = log.drops;
+        page = pageLines(this.redactView(log.text, live.record, opts.view ?? 'plain'), { ...opts, view: 'raw' });
+      }
     } catch (err) {
       if (err instanceof RangeError) throw new ProcwardError('INVALID_ARGUMENT', err.message);
       throw err;
     }
     if (live.record.status === 'exited' && page.offset + page.lines.length >= page.totalLines) this.consume(live);
+    const droppedChars = fromFile ? drops.bytes + drops.lostBytes : live.tail.droppedChars;
     return {
       id: live.record.id,
       status: live.record.status,
       text: page.lines.join('\n'),
       ...page,
-      droppedChars: fromFile ? 0 : live.tail.droppedChars,
+      showing: page.showing + droppedNote(droppedChars, drops, fromFile ? 'the log cap (logMaxBytes)' : 'the in-memory cap (maxOutputChars)'),
+      droppedChars,
+      ...(fromFile && { droppedLines: drops.lines }),
     };
   }
 
   /** Pages a log too large to read whole (see `streamLogPage`), redacting the page with some context before it. */
-  private async pageLargeLog(live: Live, opts: { offset?: number; limit?: number; view?: 'plain' | 'raw' }): Promise<LinePage> {
+  private async pageLargeLog(live: Live, opts: { offset?: number; limit?: number; view?: 'plain' | 'raw' }): Promise<{ page: LinePage; drops: LogDrops }> {
     const limit = opts.limit ?? 200;
     if (!Number.isInteger(limit) || limit <= 0) throw new RangeError(`limit must be a positive integer, got ${limit}`);
     if (opts.offset !== undefined && (!Number.isInteger(opts.offset) || opts.offset < 0)) throw new RangeError(`offset must be a non-negative integer, got ${opts.offset}`);
     const got = await streamLogPage(live.record.logPath as string, { ...(opts.offset !== undefined && { offset: opts.offset }), limit, context: 64 });
     const redacted = this.redactView(got.lines.join('\n'), live.record, opts.view ?? 'plain').split('\n');
     const lines = redacted.slice(got.before, got.before + limit);
-    return { lines, totalLines: got.totalLines, offset: got.offset, showing: showing(got.offset, lines.length, got.totalLines) };
+    return { page: { lines, totalLines: got.totalLines, offset: got.offset, showing: showing(got.offset, lines.length, got.totalLines) }, drops: got.drops };
   }
 
   /**
@@ -712,13 +722,23 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const killable = r.status === 'running' || r.reason === 'lost';
     if (!killable || !r.pid || !r.sandboxDir || !r.environment) return { ...base, outcome: 'already_exited', exitCode: r.exitCode, signal: r.signal };
     const env = live.sandbox?.env ?? this.environmentFor(r.environment as EnvironmentDescription);
-    const res = await killRemote(env, r.sandboxDir, r.pid, graceMs);
+    live.killsInFlight++;
+    let res: Awaited<ReturnType<typeof killRemote>>;
+    try {
+      res = await killRemote(env, r.sandboxDir, r.pid, graceMs);
+    } finally {
+      live.killsInFlight--;
+    }
+    const seen = live.pendingExit;
+    delete live.pendingExit;
     if (res === 'exited') {
+      if (seen) this.finishFromExit(live, seen);
       await live.sandbox?.poller.tick();
       this.consume(live);
       return { ...base, outcome: 'already_exited', exitCode: r.exitCode, signal: r.signal };
     }
     if (res.length > 0) {
+      if (seen) this.finishFromExit(live, seen);
       throw new ProcwardError('KILL_SURVIVORS', `${res.length} process(es) survived the kill of ${r.id} on the far side: ${res.join(', ')}`, { survivors: res });
     }
     live.killed = true;
@@ -899,4 +919,12 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+/** The part of `showing` that says output was dropped before the first line (empty when none was). */
+function droppedNote(bytes: number, drops: LogDrops, cap: string): string {
+  if (bytes === 0) return '';
+  const lines = drops.lines > 0 ? `${drops.lines} lines, ` : '';
+  const lost = drops.lostBytes > 0 ? `; ${drops.lostBytes} bytes could not be written` : '';
+  return ` (earlier output dropped by ${cap}: ${lines}${bytes - drops.lostBytes} bytes${lost})`;
 }

@@ -24,6 +24,12 @@ export interface RegistryOptions extends RetentionOptions {
   graceMs?: number;
   /** Run jobs durably (log file + supervisor) unless a spawn says otherwise. Default: true when `stateDir` is set. */
   durable?: boolean;
+  /**
+   * Disk cap of each durable job's log, in bytes (at least 4096). The log rotates at half of it
+   * and keeps one rotated part, so the newest output (at least half the cap) is always
+   * readable and the oldest is dropped; `readLog` reports what was dropped. Default 64 MiB.
+   */
+  logMaxBytes?: number;
   /** Redact secrets in persisted commands and in previews. Default true. */
   redact?: boolean;
   /** Limits of watch-pattern events. */
@@ -120,8 +126,14 @@ export interface LogResult {
   totalLines: number;
   offset: number;
   showing: string;
-  /** Bytes of output dropped by the in-memory cap before this read (0 for durable jobs: the log is complete). */
+  /**
+   * Bytes of output dropped before the first line: by the in-memory cap (`maxOutputChars`),
+   * or for durable jobs by the log cap (`logMaxBytes`, plus bytes the disk refused).
+   * `showing` says so too.
+   */
   droppedChars: number;
+  /** Durable jobs: lines in the output dropped by the log cap. */
+  droppedLines?: number;
 }
 
 /** What `ProcessRegistry.kill` returns. */

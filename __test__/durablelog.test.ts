@@ -1,0 +1,114 @@
+// DESIGN section 4, durable jobs: the log on disk is capped by rotation, the rotated part
+// stays readable, and what the cap dropped is reported, never silent.
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { handleToolCall, ProcessRegistry } from '../dist/index.mjs';
+import { cleanupGroup, tempDir, until } from './support.js';
+
+// About 109 KB: 20 000 numbered lines, then `done`.
+const NUMBERS = 'for i in $(seq 0 19); do seq $((i*1000+1)) $((i*1000+1000)); done; echo done';
+
+describe('durable log cap', () => {
+  it('rotates at half of logMaxBytes, keeps one rotated part (0600) and reports what it dropped', async () => {
+    const stateDir = tempDir();
+    const r = await ProcessRegistry.open({ stateDir, logMaxBytes: 32 * 1024 });
+    try {
+      const s = await r.spawn(NUMBERS);
+      cleanupGroup(s.pid);
+      expect((await r.wait(s.id, { timeoutMs: 10_000 })).exitCode).toBe(0);
+      const dir = join(stateDir, 'sessions', s.id);
+      const files = readdirSync(dir).filter((f) => f.startsWith('output') || f.startsWith('log'));
+      expect(files.sort()).toEqual(['log-state.json', 'output.log', 'output.log.1']);
+      for (const f of files) expect(statSync(join(dir, f)).mode & 0o777).toBe(0o600);
+      const onDisk = statSync(join(dir, 'output.log')).size + statSync(join(dir, 'output.log.1')).size;
+      // Two parts of 16 KiB, each cut at the first line break past the limit.
+      expect(onDisk).toBeLessThanOrEqual(32 * 1024 + 16);
+
+      const head = await r.readLog(s.id, { offset: 0, limit: 1 });
+      expect(head.droppedLines).toBeGreaterThan(0);
+      // Parts end on whole lines, so the first kept line is the one after the dropped ones.
+      expect(head.lines).toEqual([String((head.droppedLines as number) + 1)]);
+      expect(head.totalLines + (head.droppedLines as number)).toBe(20_001);
+      expect(head.droppedChars + onDisk).toBe(108_894 + 'done\n'.length);
+      expect(head.showing).toMatch(/^lines 1-1 of \d+ \(earlier output dropped by the log cap \(logMaxBytes\): \d+ lines, \d+ bytes\)$/);
+      const tail = await r.readLog(s.id, { limit: 2 });
+      expect(tail.lines).toEqual(['20000', 'done']);
+
+      // The LLM tool says it too, in snake_case.
+      const viaTool = (await handleToolCall(r, 'process', { action: 'log', session_id: s.id, offset: 0, limit: 1 })) as Record<string, unknown>;
+      expect(viaTool.dropped_lines).toBe(head.droppedLines);
+      expect(String(viaTool.showing)).toContain('dropped by the log cap');
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('a second host reads the same rotated log from the state directory', async () => {
+    const stateDir = tempDir();
+    const a = await ProcessRegistry.open({ stateDir, logMaxBytes: 32 * 1024 });
+    const s = await a.spawn(NUMBERS);
+    cleanupGroup(s.pid);
+    await a.wait(s.id, { timeoutMs: 10_000 });
+    const fromA = await a.readLog(s.id, { offset: 0, limit: 5 });
+    await a.close();
+    const b = await ProcessRegistry.open({ stateDir });
+    try {
+      const fromB = await b.readLog(s.id, { offset: 0, limit: 5 });
+      expect(fromB).toMatchObject({ lines: fromA.lines, totalLines: fromA.totalLines, droppedChars: fromA.droppedChars, droppedLines: fromA.droppedLines });
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('a log below the cap reports nothing dropped', async () => {
+    const r = await ProcessRegistry.open({ stateDir: tempDir() });
+    try {
+      const s = await r.spawn(NUMBERS);
+      cleanupGroup(s.pid);
+      await r.wait(s.id, { timeoutMs: 10_000 });
+      const log = await r.readLog(s.id, { offset: 0, limit: 1 });
+      expect(log).toMatchObject({ lines: ['1'], totalLines: 20_001, droppedChars: 0, droppedLines: 0, showing: 'lines 1-1 of 20001' });
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('logMaxBytes below 4096 or not an integer is refused when the registry opens', async () => {
+    await expect(ProcessRegistry.open({ stateDir: tempDir(), logMaxBytes: 100 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(ProcessRegistry.open({ stateDir: tempDir(), logMaxBytes: 1.5e4 + 0.5 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+});
+
+describe('durable jobs and grandchildren', () => {
+  it('the end is published from the exit file while a grandchild holds the output; its late output reaches the log', async () => {
+    const r = await ProcessRegistry.open({ stateDir: tempDir() });
+    try {
+      const s = await r.spawn('echo started; (sleep 1; echo late) & exit 4');
+      cleanupGroup(s.pid);
+      const t0 = Date.now();
+      const w = await r.wait(s.id, { timeoutMs: 10_000 });
+      expect(Date.now() - t0).toBeLessThan(800);
+      expect(w).toMatchObject({ status: 'exited', exitCode: 4, signal: null, reason: 'exited' });
+      await until(async () => (await r.readLog(s.id)).lines.includes('late'), 5000, 'late output in the log');
+      expect((await r.readLog(s.id)).lines).toEqual(['started', 'late']);
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('a host that recovers such a job sees it ended although its supervisor still runs', async () => {
+    const stateDir = tempDir();
+    const a = await ProcessRegistry.open({ stateDir });
+    const s = await a.spawn('echo started; sleep 30 & exit 5');
+    cleanupGroup(s.pid);
+    await a.wait(s.id, { timeoutMs: 10_000 });
+    await a.close();
+    const b = await ProcessRegistry.open({ stateDir });
+    try {
+      expect(await b.poll(s.id)).toMatchObject({ status: 'exited', exitCode: 5, reason: 'exited' });
+    } finally {
+      await b.close();
+    }
+  });
+});
