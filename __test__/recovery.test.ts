@@ -167,9 +167,10 @@ describe('checkpoint files', () => {
     writeFileSync(join(state, 'checkpoint.json'), '{"version":1,"sess');
     const mine = await a.spawn('sleep 20');
     cleanupGroup(mine.pid);
+    // The spawn's checkpoint write follows within 200 ms; close() flushes it now.
+    await a.close();
     expect(checkpointIds(state)).toEqual(expect.arrayContaining([x.id, mine.id]));
     expect(a.diagnostics.join('\n')).toMatch(/moved aside/);
-    await a.close();
   });
 
   it('a symlink planted at the checkpoint path is refused, not followed', async () => {

@@ -1,11 +1,12 @@
 // Benchmarks for DESIGN section 9's output, latency and spawn targets: the registry against
 // Node's child_process, side by side in one run.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProcessRegistry } from '../dist/index.mjs';
-import { fmt, median, ratio, table } from './lib.mjs';
+import { execa } from 'execa';
+import { fmt, median, ratio, ROOT, table } from './lib.mjs';
 
 const nowNs = () => process.hrtime.bigint();
 /** Wall clock in milliseconds with sub-millisecond precision (comparable with `date +%s%N`). */
@@ -21,10 +22,17 @@ function nodeRun(command, onData) {
   });
 }
 
-export async function throughputBench({ bytes = 300_000_000, rounds = 3 } = {}) {
+/** Runs the std-only Rust floors example (see `crates/procward-core/examples/floors.rs`). */
+function floors(...args) {
+  const exe = join(process.env.CARGO_TARGET_DIR ?? join(ROOT, 'target'), 'release', 'examples', 'floors');
+  if (!existsSync(exe)) execFileSync('cargo', ['build', '--release', '-q', '-p', 'procward-core', '--example', 'floors'], { cwd: ROOT, stdio: 'inherit' });
+  return execFileSync(exe, args, { encoding: 'utf8' }).trim().split(' ').map(Number);
+}
+
+export async function throughputBench({ bytes = 1_000_000_000, rounds = 3 } = {}) {
   const cmd = `head -c ${bytes} /dev/zero`;
   const r = await ProcessRegistry.open();
-  const runs = { node: [], procward: [] };
+  const runs = { node: [], procward: [], rust: [] };
   for (let i = 0; i < rounds; i++) {
     let t = nowNs();
     await nodeRun(cmd, () => {});
@@ -33,23 +41,25 @@ export async function throughputBench({ bytes = 300_000_000, rounds = 3 } = {}) 
     const s = await r.spawn(cmd);
     await r.wait(s.id);
     runs.procward.push(Number(nowNs() - t) / 1e6);
+    runs.rust.push(floors('read', cmd)[0] / 1e6);
   }
   await r.close();
-  const [n, p] = [median(runs.node), median(runs.procward)];
+  const [n, p, f] = [median(runs.node), median(runs.procward), median(runs.rust)];
   const mbps = (ms) => ((bytes / 1e6) / (ms / 1000)).toFixed(0);
-  return table(`Output throughput: ${bytes / 1e6} MB through stdout — median of ${rounds}`, ['Node child_process data events', 'procward registry', 'throughput ratio (procward / Node)'], [
-    [`${fmt(n)} ms (${mbps(n)} MB/s)`, `${fmt(p)} ms (${mbps(p)} MB/s)`, ratio(n, p)],
-  ]);
+  return table(`Output throughput: \`${cmd}\` — median of ${rounds}`, ['Node child_process data events', 'procward registry', 'std Rust reader (floor)', 'procward / Node', 'procward / Rust'], [
+    [`${fmt(n)} ms (${mbps(n)} MB/s)`, `${fmt(p)} ms (${mbps(p)} MB/s)`, `${fmt(f)} ms (${mbps(f)} MB/s)`, ratio(n, p), ratio(f, p)],
+  ]) + '\nRatios are throughput ratios (higher is faster for procward).\n';
 }
 
 /** Latency from the moment the job's last program prints its clock (then exits) to the host noticing. */
 export async function latencyBench({ rounds = 15 } = {}) {
   const r = await ProcessRegistry.open();
-  const stamp = `sleep 0.1; exec date +%s%N`;
+  const stamp = `sleep 0.2; exec date +%s%N`;
   const orphan = `sleep 30 & date +%s%N; exit 0`;
   const node = [];
   const reg = [];
   const orph = [];
+  const rust = [];
   for (let i = 0; i < rounds; i++) {
     let out = '';
     await new Promise((resolve) => {
@@ -63,33 +73,50 @@ export async function latencyBench({ rounds = 15 } = {}) {
     const s = await r.spawn(stamp);
     const w = await r.wait(s.id);
     reg.push(wallMs() - stampMs(w.outputPreview));
+    rust.push(floors('exit', stamp)[0] / 1e6);
     const o = await r.spawn(orphan);
     const wo = await r.wait(o.id);
     orph.push(wallMs() - stampMs(wo.outputPreview));
     for (const line of (await r.list()).filter((x) => x.id === o.id)) process.kill(-line.pid, 'SIGKILL');
   }
   await r.close();
-  return table(`Exit notice latency (ms from the job's last print to the host noticing) — median of ${rounds}`, ['Node exit event', 'procward wait', 'orphan case: procward wait while a grandchild holds the pipe'], [
-    [fmt(median(node)), fmt(median(reg)), fmt(median(orph))],
-  ]) + '\nClock reads: `date +%s%N` in the job vs `performance.timeOrigin + performance.now()` in the host.\n';
+  return table(`Exit notice latency (ms from the job's last print to the host noticing) — median of ${rounds}`, ['Node exit event', 'procward wait', 'blocking waitpid (std Rust floor)', 'orphan case: procward wait while a grandchild holds the pipe'], [
+    [fmt(median(node)), fmt(median(reg)), fmt(median(rust)), fmt(median(orph))],
+  ]) + '\nClock reads: `date +%s%N` in the job vs `performance.timeOrigin + performance.now()` in the host (the Rust floor reads the wall clock after `waitpid` returns).\n';
 }
 
-export async function spawnBench({ jobs = 200 } = {}) {
+/** Spawns and reaps `jobs` jobs with `run`, `parallel` workers each running one after another; total ms. */
+async function pool(jobs, parallel, run) {
+  const t = nowNs();
+  await Promise.all(Array.from({ length: parallel }, async (_, w) => {
+    for (let i = w; i < jobs; i += parallel) await run();
+  }));
+  return Number(nowNs() - t) / 1e6;
+}
+
+export async function spawnBench({ jobs = 200, rounds = 3 } = {}) {
   const state = mkdtempSync(join(tmpdir(), 'procward-bench-'));
   const eph = await ProcessRegistry.open();
   const dur = await ProcessRegistry.open({ stateDir: state });
-  const time = async (fn) => {
-    const t = nowNs();
-    for (let i = 0; i < jobs; i++) await fn();
-    return Number(nowNs() - t) / 1e6;
+  const runners = {
+    node: () => nodeRun('true', () => {}),
+    execa: () => execa('/bin/bash', ['-c', 'true']),
+    ephemeral: async () => eph.wait((await eph.spawn('true')).id),
+    durable: async () => dur.wait((await dur.spawn('true')).id),
   };
-  const nodeMs = await time(() => nodeRun('true', () => {}));
-  const ephMs = await time(async () => eph.wait((await eph.spawn('true')).id));
-  const durMs = await time(async () => dur.wait((await dur.spawn('true')).id));
+  const rows = [];
+  for (const parallel of [1, 8]) {
+    const runs = { node: [], execa: [], rust: [], ephemeral: [], durable: [] };
+    // Interleaved rounds, so a noisy moment on the shared machine hits every contender.
+    for (let round = 0; round < rounds; round++) {
+      for (const [name, run] of Object.entries(runners)) runs[name].push(await pool(jobs, parallel, run));
+      runs.rust.push(floors('spawn', String(jobs), String(parallel))[0] / 1e6);
+    }
+    const m = Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, median(v)]));
+    rows.push([parallel === 1 ? 'sequential' : `${parallel}-way`, fmt(m.node), fmt(m.execa), fmt(m.rust), fmt(m.ephemeral), fmt(m.durable), ratio(m.ephemeral, m.node), ratio(m.durable, m.node)]);
+  }
   await eph.close();
   await dur.close();
   rmSync(state, { recursive: true, force: true });
-  return table(`Spawn and reap of ${jobs} \`true\`, one after another — total ms`, ['Node child_process.spawn', 'procward ephemeral', 'procward durable (log + supervisor + checkpoint)', 'ephemeral / Node', 'durable / Node'], [
-    [fmt(nodeMs), fmt(ephMs), fmt(durMs), ratio(ephMs, nodeMs), ratio(durMs, nodeMs)],
-  ]);
+  return table(`Spawn and reap of ${jobs} \`bash -c true\` — total ms, median of ${rounds}`, ['', 'Node child_process.spawn', 'execa', 'std Rust', 'procward ephemeral', 'procward durable (supervisor + log + checkpoint)', 'ephemeral / Node', 'durable / Node'], rows);
 }

@@ -3,8 +3,9 @@
  * directory, listing every session.
  *
  * - Writes are atomic and durable: a uniquely named temp file in the same directory,
- *   fsync, rename, then an fsync of the directory. The previous generation is kept as
- *   `checkpoint.prev.json` (renamed from the current file just before the new one lands).
+ *   fsync, rename, then an fsync of the directory. A previous generation is kept as
+ *   `checkpoint.prev.json` (renamed from the current file just before a new one lands, at
+ *   most every 5 s).
  * - Every write holds `checkpoint.lock` (`flock(2)`, released by the kernel if the holder
  *   dies) and merges with what other hosts wrote: their entries are kept and, for a session
  *   both sides know, the newer `updatedAt` wins. Temp files of writers that died mid-write
@@ -12,7 +13,8 @@
  * - Reads validate each entry on its own. A file that is empty, not JSON, of the wrong
  *   shape, a symlink or not a regular file is moved aside as
  *   `checkpoint.json.corrupt-<time>` with a diagnostic, and reading continues from the
- *   previous generation. This happens on writes too, so a corrupt file never makes a
+ *   previous generation; a writer then also takes back the sessions whose directories
+ *   (`sessions/<id>/session.json`) the file no longer lists. This happens on writes too, so a corrupt file never makes a
  *   writer drop other hosts' entries.
  */
 import { chmodSync, closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, statSync, unlinkSync } from 'node:fs';
@@ -22,6 +24,7 @@ import writeFileAtomic from 'write-file-atomic';
 import { z } from 'zod';
 import { ProcwardError } from './errors.js';
 import { native } from './native.js';
+import { scanOrphanSessions } from './recovery.js';
 import { expiredIds, type RetentionOptions } from './retention.js';
 import { sessionRecordSchema, type SessionRecord } from './session.js';
 
@@ -32,6 +35,8 @@ const LOCK = 'checkpoint.lock';
 /** write-file-atomic's temp names: `<file>.<decimal hash>`. */
 const TEMP = /^checkpoint(\.prev)?\.json\.\d+$/;
 const LOCK_TIMEOUT_MS = 10_000;
+/** How often a write also keeps the current generation as `checkpoint.prev.json`. */
+const PREV_EVERY_MS = 5_000;
 
 const documentSchema = z.object({
   version: z.literal(CHECKPOINT_VERSION),
@@ -82,6 +87,8 @@ export class Checkpoint {
    * and the merge can skip reading and validating the file again.
    */
   private last: { key: string; sessions: SessionRecord[] } | null = null;
+  /** When this process last kept a previous generation. */
+  private prevAt = 0;
 
   private fileKey(): string | null {
     try {
@@ -174,9 +181,14 @@ export class Checkpoint {
 
   /** Writes a new generation (only while holding the lock). */
   private async writeGeneration(hasCurrent: boolean, sessions: SessionRecord[]): Promise<void> {
-    // The current generation becomes the previous one by a rename (no copy): should this
-    // host die before the new file lands, readers fall back to it.
-    if (hasCurrent) await rename(this.path, this.prevPath).catch(() => undefined);
+    // The current generation becomes the previous one by a rename (no copy), at most once
+    // per PREV_EVERY_MS: a rename costs about as much as the write itself. The new file
+    // lands by an atomic rename, so the previous generation is only needed when the
+    // current one was damaged from outside.
+    if (hasCurrent && Date.now() - this.prevAt >= PREV_EVERY_MS) {
+      await rename(this.path, this.prevPath).catch(() => undefined);
+      this.prevAt = Date.now();
+    }
     const doc = { version: CHECKPOINT_VERSION, writtenAt: Date.now(), sessions };
     await writeFileAtomic(this.path, `${JSON.stringify(doc, null, 1)}\n`, { mode: 0o600, fsync: true });
     fsyncDir(this.dir);
@@ -222,6 +234,11 @@ export class Checkpoint {
       const key = this.fileKey();
       const current = key !== null && this.last?.key === key ? { sessions: this.last.sessions, text: '' } : await this.newest(diagnostics);
       const merged = new Map((current?.sessions ?? []).map((s) => [s.id, s]));
+      // A damaged file (moved aside, or entries skipped) may have held other hosts' newest
+      // entries: every session also has its directory, so take back what it tells.
+      if (diagnostics.length > 0) {
+        for (const r of scanOrphanSessions(this.dir, new Set([...merged.keys(), ...records.map((r) => r.id)]), () => false).records) merged.set(r.id, r);
+      }
       for (const rec of records) {
         const other = merged.get(rec.id);
         if (!other || other.updatedAt <= rec.updatedAt) merged.set(rec.id, rec);

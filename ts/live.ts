@@ -38,6 +38,10 @@ export interface Live {
   watchOffset?: number;
   /** The native job (attached sessions only): its stdin or PTY. */
   job?: NativeJob;
+  /** The tail limit the registry last set (see `rebalance`). */
+  tailLimit?: number;
+  /** Bytes the tail held when the session ended (kept current by `rebalance`). */
+  heldAfterExit?: number;
   /** A sandbox session's environment and poller. */
   sandbox?: { env: ExecutionEnvironment; poller: SandboxPoller };
 }

@@ -4,8 +4,9 @@
  * before the spawn) and, for a durable job, the supervisor's own `supervisor.json`. Those
  * are enough to track the job again, or to report how it ended.
  *
- * Entries of a host that is still alive are left to it (it is between its spawn and its
- * checkpoint write).
+ * Entries of a host that is still alive are returned too: that host is between its spawn
+ * and its checkpoint write (which follows within 200 ms), and the caller treats them as
+ * foreign (shown, never written).
  */
 import { readFileSync } from 'node:fs';
 import { isSessionId } from './ids.js';
@@ -31,13 +32,15 @@ export function scanOrphanSessions(stateDir: string, known: Set<string>, ownedBy
       diagnostics.push(`${files.dir}: not in the checkpoint and no readable session.json; left alone`);
       continue;
     }
-    if (record.id !== id || ownedByLiveHost(record)) continue;
+    if (record.id !== id) continue;
     if (record.durable) {
       const supervisor = readSupervisorIdentity(files.supervisorPath);
       if (supervisor) Object.assign(record, { pid: supervisor.pid, identity: supervisor });
     }
     records.push(record);
-    diagnostics.push(`${id}: recovered from its session directory (its host stopped before writing the checkpoint)`);
+    // A live host's session is between its spawn and its checkpoint write: the caller
+    // shows it as foreign, and its host writes it.
+    if (!ownedByLiveHost(record)) diagnostics.push(`${id}: recovered from its session directory (its host stopped before writing the checkpoint)`);
   }
   return { records, diagnostics };
 }

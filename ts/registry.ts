@@ -46,7 +46,7 @@ import { isEnvDumpCommand, redact, redactCommand } from './redact.js';
 import { scanOrphanSessions } from './recovery.js';
 import { killRemote, launch, SandboxPoller, sandboxDir, shq } from './sandbox.js';
 import { environmentFrom, type EnvironmentDescription, type ExecutionEnvironment } from './environments.js';
-import { expiredIds } from './retention.js';
+import { DEFAULT_MAX_SESSIONS, expiredIds } from './retention.js';
 import * as scoping from './scoping.js';
 import type { BulkKillOutcome } from './scoping.js';
 import { finishKillInBackground } from './termination.js';
@@ -156,16 +156,36 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    */
   private rebalance(): void {
     const budget = this.options.maxTotalOutputChars ?? DEFAULT_TOTAL_OUTPUT_CHARS;
-    const lives = [...this.sessions.values()];
-    const running = lives.filter((l) => l.record.status === 'running');
-    const share = running.length ? Math.min(this.tailChars, Math.floor(budget / running.length)) : this.tailChars;
-    for (const l of running) if (l.tail.maxChars !== share) l.tail.shrinkTo(share);
-    let total = lives.reduce((n, l) => n + l.tail.heldChars, 0);
-    const finished = lives.filter((l) => l.record.status === 'exited').sort((a, b) => Number(b.record.durable) - Number(a.record.durable) || (a.record.exitedAt ?? 0) - (b.record.exitedAt ?? 0));
+    let running = 0;
+    for (const l of this.sessions.values()) if (l.record.status === 'running') running++;
+    const share = running ? Math.min(this.tailChars, Math.floor(budget / running)) : this.tailChars;
+    // Native tails answer through a call into the addon, so limits and the sizes of
+    // finished tails (which barely change) are remembered here.
+    let finishedHeld = 0;
+    const finished: Live[] = [];
+    for (const l of this.sessions.values()) {
+      if (l.record.status === 'running') {
+        if (l.tailLimit !== share) {
+          l.tail.shrinkTo(share);
+          l.tailLimit = share;
+        }
+      } else {
+        l.heldAfterExit ??= l.tail.heldChars;
+        finishedHeld += l.heldAfterExit;
+        if (l.heldAfterExit > 0) finished.push(l);
+      }
+    }
+    // Running tails stay within `running × share ≤ budget`; count them only when finished
+    // tails might not fit beside them.
+    if (finished.length === 0 || running * share + finishedHeld <= budget) return;
+    let total = finishedHeld;
+    for (const l of this.sessions.values()) if (l.record.status === 'running') total += l.tail.heldChars;
+    finished.sort((a, b) => Number(b.record.durable) - Number(a.record.durable) || (a.record.exitedAt ?? 0) - (b.record.exitedAt ?? 0));
     for (const l of finished) {
       if (total <= budget) break;
-      total -= l.tail.heldChars;
+      total -= l.heldAfterExit ?? 0;
       l.tail.shrinkTo(0);
+      l.heldAfterExit = 0;
     }
   }
 
@@ -309,9 +329,13 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (job.cgroup) live.record.cgroup = job.cgroup;
     live.record.pid = job.pid;
     live.record.identity = job.identity;
+    live.record.updatedAt = Math.max(Date.now(), live.record.updatedAt + 1);
     this.sessions.set(id, live);
     this.rebalance();
-    await this.persist();
+    // With a state directory the session is on disk already (session.json, written before
+    // the spawn): checkpoint.json follows within 200 ms, shared by every spawn meanwhile.
+    if (files) this.persistSoon();
+    else await this.persist();
     return summary(live);
   }
 
@@ -810,8 +834,16 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     return out.sort((a, b) => a.startedAt - b.startedAt);
   }
 
+  private prunedAt = 0;
+
   /** Drops finished sessions past their retention (and their job files). */
   private prune(): void {
+    // Retention is checked at most every 250 ms (or TTL) unless the registry is over its
+    // size cap: each check sorts every finished session.
+    const now = Date.now();
+    const every = Math.min(250, this.options.finishedTtlMs ?? 250);
+    if (this.sessions.size <= (this.options.maxSessions ?? DEFAULT_MAX_SESSIONS) && now - this.prunedAt < every) return;
+    this.prunedAt = now;
     for (const id of expiredIds([...this.sessions.values()].map((l) => l.record), this.options)) {
       const pruned = this.sessions.get(id)?.record;
       if (pruned?.cgroup) native.removeCgroup(pruned.cgroup);

@@ -41,6 +41,7 @@ mod unix {
   use std::fs::File;
   use std::io::{ErrorKind, Read, Write};
   use std::os::fd::{AsFd, OwnedFd};
+  use std::os::unix::fs::OpenOptionsExt;
   use std::os::unix::process::CommandExt;
   use std::path::PathBuf;
   use std::process::{Command, Stdio};
@@ -160,11 +161,16 @@ mod unix {
       }
     };
     // Who we are, for a host that must find this job without a checkpoint entry (its host
-    // crashed between the spawn and the checkpoint write).
+    // crashed between the spawn and the checkpoint write). One write to a new file, neither
+    // renamed nor fsynced: it costs the job's start least, a reader takes a partial file
+    // for "not written yet", and after a reboot the identity is void anyway (boot id).
     if let Ok(Some(me)) = procward_core::identity::identity(std::process::id() as i32) {
       let text = format!("{{\"pid\":{},\"startTime\":\"{}\",\"bootId\":\"{}\"}}\n", me.pid, me.start_time, me.boot_id);
-      if let Err(e) = write_atomically(&args.exit.with_file_name("supervisor.json"), &text) {
-        log.note(&format!("cannot record identity: {e}"));
+      let path = args.exit.with_file_name("supervisor.json");
+      let written =
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).and_then(|mut f| f.write_all(text.as_bytes()));
+      if let Err(e) = written {
+        log.note(&format!("cannot record identity in {}: {e}", path.display()));
       }
     }
     let pipes =
