@@ -30,6 +30,8 @@ pub mod identity;
 #[cfg(unix)]
 pub mod kill;
 #[cfg(unix)]
+mod launch;
+#[cfg(unix)]
 pub mod lockfile;
 #[cfg(unix)]
 pub mod logfile;

@@ -48,6 +48,7 @@ pub fn open(size: PtySize) -> Result<(OwnedFd, OwnedFd)> {
 
 /// Makes the slave (already on fd 0) the controlling terminal of the new session. Runs in
 /// the child between fork and exec: async-signal-safe calls only.
+#[cfg(not(target_os = "linux"))]
 pub(crate) fn take_controlling_terminal() -> std::io::Result<()> {
   if unsafe { libc::ioctl(0, libc::TIOCSCTTY as _, 0) } < 0 {
     return Err(std::io::Error::last_os_error());

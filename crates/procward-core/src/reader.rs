@@ -8,6 +8,7 @@
 //! that arrives later (from a grandchild still holding the pipe) is delivered as late
 //! output; the grandchild is neither waited for nor killed (only a kill kills).
 
+use crate::launch::Launched;
 use crate::logfile::LogFollower;
 use crate::spawn::EventSink;
 use crate::status::ExitInfo;
@@ -17,7 +18,6 @@ use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 /// One thing that happened to a job, in order: output events, then exactly one exit,
@@ -57,7 +57,7 @@ fn timeout(d: Duration) -> PollTimeout {
   PollTimeout::try_from(d.as_millis().min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX)
 }
 
-fn reap(child: &mut Child) -> Option<ExitInfo> {
+fn reap(child: &mut Launched) -> Option<ExitInfo> {
   match child.try_wait() {
     Ok(Some(status)) => Some(ExitInfo::from_status(status)),
     Ok(None) => None,
@@ -85,7 +85,7 @@ pub fn poll_ready(main: BorrowedFd, other: Option<BorrowedFd>, wait: PollTimeout
 }
 
 /// The pipe reader: runs on its own thread until EOF.
-pub(crate) fn run_pipe(pipe: OwnedFd, mut child: Child, pidfd: Option<OwnedFd>, drain: DrainOptions, mut sink: EventSink) {
+pub(crate) fn run_pipe(pipe: OwnedFd, mut child: Launched, pidfd: Option<OwnedFd>, drain: DrainOptions, mut sink: EventSink) {
   let mut file = File::from(pipe);
   let mut buf = vec![0u8; CHUNK];
   let mut decoder = Utf8Decoder::new();
@@ -185,7 +185,7 @@ fn late_output(mut file: File, mut buf: Vec<u8>, mut decoder: Utf8Decoder, mut s
 /// when the supervisor stays on because a grandchild still holds the job's output pipe;
 /// output after that is late output. Without an exit file (the supervisor was SIGKILLed
 /// with its group) the supervisor's own status is the best truth there is.
-pub(crate) fn run_tail(log_path: PathBuf, exit_path: PathBuf, mut child: Child, pidfd: Option<OwnedFd>, mut sink: EventSink) {
+pub(crate) fn run_tail(log_path: PathBuf, exit_path: PathBuf, mut child: Launched, pidfd: Option<OwnedFd>, mut sink: EventSink) {
   let mut follower = LogFollower::new(&log_path);
   let mut buf = vec![0u8; CHUNK];
   let mut decoder = Utf8Decoder::new();

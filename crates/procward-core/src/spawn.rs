@@ -15,15 +15,15 @@
 
 use crate::error::{Error, Result};
 use crate::identity::{identity_of_child, Identity};
+use crate::launch::Launched;
 use crate::pty::{self, InputKind, JobInput, PtySize};
 use crate::reader::{self, DrainOptions, JobEvent};
 use crate::tail::{SharedTail, Tail};
+use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 /// Where the job's output goes.
 #[derive(Debug, Clone)]
@@ -134,23 +134,9 @@ const PIPE_SIZE: libc::c_int = 256 * 1024;
 /// Receives a job's events on the job's reader thread.
 pub type EventSink = Box<dyn FnMut(JobEvent) + Send + 'static>;
 
-/// Resets signal state in the child between fork and exec. Only async-signal-safe calls.
-pub(crate) fn reset_signals_in_child() {
-  unsafe {
-    for sig in 1..32 {
-      if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-        libc::signal(sig, libc::SIG_DFL);
-      }
-    }
-    let mut set: libc::sigset_t = std::mem::zeroed();
-    libc::sigemptyset(&mut set);
-    libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-  }
-}
-
 /// Starts the job and its reader thread.
 ///
-/// Errors: `InvalidInput` for an empty command; `Io` when the pipe, the log file, the fork
+/// Errors: `InvalidInput` for an empty command; `Io` when the pipe, the log file, the spawn
 /// or the exec fails (for example `ENOENT` for a missing shell or cwd, `EMFILE` when the
 /// host is out of file descriptors).
 pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
@@ -160,67 +146,24 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   if matches!(opts.input, Input::Pty(_)) && matches!(opts.capture, Capture::Durable { .. }) {
     return Err(Error::InvalidInput("a PTY session cannot be durable: the terminal closes with the host".into()));
   }
-  let mut cmd = match &opts.capture {
-    Capture::Pipe => Command::new(&opts.shell),
-    Capture::Durable { log_path, exit_path, supervisor, log_part_bytes } => {
-      let mut c = Command::new(supervisor);
-      c.arg("--log").arg(log_path).arg("--part-bytes").arg(log_part_bytes.to_string()).arg(exit_path).arg(&opts.shell);
-      c
-    }
-  };
-  cmd.args(&opts.shell_args).arg(&opts.command);
-  let is_pty = matches!(opts.input, Input::Pty(_));
-  let (input, pty_master) = match opts.input {
-    Input::Null => {
-      cmd.stdin(Stdio::null());
-      (None, None)
-    }
+  let (program, args) = command_line(&opts);
+  let dup = |fd: &OwnedFd, what: &str| fd.try_clone().map_err(|e| Error::io(format!("duplicating the {what}"), e));
+
+  // The job's stdin, stdout and stderr, and the host's ends of them.
+  let (stdin, input, pty_master) = match opts.input {
+    Input::Null => (dev_null(false)?, None, None),
     Input::Pipe => {
       let (r, w) = pipe_cloexec().map_err(|e| Error::io("creating the stdin pipe", e))?;
-      cmd.stdin(Stdio::from(r));
-      (Some(JobInput::new(w, InputKind::Pipe)?), None)
+      (r, Some(JobInput::new(w, InputKind::Pipe)?), None)
     }
     Input::Pty(size) => {
       let (master, slave) = pty::open(size)?;
-      let dup = |fd: &OwnedFd| fd.try_clone().map_err(|e| Error::io("duplicating the PTY", e));
-      cmd.stdin(Stdio::from(dup(&slave)?)).stdout(Stdio::from(dup(&slave)?)).stderr(Stdio::from(slave));
-      let reader = dup(&master)?;
-      (Some(JobInput::new(master, InputKind::Pty)?), Some(reader))
+      let reader = dup(&master, "PTY")?;
+      (slave, Some(JobInput::new(master, InputKind::Pty)?), Some(reader))
     }
   };
-  if let Some(cwd) = &opts.cwd {
-    cmd.current_dir(cwd);
-  }
-  if let Some(env) = &opts.env {
-    cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
-  }
-  // Opened before the fork: the child only writes "0" (itself) into it.
-  let cgroup_procs = opts.cgroup.as_ref().and_then(|dir| OpenOptions::new().write(true).open(dir.join("cgroup.procs")).ok());
-  let cgroup_fd = cgroup_procs.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
-  unsafe {
-    cmd.pre_exec(move || {
-      if libc::setsid() < 0 {
-        return Err(std::io::Error::last_os_error());
-      }
-      if let Some(fd) = cgroup_fd {
-        // Best effort: a job outside its cgroup is still contained by session and snapshot.
-        libc::write(fd, b"0\n".as_ptr().cast(), 2);
-      }
-      if is_pty {
-        pty::take_controlling_terminal()?;
-      }
-      reset_signals_in_child();
-      Ok(())
-    });
-  }
-
-  // The command itself stays out of error messages: it may carry secrets.
-  let what = || {
-    let cwd = opts.cwd.as_ref().map_or_else(|| "the host's cwd".to_string(), |c| c.display().to_string());
-    format!("starting {} in {cwd}", opts.shell.display())
-  };
-  let read_end = match &opts.capture {
-    Capture::Pipe if pty_master.is_some() => pty_master,
+  let (stdout, stderr, read_end) = match &opts.capture {
+    Capture::Pipe if pty_master.is_some() => (dup(&stdin, "PTY")?, dup(&stdin, "PTY")?, pty_master),
     Capture::Pipe => {
       let (r, w) = pipe_cloexec().map_err(|e| Error::io("creating the output pipe", e))?;
       // A larger pipe means fewer, larger reads under output floods (Linux; best effort).
@@ -228,34 +171,39 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
       unsafe {
         libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&r), libc::F_SETPIPE_SZ, PIPE_SIZE);
       }
-      let w2 = w.try_clone().map_err(|e| Error::io("duplicating the output pipe", e))?;
-      cmd.stdout(Stdio::from(w)).stderr(Stdio::from(w2));
-      Some(r)
+      (dup(&w, "output pipe")?, w, Some(r))
     }
     Capture::Durable { log_path, .. } => {
+      // The supervisor copies the job's output into the log; its own last words (an exit
+      // file it cannot write) go there too.
       let log = OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
         .open(log_path)
         .map_err(|e| Error::io(format!("opening log {}", log_path.display()), e))?;
-      // The supervisor copies the job's output into the log; its own last words (an exit
-      // file it cannot write) go there too.
-      cmd.stdout(Stdio::null()).stderr(Stdio::from(log));
-      None
+      (dev_null(true)?, OwnedFd::from(log), None)
     }
   };
+  // Opened before the spawn: the cgroup is joined by writing the job's PID into it.
+  let cgroup_procs = opts.cgroup.as_ref().and_then(|dir| OpenOptions::new().write(true).open(dir.join("cgroup.procs")).ok());
+  let stdio = [&stdin, &stdout, &stderr];
 
-  let child = cmd.spawn().map_err(|e| Error::io(what(), e))?;
+  // The command itself stays out of error messages: it may carry secrets.
+  let what = || {
+    let cwd = opts.cwd.as_ref().map_or_else(|| "the host's cwd".to_string(), |c| c.display().to_string());
+    format!("starting {} in {cwd}", opts.shell.display())
+  };
+  let mut child = launch(&opts, &program, &args, stdio, cgroup_procs.as_ref()).map_err(|e| Error::io(what(), e))?;
   drop(cgroup_procs);
-  // The write ends live in `cmd`; drop them now so EOF can happen.
-  drop(cmd);
-  let pid = child.id() as i32;
+  // The job's ends must close here, or the output pipe never reaches EOF.
+  drop((stdin, stdout, stderr));
+  let pid = child.pid;
   // From here on the job runs: a failure must not leave it running untracked.
   let identity = match identity_of_child(pid) {
     Ok(id) => id,
     Err(e) => {
-      abandon(pid);
+      abandon(&mut child);
       return Err(Error::io(format!("reading identity of {pid}"), e));
     }
   };
@@ -278,7 +226,8 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     }) as EventSink
   };
 
-  let thread = std::thread::Builder::new().name(format!("procward-reader-{pid}"));
+  // Reader threads mostly sit in poll(2): a small stack keeps a spawn's mmap cheap.
+  let thread = std::thread::Builder::new().name(format!("procward-reader-{pid}")).stack_size(READER_STACK);
   let drain = opts.drain.clone();
   let spawned = match (read_end, opts.capture) {
     (Some(r), _) => thread.spawn(move || reader::run_pipe(r, child, pidfd, drain, sink)),
@@ -286,24 +235,86 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     (None, Capture::Pipe) => unreachable!("pipe capture always has a read end"),
   };
   if let Err(e) = spawned {
-    abandon(pid);
+    abandon(&mut Launched::new(pid));
     return Err(Error::io("starting the reader thread", e));
   }
   Ok(Job { pid, identity, input, tail })
 }
 
-/// Kills and reaps a job whose start could not be completed (its group was created by us).
-fn abandon(pid: i32) {
-  unsafe {
-    libc::kill(-pid, libc::SIGKILL);
-    libc::kill(pid, libc::SIGKILL);
-    let mut status = 0;
-    libc::waitpid(pid, &mut status, 0);
+/// Stack of a reader thread (its buffers live on the heap).
+const READER_STACK: usize = 256 * 1024;
+
+/// The program and its arguments: `<shell> <shell_args...> <command>`, under the supervisor
+/// for durable jobs.
+fn command_line(opts: &SpawnOptions) -> (PathBuf, Vec<OsString>) {
+  let mut args: Vec<OsString> = Vec::new();
+  let program = match &opts.capture {
+    Capture::Pipe => opts.shell.clone(),
+    Capture::Durable { log_path, exit_path, supervisor, log_part_bytes } => {
+      args.extend([
+        "--log".into(),
+        log_path.into(),
+        "--part-bytes".into(),
+        log_part_bytes.to_string().into(),
+        exit_path.into(),
+        opts.shell.clone().into(),
+      ]);
+      supervisor.clone()
+    }
+  };
+  args.extend(opts.shell_args.iter().map(OsString::from));
+  args.push(opts.command.clone().into());
+  (program, args)
+}
+
+/// `/dev/null`, close-on-exec, for reading or writing.
+fn dev_null(write: bool) -> Result<OwnedFd> {
+  let f = OpenOptions::new().read(!write).write(write).open("/dev/null").map_err(|e| Error::io("opening /dev/null", e))?;
+  Ok(OwnedFd::from(f))
+}
+
+/// Starts the job's first process: `clone(CLONE_VM | CLONE_VFORK)` on Linux, `fork` +
+/// `exec` elsewhere (see `launch`).
+fn launch(
+  opts: &SpawnOptions,
+  program: &std::path::Path,
+  args: &[OsString],
+  stdio: [&OwnedFd; 3],
+  cgroup_procs: Option<&std::fs::File>,
+) -> std::io::Result<Launched> {
+  #[cfg(target_os = "linux")]
+  {
+    use std::os::fd::AsRawFd;
+    // The given environment, or the host's.
+    let env = opts
+      .env
+      .clone()
+      .unwrap_or_else(|| std::env::vars_os().map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned())).collect());
+    crate::launch::spawn_vfork(&crate::launch::SpawnRequest {
+      program,
+      args,
+      env: &env,
+      cwd: opts.cwd.as_deref(),
+      stdio: stdio.map(|fd| fd.as_raw_fd()),
+      cgroup_procs: cgroup_procs.map(|f| f.as_raw_fd()),
+      controlling_tty: matches!(opts.input, Input::Pty(_)),
+    })
   }
+  #[cfg(not(target_os = "linux"))]
+  crate::launch::fork_exec(opts, program, args, stdio, cgroup_procs)
+}
+
+/// Kills and reaps a job whose start could not be completed (its group was created by us).
+fn abandon(child: &mut Launched) {
+  unsafe {
+    libc::kill(-child.pid, libc::SIGKILL);
+    libc::kill(child.pid, libc::SIGKILL);
+  }
+  let _ = child.wait();
 }
 
 /// A pipe whose both ends are close-on-exec, so no other child inherits them.
-fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
+pub fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
   #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
   {
     Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?)

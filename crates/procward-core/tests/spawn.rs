@@ -267,16 +267,24 @@ fn with_a_cgroup_a_double_forked_setsid_daemon_of_a_pipe_job_is_still_killed() {
   opts.cgroup = Some(cgroup.clone());
   let (job, rx) = run(opts);
   let deadline = Instant::now() + Duration::from_secs(5);
-  while procward_core::cgroup::members(&cgroup).len() < 2 && Instant::now() < deadline {
+  // Until the daemon has left the process tree: a live member in its own session (setsid)
+  // whose parent is no longer in the job (the subshell exited, so it was reparented).
+  let daemon = loop {
+    let members = procward_core::cgroup::members(&cgroup);
+    let table = procward_core::probe::process_table().unwrap();
+    let found =
+      table.iter().find(|p| members.contains(&p.pid) && !p.is_dead() && p.pgid == p.pid && p.pid != job.pid && !members.contains(&p.ppid));
+    if let Some(p) = found {
+      break p.pid;
+    }
+    assert!(Instant::now() < deadline, "no daemon outside the tree: members {members:?}");
     std::thread::sleep(Duration::from_millis(20));
-  }
-  let members = procward_core::cgroup::members(&cgroup);
-  // The daemon is not in the process tree any more (its parent, the subshell, has exited).
+  };
   let tree: Vec<i32> = procward_core::tree::descendants(job.pid).unwrap().iter().map(|p| p.pid).collect();
-  let daemon = *members.iter().find(|p| **p != job.pid && !tree.contains(p)).expect("a member outside the tree");
+  assert!(!tree.contains(&daemon));
   let opts = procward_core::kill::KillOptions { cgroup: Some(cgroup.clone()), grace: Duration::from_millis(300), ..Default::default() };
   let report = procward_core::kill::kill_tree(&job.identity, &opts).unwrap();
-  assert!(report.signalled.contains(&daemon), "{report:?}");
+  assert!(report.signalled.contains(&daemon), "daemon {daemon}: {report:?}");
   assert!(report.survivors.is_empty());
   until_exit(&rx);
   let deadline = Instant::now() + Duration::from_secs(3);
@@ -284,4 +292,33 @@ fn with_a_cgroup_a_double_forked_setsid_daemon_of_a_pipe_job_is_still_killed() {
     std::thread::sleep(Duration::from_millis(20));
   }
   assert!(!cgroup.exists());
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_job_leads_a_new_session_with_default_signals_and_an_empty_mask() {
+  // The test harness ignores SIGPIPE; block SIGUSR1 in this thread too. Neither may reach
+  // the job (ignored dispositions and the mask survive execve).
+  unsafe {
+    let mut set: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut set);
+    libc::sigaddset(&mut set, libc::SIGUSR1);
+    libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+  }
+  let (job, rx) = run(SpawnOptions::new("grep -E '^Sig(Ign|Blk)' /proc/self/status; exec cat /proc/self/stat"));
+  unsafe {
+    let mut set: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut set);
+    libc::sigaddset(&mut set, libc::SIGUSR1);
+    libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+  }
+  let (out, exit) = until_exit(&rx);
+  assert_eq!(exit, ExitInfo::exited(0));
+  let mut lines = out.lines();
+  assert_eq!(lines.next(), Some("SigBlk:\t0000000000000000"));
+  assert_eq!(lines.next(), Some("SigIgn:\t0000000000000000"));
+  // /proc/<pid>/stat after the last ')': state, ppid, pgrp, session.
+  let stat = lines.next().unwrap();
+  let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+  assert_eq!((fields[2], fields[3]), (job.pid.to_string().as_str(), job.pid.to_string().as_str()), "{stat}");
 }

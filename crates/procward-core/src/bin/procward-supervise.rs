@@ -36,6 +36,7 @@ mod unix {
   use procward_core::atomic::write_atomically;
   use procward_core::logfile::RotatingLog;
   use procward_core::reader::{poll_ready, DrainOptions};
+  use procward_core::spawn::pipe_cloexec;
   use procward_core::status::ExitInfo;
   use std::ffi::OsString;
   use std::fs::File;
@@ -173,8 +174,7 @@ mod unix {
         log.note(&format!("cannot record identity in {}: {e}", path.display()));
       }
     }
-    let pipes =
-      nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).and_then(|out| Ok((out, nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?)));
+    let pipes = pipe_cloexec().and_then(|out| Ok((out, pipe_cloexec()?)));
     let ((out_r, out_w), (exited_r, exited_w)) = match pipes {
       Ok(p) => p,
       Err(e) => {

@@ -1,0 +1,290 @@
+//! Starting a job's first process, and waiting for it.
+//!
+//! On Linux the job starts with `clone(CLONE_VM | CLONE_VFORK)` (glibc's `clone` wrapper),
+//! the way glibc's own `posix_spawn` does: the host's address space is shared, not copied,
+//! until the child calls `execve`. A Node host has a large address space, and `fork` (what
+//! `child_process.spawn` and a Rust `pre_exec` hook use) spends most of a short job's start
+//! copying its page tables and then taking copy-on-write faults. `posix_spawn` itself is
+//! not enough: it can neither join a cgroup before `execve` nor set a controlling terminal.
+//!
+//! The child runs [`child_main`] on its own stack, sharing the host's memory while the
+//! host's thread is suspended: it only makes system calls on data the host prepared
+//! (no allocation, no locks), in this order: default disposition for every signal, a new
+//! session (`setsid`), joining the job's cgroup, stdin/stdout/stderr (`dup2`), the PTY as
+//! controlling terminal, the working directory, an empty signal mask, `execve`. A failing
+//! step reports its errno through the shared memory and the child exits with 127.
+//!
+//! Elsewhere `spawn` uses `fork` + `exec` with a `pre_exec` hook; both paths end in a
+//! [`Launched`].
+
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+/// A started process this host is the parent of: wait for it exactly once.
+#[derive(Debug)]
+pub(crate) struct Launched {
+  pub pid: i32,
+  status: Option<ExitStatus>,
+}
+
+impl Launched {
+  pub fn new(pid: i32) -> Self {
+    Launched { pid, status: None }
+  }
+
+  fn waitpid(&mut self, flags: libc::c_int) -> io::Result<Option<ExitStatus>> {
+    if let Some(s) = self.status {
+      return Ok(Some(s));
+    }
+    loop {
+      let mut raw = 0;
+      let r = unsafe { libc::waitpid(self.pid, &mut raw, flags) };
+      if r == self.pid {
+        let s = ExitStatus::from_raw(raw);
+        self.status = Some(s);
+        return Ok(Some(s));
+      }
+      if r == 0 {
+        return Ok(None);
+      }
+      let e = io::Error::last_os_error();
+      if e.kind() != io::ErrorKind::Interrupted {
+        return Err(e);
+      }
+    }
+  }
+
+  /// The exit status if the process has ended (it is reaped then), else `None`.
+  /// Errors: `ECHILD` when someone else reaped it.
+  pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+    self.waitpid(libc::WNOHANG)
+  }
+
+  /// Blocks until the process ends and reaps it.
+  pub fn wait(&mut self) -> io::Result<ExitStatus> {
+    self.waitpid(0).map(|s| s.expect("a blocking waitpid returns a status"))
+  }
+}
+
+/// What to start: program, full argv, environment, working directory, the descriptors
+/// that become stdin, stdout and stderr, and optionally a cgroup and a PTY.
+#[cfg(target_os = "linux")]
+pub(crate) struct SpawnRequest<'a> {
+  pub program: &'a std::path::Path,
+  /// Arguments after argv\[0\] (which is the program).
+  pub args: &'a [std::ffi::OsString],
+  pub env: &'a [(String, String)],
+  pub cwd: Option<&'a std::path::Path>,
+  pub stdio: [std::os::fd::RawFd; 3],
+  /// An open `cgroup.procs` to write "0" into (join the cgroup before `execve`).
+  pub cgroup_procs: Option<std::os::fd::RawFd>,
+  /// Make stdin (a PTY slave) the controlling terminal.
+  pub controlling_tty: bool,
+}
+
+/// Everything the child needs, prepared by the host: raw pointers into host memory.
+#[cfg(target_os = "linux")]
+struct ChildPlan {
+  program: *const libc::c_char,
+  argv: *const *const libc::c_char,
+  envp: *const *const libc::c_char,
+  cwd: *const libc::c_char,
+  stdio: [libc::c_int; 3],
+  cgroup_procs: libc::c_int,
+  controlling_tty: bool,
+  /// Written by the child when a step fails: the step's errno.
+  errno: libc::c_int,
+}
+
+/// The child's side (see the module docs). Runs on its own stack in the host's memory.
+#[cfg(target_os = "linux")]
+extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
+  unsafe {
+    let plan = &mut *(arg as *mut ChildPlan);
+    let fail = |plan: &mut ChildPlan| -> ! {
+      plan.errno = *libc::__errno_location();
+      if plan.errno == 0 {
+        plan.errno = libc::EIO;
+      }
+      libc::_exit(127)
+    };
+    // Every signal, glibc's internal 32 and 33 included: all stay blocked until just before
+    // execve, so no handler of the host can run here meanwhile. (A parent started by glibc's
+    // posix_spawn ignores 32, and an ignored disposition would survive execve.)
+    // The raw system call: glibc's sigaction() refuses 32 and 33. An all-zero kernel
+    // `struct sigaction` is SIG_DFL with no flags and an empty mask on every architecture.
+    let dfl = [0u64; 4];
+    for sig in 1..=64 {
+      if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+        libc::syscall(libc::SYS_rt_sigaction, sig, dfl.as_ptr(), std::ptr::null_mut::<u64>(), 8usize);
+      }
+    }
+    if libc::setsid() < 0 {
+      fail(plan);
+    }
+    if plan.cgroup_procs >= 0 {
+      // Best effort: a job outside its cgroup is still contained by session and snapshot.
+      libc::write(plan.cgroup_procs, b"0\n".as_ptr().cast(), 2);
+    }
+    for (target, &fd) in plan.stdio.iter().enumerate() {
+      if libc::dup2(fd, target as libc::c_int) < 0 {
+        fail(plan);
+      }
+    }
+    if plan.controlling_tty && libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
+      fail(plan);
+    }
+    if !plan.cwd.is_null() && libc::chdir(plan.cwd) < 0 {
+      fail(plan);
+    }
+    let mut empty: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut empty);
+    libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+    libc::execve(plan.program, plan.argv, plan.envp);
+    fail(plan)
+  }
+}
+
+/// Stack of the child between `clone` and `execve`.
+#[cfg(target_os = "linux")]
+const CHILD_STACK: usize = 128 * 1024;
+
+/// Starts `req` (see the module docs). Errors: the errno of the failing step (`ENOENT` for
+/// a missing program or cwd, `EMFILE`, `EAGAIN`, …); the child is reaped then.
+#[cfg(target_os = "linux")]
+pub(crate) fn spawn_vfork(req: &SpawnRequest) -> io::Result<Launched> {
+  use std::ffi::{CString, OsStr};
+  use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+  use std::os::unix::ffi::OsStrExt;
+  let c = |s: &OsStr| {
+    CString::new(s.as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "an argument, variable or path contains a NUL byte"))
+  };
+  let program = c(req.program.as_os_str())?;
+  let mut argv = vec![program.clone()];
+  for a in req.args {
+    argv.push(c(a)?);
+  }
+  let envp = req.env.iter().map(|(k, v)| c(OsStr::new(&format!("{k}={v}")))).collect::<io::Result<Vec<_>>>()?;
+  let cwd = req.cwd.map(|p| c(p.as_os_str())).transpose()?;
+  let ptrs = |v: &[CString]| v.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect::<Vec<_>>();
+  let (argv_p, envp_p) = (ptrs(&argv), ptrs(&envp));
+  // Sources must not be 0-2, or one dup2 would overwrite another's source.
+  let mut moved: Vec<OwnedFd> = Vec::new();
+  let mut stdio = req.stdio;
+  for fd in stdio.iter_mut() {
+    if *fd < 3 {
+      let high = unsafe { libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 3) };
+      if high < 0 {
+        return Err(io::Error::last_os_error());
+      }
+      moved.push(unsafe { OwnedFd::from_raw_fd(high) });
+      *fd = moved.last().map_or(high, AsRawFd::as_raw_fd);
+    }
+  }
+  let mut plan = ChildPlan {
+    program: program.as_ptr(),
+    argv: argv_p.as_ptr(),
+    envp: envp_p.as_ptr(),
+    cwd: cwd.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+    stdio,
+    cgroup_procs: req.cgroup_procs.unwrap_or(-1),
+    controlling_tty: req.controlling_tty,
+    errno: 0,
+  };
+
+  unsafe {
+    let stack = libc::mmap(
+      std::ptr::null_mut(),
+      CHILD_STACK,
+      libc::PROT_READ | libc::PROT_WRITE,
+      libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+      -1,
+      0,
+    );
+    if stack == libc::MAP_FAILED {
+      return Err(io::Error::last_os_error());
+    }
+    // No signal handler of the host may run in the child while it shares the host's
+    // memory: block everything around the clone (the child unblocks before execve).
+    let mut all: libc::sigset_t = std::mem::zeroed();
+    let mut old: libc::sigset_t = std::mem::zeroed();
+    libc::sigfillset(&mut all);
+    libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+    let top = (stack as usize + CHILD_STACK) & !15;
+    let pid = libc::clone(child_main, top as *mut libc::c_void, libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD, (&raw mut plan).cast());
+    let clone_error = io::Error::last_os_error();
+    libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    libc::munmap(stack, CHILD_STACK);
+    if pid < 0 {
+      return Err(clone_error);
+    }
+    // CLONE_VFORK: we run again once the child called execve or exited.
+    let errno = std::ptr::read_volatile(&plan.errno);
+    let mut child = Launched::new(pid);
+    if errno != 0 {
+      let _ = child.wait();
+      return Err(io::Error::from_raw_os_error(errno));
+    }
+    Ok(child)
+  }
+}
+
+#[cfg(not(target_os = "linux"))]
+/// `fork` + `exec` with a `pre_exec` hook: `setsid`, joining the cgroup, the PTY's
+/// controlling terminal, default signal dispositions and an empty mask.
+pub(crate) fn fork_exec(
+  opts: &crate::spawn::SpawnOptions,
+  program: &std::path::Path,
+  args: &[std::ffi::OsString],
+  stdio: [&std::os::fd::OwnedFd; 3],
+  cgroup_procs: Option<&std::fs::File>,
+) -> std::io::Result<Launched> {
+  use std::os::unix::process::CommandExt;
+  use std::process::{Command, Stdio};
+  let mut cmd = Command::new(program);
+  cmd.args(args);
+  let [i, o, e] = stdio;
+  cmd.stdin(Stdio::from(i.try_clone()?)).stdout(Stdio::from(o.try_clone()?)).stderr(Stdio::from(e.try_clone()?));
+  if let Some(cwd) = &opts.cwd {
+    cmd.current_dir(cwd);
+  }
+  if let Some(env) = &opts.env {
+    cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+  }
+  let is_pty = matches!(opts.input, crate::spawn::Input::Pty(_));
+  let cgroup_fd = cgroup_procs.map(std::os::fd::AsRawFd::as_raw_fd);
+  unsafe {
+    cmd.pre_exec(move || {
+      if libc::setsid() < 0 {
+        return Err(std::io::Error::last_os_error());
+      }
+      if let Some(fd) = cgroup_fd {
+        // Best effort: a job outside its cgroup is still contained by session and snapshot.
+        libc::write(fd, b"0\n".as_ptr().cast(), 2);
+      }
+      if is_pty {
+        crate::pty::take_controlling_terminal()?;
+      }
+      reset_signals_in_child();
+      Ok(())
+    });
+  }
+  let child = cmd.spawn()?;
+  Ok(Launched::new(child.id() as i32))
+}
+
+#[cfg(not(target_os = "linux"))]
+/// Resets signal state in the child between fork and exec. Only async-signal-safe calls.
+fn reset_signals_in_child() {
+  unsafe {
+    for sig in 1..32 {
+      if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+        libc::signal(sig, libc::SIG_DFL);
+      }
+    }
+    let mut set: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut set);
+    libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+  }
+}
