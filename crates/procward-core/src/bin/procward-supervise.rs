@@ -15,7 +15,7 @@
 //!
 //! It ignores SIGHUP, SIGINT, SIGTERM and SIGPIPE so that the host's exit and the SIGTERM
 //! of a tree kill (which reaches the whole process group) leave it alive to record how the
-//! job ended; the job itself gets default dispositions back. A SIGKILL of the group ends it
+//! job ended (through a handler that does nothing, so the job gets default dispositions). A SIGKILL of the group ends it
 //! too, and then no exit file is written (the killer knows what it did). A SIGKILL of the
 //! supervisor alone closes the job's output pipe: its next write fails with EPIPE/SIGPIPE.
 
@@ -43,7 +43,6 @@ mod unix {
   use std::io::{ErrorKind, Read, Write};
   use std::os::fd::{AsFd, OwnedFd};
   use std::os::unix::fs::OpenOptionsExt;
-  use std::os::unix::process::CommandExt;
   use std::path::PathBuf;
   use std::process::{Command, Stdio};
   use std::sync::mpsc;
@@ -147,11 +146,20 @@ mod unix {
     log.finish();
   }
 
+  extern "C" fn ignore(_: libc::c_int) {}
+
   pub fn main() {
     let args = parse();
+    // A handler that does nothing, not SIG_IGN: handlers fall back to the default at
+    // execve, so the job starts with default dispositions and no pre_exec hook is needed
+    // (std then starts it with posix_spawn instead of fork). SIGPIPE is ignored by the
+    // Rust runtime already, and std resets it for the job.
     unsafe {
-      for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGPIPE] {
-        libc::signal(sig, libc::SIG_IGN);
+      let mut sa: libc::sigaction = std::mem::zeroed();
+      sa.sa_sigaction = ignore as *const () as libc::sighandler_t;
+      sa.sa_flags = libc::SA_RESTART;
+      for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
       }
     }
     let mut log = match RotatingLog::open(&args.log, args.part_bytes) {
@@ -191,14 +199,6 @@ mod unix {
         finish(&args, ExitInfo::exited(127));
       }
     };
-    unsafe {
-      cmd.pre_exec(|| {
-        for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM, libc::SIGPIPE] {
-          libc::signal(sig, libc::SIG_DFL);
-        }
-        Ok(())
-      });
-    }
     // A child subreaper (Linux 3.4+) adopts the job's orphans (double forks, `(cmd &)`), so
     // they stay descendants of the session and a tree kill still finds them.
     #[cfg(target_os = "linux")]
@@ -212,7 +212,14 @@ mod unix {
       log.note(&format!("cannot start {:?}: {e}", args.program));
     }
     let (drained_tx, drained_rx) = mpsc::channel();
-    let copier = std::thread::spawn(move || copy_output(out_r, exited_r, log, drained_tx));
+    let copier = std::thread::Builder::new().stack_size(128 * 1024).spawn(move || copy_output(out_r, exited_r, log, drained_tx));
+    let copier = match copier {
+      Ok(c) => c,
+      Err(e) => {
+        eprintln!("procward-supervise: cannot start the output copier: {e}");
+        std::process::exit(70);
+      }
+    };
     let info = match spawned {
       Ok(child) => wait_for(child.id() as libc::pid_t),
       Err(_) => ExitInfo::exited(127),
