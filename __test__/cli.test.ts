@@ -154,3 +154,38 @@ describe('checkpoint and recovery', () => {
     await r2.close();
   });
 });
+
+describe('CLI inspection commands', () => {
+  it('probe reports a live PID with its identity, and a missing PID as gone', async () => {
+    const live = JSON.parse((await cli(['probe', String(process.pid), '999999999', '--json'])).stdout);
+    expect(live[0]).toMatchObject({ pid: process.pid, alive: true, exists: true, ppid: process.ppid });
+    expect(live[0].startTime).toMatch(/^\d+$/);
+    expect(live[1]).toMatchObject({ pid: 999999999, alive: false, exists: false });
+    const bad = await cli(['probe', 'abc']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/pid must be an integer/);
+  });
+
+  it('tree lists the descendants of a started job, with their group', async () => {
+    const state = tempDir();
+    const s = JSON.parse((await cli(['start', '--state-dir', state, '--json', '--', 'sleep 30 & sleep 31 & wait'])).stdout);
+    cleanupGroup(s.pid);
+    let found: { pid: number; pgid: number; alive: boolean }[] = [];
+    await until(async () => {
+      found = JSON.parse((await cli(['tree', String(s.pid), '--json'])).stdout);
+      return found.filter((d) => d.alive).length >= 2;
+    }, 10_000, 'two sleeps in the tree');
+    expect(found.every((d) => d.pgid === s.pid)).toBe(true);
+  });
+
+  it('recover adopts what the state directory lists and reports it', async () => {
+    const state = tempDir();
+    const s = JSON.parse((await cli(['start', '--state-dir', state, '--json', '--', 'sleep 30'])).stdout);
+    cleanupGroup(s.pid);
+    const done = JSON.parse((await cli(['start', '--state-dir', state, '--json', '--', 'exit 3'])).stdout);
+    cleanupGroup(done.pid);
+    await until(async () => JSON.parse((await cli(['poll', done.id, '--state-dir', state, '--json'])).stdout).status === 'exited', 10_000, 'exit 3 ended');
+    const report = JSON.parse((await cli(['recover', '--state-dir', state, '--json'])).stdout);
+    expect(report).toMatchObject({ sessions: 2, running: 1, exited: 1 });
+  });
+});

@@ -7,6 +7,7 @@ import { constants as osConstants } from 'node:os';
 import { Command, InvalidArgumentError } from 'commander';
 import shellQuote from 'shell-quote';
 import { ProcwardError } from './errors.js';
+import { descendants, probe, type ProbeResult, type ProcessEntry } from './helpers.js';
 import { serveMcpStdio } from './mcp.js';
 import { ProcessRegistry, type SessionSummary } from './registry.js';
 import { defaultStateDir } from './statedir.js';
@@ -157,6 +158,37 @@ common(program.command('kill'))
       const k = await r.kill(id, opts.grace !== undefined ? { graceMs: opts.grace } : {});
       const what = `${k.signalled.length} process(es) signalled${k.escalated ? ', escalated to SIGKILL' : ''}`;
       print(opts, k, k.outcome === 'already_exited' ? `${k.id}: already exited (leftovers: ${what})` : `${k.id}: killed (${what})`);
+    });
+  });
+
+common(program.command('probe'))
+  .description('identity and state of PIDs, from /proc/<pid>/stat (no state directory needed)')
+  .argument('<pid...>', 'process ids')
+  .action(async (pids: string[], opts: Common) => {
+    const numbers = pids.map((p) => int('pid', 1)(p));
+    const results = probe(numbers);
+    const line = (r: ProbeResult) =>
+      r.exists ? `${r.pid}  ${r.alive ? 'alive' : 'zombie'}  state ${r.state ?? '?'}  ppid ${r.ppid ?? '?'}  pgid ${r.pgid ?? '?'}  start ${r.startTime ?? '?'}` : `${r.pid}  gone`;
+    print(opts, results, results.map(line).join('\n'));
+  });
+
+common(program.command('tree'))
+  .description('descendants of a PID, found in one pass over the process table')
+  .argument('<pid>', 'root process id')
+  .action(async (pid: string, opts: Common) => {
+    const found = descendants(int('pid', 1)(pid));
+    const line = (d: ProcessEntry) => `${String(d.pid).padStart(7)}  ppid ${String(d.ppid).padStart(7)}  pgid ${String(d.pgid).padStart(7)}  ${d.alive ? d.state : 'zombie'}`;
+    print(opts, found, found.length ? found.map(line).join('\n') : 'no descendants');
+  });
+
+common(program.command('recover'))
+  .description('open the state directory, recover its sessions (adopting live jobs, recording how gone ones ended), and report')
+  .action(async (opts: Common) => {
+    await withRegistry(opts, async (r) => {
+      const all = await r.list();
+      const count = (status: string) => all.filter((s) => s.status === status).length;
+      const report = { sessions: all.length, running: count('running'), exited: count('exited'), diagnostics: r.diagnostics };
+      print(opts, report, `${report.sessions} session(s): ${report.running} running, ${report.exited} ended${r.diagnostics.length ? `\n${r.diagnostics.join('\n')}` : ''}`);
     });
   });
 
