@@ -199,6 +199,11 @@ export interface SpawnOptions {
    * part (`output.log.1`). Default 0: never rotate.
    */
   logPartBytes?: number
+  /**
+   * Durable mode: create a FIFO here (0600) and make it the job's stdin, writable by any
+   * host; SIGUSR1 to the supervisor ends it (EOF). Default: stdin is `/dev/null`.
+   */
+  stdinFifo?: string
   /** Durable mode: exit file the supervisor writes. */
   exitPath?: string
   /** Durable mode: path of the `procward-supervise` executable. */

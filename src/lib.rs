@@ -266,6 +266,9 @@ pub struct SpawnOptions {
   /// Durable mode: rotate the log once a part holds this many bytes, keeping one rotated
   /// part (`output.log.1`). Default 0: never rotate.
   pub log_part_bytes: Option<f64>,
+  /// Durable mode: create a FIFO here (0600) and make it the job's stdin, writable by any
+  /// host; SIGUSR1 to the supervisor ends it (EOF). Default: stdin is `/dev/null`.
+  pub stdin_fifo: Option<String>,
   /// Durable mode: exit file the supervisor writes.
   pub exit_path: Option<String>,
   /// Durable mode: path of the `procward-supervise` executable.
@@ -515,6 +518,7 @@ fn spawn_options(o: SpawnOptions) -> Result<core::spawn::SpawnOptions> {
       exit_path: exit.into(),
       supervisor: sup.into(),
       log_part_bytes: o.log_part_bytes.map_or(0, |n| n as u64),
+      stdin_fifo: o.stdin_fifo.map(Into::into),
     },
     _ => return Err(invalid("durable mode needs logPath, exitPath and supervisor together")),
   };

@@ -74,13 +74,15 @@ common(program.command('start'))
   .option('--cwd <dir>', 'working directory')
   .option('--task <id>', 'task id to record')
   .option('--session-key <key>', 'session key to record')
-  .action(async (words: string[], opts: Common & { cwd?: string; task?: string; sessionKey?: string }) => {
+  .option('--stdin', 'keep its stdin open for write/submit/close from later invocations (default: /dev/null)')
+  .action(async (words: string[], opts: Common & { cwd?: string; task?: string; sessionKey?: string; stdin?: boolean }) => {
     const command = words.length === 1 ? (words[0] as string) : shellQuote.quote(words);
     await withRegistry(opts, async (r) => {
       const s = await r.spawn(command, {
         ...(opts.cwd !== undefined && { cwd: opts.cwd }),
         ...(opts.task !== undefined && { taskId: opts.task }),
         ...(opts.sessionKey !== undefined && { sessionKey: opts.sessionKey }),
+        ...(opts.stdin && { stdin: true }),
       });
       print(opts, s, s.id);
     });
@@ -158,6 +160,33 @@ common(program.command('kill'))
       const k = await r.kill(id, opts.grace !== undefined ? { graceMs: opts.grace } : {});
       const what = `${k.signalled.length} process(es) signalled${k.escalated ? ', escalated to SIGKILL' : ''}`;
       print(opts, k, k.outcome === 'already_exited' ? `${k.id}: already exited (leftovers: ${what})` : `${k.id}: killed (${what})`);
+    });
+  });
+
+const inputCommands = [
+  ['write', 'write text to the stdin of a session started with --stdin (no newline added)', 'data', (r: ProcessRegistry, id: string, t: string) => r.write(id, t)],
+  ['submit', 'send a line (text + Enter) to the stdin of a session started with --stdin', 'text', (r: ProcessRegistry, id: string, t: string) => r.submit(id, t)],
+] as const;
+for (const [name, description, what, send] of inputCommands) {
+  common(program.command(name))
+    .description(description)
+    .argument('<id>', 'session id or unique prefix')
+    .argument(`<${what}>`, 'the text')
+    .action(async (id: string, text: string, opts: Common) => {
+      await withRegistry(opts, async (r) => {
+        const w = await send(r, id, text);
+        print(opts, w, `${w.id}: ${w.bytes} byte(s) written`);
+      });
+    });
+}
+
+common(program.command('close'))
+  .description("close a session's stdin: the job reads end-of-file")
+  .argument('<id>', 'session id or unique prefix')
+  .action(async (id: string, opts: Common) => {
+    await withRegistry(opts, async (r) => {
+      const c = await r.closeStdin(id);
+      print(opts, c, `${c.id}: stdin closed`);
     });
   });
 

@@ -9,6 +9,7 @@
  *   written by the supervisor itself when it starts;
  * - `exit.json`: written atomically by the supervisor when the job ends:
  *   `{"code":7,"signal":null}` or `{"code":null,"signal":9}`;
+ * - `stdin`: a durable job's input FIFO, when it was started with `stdin: true`;
  * - `kill-requested`: written before procward signals the job, so any host that then sees
  *   the job gone records it as `killed`, not `exited`.
  */
@@ -25,6 +26,7 @@ export interface JobFiles {
   exitPath: string;
   supervisorPath: string;
   killMarkPath: string;
+  stdinPath: string;
 }
 
 /** Names a session's files without touching the disk. */
@@ -37,6 +39,7 @@ export function sessionFiles(stateDir: string, sessionId: string): JobFiles {
     exitPath: join(dir, 'exit.json'),
     supervisorPath: join(dir, 'supervisor.json'),
     killMarkPath: join(dir, 'kill-requested'),
+    stdinPath: join(dir, 'stdin'),
   };
 }
 

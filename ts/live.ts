@@ -125,6 +125,7 @@ export function untilEnd(live: Live, opts: { timeoutMs?: number; signal?: AbortS
 export function inputOf(live: Live): NativeJob {
   const r = live.record;
   if (r.status === 'exited') throw new ProcwardError('SESSION_EXITED', `${r.id} has exited; its stdin is closed`);
+  if (!live.job && r.durable) throw new ProcwardError('NO_STDIN', `${r.id} has no stdin (start it with { stdin: true })`);
   if (!live.job) throw new ProcwardError('NO_STDIN', `${r.id} was started by another host; only that host can write to it`);
   if (!live.job.inputKind) throw new ProcwardError('NO_STDIN', `${r.id} has no stdin (start it with { stdin: true } or { pty })`);
   return live.job;

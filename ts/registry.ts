@@ -14,6 +14,7 @@ import { killTree, MAX_GRACE_MS, verdict, type KillReport } from './helpers.js';
 import { GroupCommit } from './groupcommit.js';
 import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './writer.js';
 import { newSessionId, resolveSessionId } from './ids.js';
+import { closeFifo, writeFifo } from './stdinfifo.js';
 import { LARGE_LOG_BYTES, logSize, NO_DROPS, readLog, readLogFrom, readLogTail, streamLogPage, type LogDrops } from './durablelog.js';
 import {
   jobFiles,
@@ -286,6 +287,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
         durable,
         logPath: durable && files ? files.logPath : null,
         exitPath: durable && files ? files.exitPath : null,
+        ...(durable && files && opts.stdin && { stdinPath: files.stdinPath }),
         writer: this.writer,
         updatedAt: now,
         ...(opts.notifyOnComplete && { notifyOnComplete: true, notificationDelivered: false }),
@@ -310,7 +312,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
           ...(this.options.shell !== undefined && { shell: this.options.shell }),
           ...(this.options.shellArgs !== undefined && { shellArgs: this.options.shellArgs }),
           ...(durable && files && { logPath: files.logPath, exitPath: files.exitPath, supervisor: supervisorPath(), logPartBytes: Math.floor((this.options.logMaxBytes ?? LOG_MAX_BYTES) / 2) }),
-          ...(opts.stdin && { stdin: true }),
+          // A durable job's stdin is a FIFO any host can write (see stdinfifo.ts).
+          ...(opts.stdin && (durable && files ? { stdinFifo: files.stdinPath } : { stdin: true })),
           ...(opts.pty && { pty: opts.pty }),
           ...(this.options.containment !== false && { cgroupName: id }),
           // Output stays in the native tail; JS sees it only when watch patterns need lines.
@@ -778,18 +781,35 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * `SESSION_EXITED`, `NO_STDIN`, `EAGAIN` (the job is not reading its input).
    */
   async write(id: string, data: string): Promise<{ id: string; bytes: number }> {
-    return writeInput(this.get(id), data);
+    return this.input(this.get(id), data);
   }
 
   /** Writes `text` followed by Enter (LF; CR LF on a Windows console). */
   async submit(id: string, text: string): Promise<{ id: string; bytes: number }> {
     if (typeof text !== 'string') throw new ProcwardError('INVALID_ARGUMENT', 'text must be a string');
-    return writeInput(this.get(id), `${text}${process.platform === 'win32' ? '\r\n' : '\n'}`);
+    return this.input(this.get(id), `${text}${process.platform === 'win32' ? '\r\n' : '\n'}`);
   }
 
-  /** Ends the session's input: closes the pipe, or sends EOF (Ctrl-D) to a PTY. */
+  /** A durable job's input is its FIFO, which any host may write; others go through the native job. */
+  private async input(live: Live, data: string): Promise<{ id: string; bytes: number }> {
+    if (!live.record.stdinPath) return writeInput(live, data);
+    if (typeof data !== 'string') throw new ProcwardError('INVALID_ARGUMENT', 'data must be a string');
+    await this.refresh(live);
+    if (live.record.status === 'exited') throw new ProcwardError('SESSION_EXITED', `${live.record.id} has exited; its stdin is closed`);
+    return writeFifo(live, data);
+  }
+
+  /**
+   * Ends the session's input: closes the pipe, sends EOF (Ctrl-D) to a PTY, or has a durable
+   * job's supervisor close its end of the FIFO (the job reads EOF once no writer is left).
+   */
   async closeStdin(id: string): Promise<{ id: string; closed: true }> {
     const live = this.get(id);
+    if (live.record.stdinPath) {
+      await this.refresh(live);
+      if (live.record.status === 'exited') throw new ProcwardError('SESSION_EXITED', `${live.record.id} has exited; its stdin is closed`);
+      return closeFifo(live);
+    }
     const job = inputOf(live);
     try {
       job.closeStdin();

@@ -44,6 +44,8 @@ export const sessionRecordSchema = z.object({
   durable: z.boolean(),
   logPath: z.string().nullable(),
   exitPath: z.string().nullable(),
+  /** A durable job started with stdin: the FIFO any host may write to (see `stdinfifo.ts`). */
+  stdinPath: z.string().optional(),
   /** Identity of the host process that last wrote this entry, and which registry in it. */
   writer: identitySchema.extend({ instance: z.string().optional() }),
   /** Milliseconds since the epoch; the newer entry wins when hosts merge. */

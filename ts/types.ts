@@ -64,7 +64,11 @@ export interface SpawnOptions {
   notifyOnComplete?: boolean;
   /** Regular expressions; a whole output line that matches one queues a watch event. */
   watchPatterns?: string[];
-  /** Keep a stdin pipe open for `write`/`submit`/`closeStdin`. Default false (stdin is /dev/null). */
+  /**
+   * Keep the job's stdin open for `write`/`submit`/`closeStdin`. Default false (stdin is
+   * /dev/null). A durable job's stdin is a FIFO in its session directory that any host may
+   * write to, also after the starting host is gone; otherwise it is a pipe of this host.
+   */
   stdin?: boolean;
   /** Run under a pseudo-terminal (stdin, stdout and stderr); size in cells, default 120×40. Never durable. */
   pty?: { cols?: number; rows?: number };

@@ -81,6 +81,8 @@ pub(crate) struct SpawnRequest<'a> {
   pub cgroup_procs: Option<std::os::fd::RawFd>,
   /// Make stdin (a PTY slave) the controlling terminal.
   pub controlling_tty: bool,
+  /// Start with SIGUSR1 blocked (the durable-job supervisor), else with an empty mask.
+  pub block_usr1: bool,
 }
 
 /// Everything the child needs, prepared by the host: raw pointers into host memory.
@@ -93,6 +95,7 @@ struct ChildPlan {
   stdio: [libc::c_int; 3],
   cgroup_procs: libc::c_int,
   controlling_tty: bool,
+  block_usr1: bool,
   /// Written by the child when a step fails: the step's errno.
   errno: libc::c_int,
 }
@@ -109,17 +112,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
       }
       libc::_exit(127)
     };
-    // Every signal, glibc's internal 32 and 33 included: all stay blocked until just before
-    // execve, so no handler of the host can run here meanwhile. (A parent started by glibc's
-    // posix_spawn ignores 32, and an ignored disposition would survive execve.)
-    // The raw system call: glibc's sigaction() refuses 32 and 33. An all-zero kernel
-    // `struct sigaction` is SIG_DFL with no flags and an empty mask on every architecture.
-    let dfl = [0u64; 4];
-    for sig in 1..=64 {
-      if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-        libc::syscall(libc::SYS_rt_sigaction, sig, dfl.as_ptr(), std::ptr::null_mut::<u64>(), 8usize);
-      }
-    }
+    // Signals stay blocked until just before execve, so no handler of the host can run
+    // here meanwhile.
+    reset_signal_dispositions();
     if libc::setsid() < 0 {
       fail(plan);
     }
@@ -138,11 +133,29 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     if !plan.cwd.is_null() && libc::chdir(plan.cwd) < 0 {
       fail(plan);
     }
-    let mut empty: libc::sigset_t = std::mem::zeroed();
-    libc::sigemptyset(&mut empty);
-    libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+    let mut mask: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut mask);
+    if plan.block_usr1 {
+      libc::sigaddset(&mut mask, libc::SIGUSR1);
+    }
+    libc::sigprocmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut());
     libc::execve(plan.program, plan.argv, plan.envp);
     fail(plan)
+  }
+}
+
+/// Sets every signal's disposition to the default, glibc's internal 32 and 33 included (a
+/// process started by glibc's `posix_spawn` ignores them, and an ignored disposition
+/// survives `execve`). Raw system calls only, so it is safe between `fork`/`clone` and
+/// `execve`: glibc's `sigaction()` refuses 32 and 33, and an all-zero kernel
+/// `struct sigaction` is SIG_DFL with no flags and an empty mask on every architecture.
+#[cfg(target_os = "linux")]
+pub fn reset_signal_dispositions() {
+  let dfl = [0u64; 4];
+  for sig in 1..=64 {
+    if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+      unsafe { libc::syscall(libc::SYS_rt_sigaction, sig, dfl.as_ptr(), std::ptr::null_mut::<u64>(), 8usize) };
+    }
   }
 }
 
@@ -190,6 +203,7 @@ pub(crate) fn spawn_vfork(req: &SpawnRequest) -> io::Result<Launched> {
     stdio,
     cgroup_procs: req.cgroup_procs.unwrap_or(-1),
     controlling_tty: req.controlling_tty,
+    block_usr1: req.block_usr1,
     errno: 0,
   };
 
@@ -253,6 +267,7 @@ pub(crate) fn fork_exec(
     cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
   }
   let is_pty = matches!(opts.input, crate::spawn::Input::Pty(_));
+  let block_usr1 = matches!(opts.capture, crate::spawn::Capture::Durable { .. });
   let cgroup_fd = cgroup_procs.map(std::os::fd::AsRawFd::as_raw_fd);
   unsafe {
     cmd.pre_exec(move || {
@@ -267,6 +282,12 @@ pub(crate) fn fork_exec(
         crate::pty::take_controlling_terminal()?;
       }
       reset_signals_in_child();
+      if block_usr1 {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGUSR1);
+        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+      }
       Ok(())
     });
   }

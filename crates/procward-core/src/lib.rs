@@ -9,6 +9,7 @@
 //! - [`kill`]: tree kill — snapshot, SIGTERM, grace period, SIGKILL after a fresh identity check.
 //! - [`spawn`]: `<shell> -c <command>` in a new session, with pipe or durable file capture.
 //! - [`reader`]: orphan-safe output capture (pipe drain and log-file tail).
+//! - [`launch`]: starting a job's first process (`clone(CLONE_VM | CLONE_VFORK)` on Linux).
 //! - [`pty`]: pseudo-terminals and the job's input side (stdin pipe or PTY master).
 //! - [`utf8`]: incremental UTF-8 decoding of output chunks.
 //! - [`tail`]: the native rolling tail of a job's output.
@@ -30,7 +31,7 @@ pub mod identity;
 #[cfg(unix)]
 pub mod kill;
 #[cfg(unix)]
-mod launch;
+pub mod launch;
 #[cfg(unix)]
 pub mod lockfile;
 #[cfg(unix)]

@@ -41,6 +41,9 @@ pub enum Capture {
     /// The log rotates once a part holds this many bytes; one rotated part is kept (see
     /// `logfile`). 0: never rotate.
     log_part_bytes: u64,
+    /// Give the job a FIFO at this path as stdin (created here, 0600), which any host may
+    /// write to; the supervisor keeps it open until it gets SIGUSR1 (see the supervisor).
+    stdin_fifo: Option<PathBuf>,
   },
 }
 
@@ -173,7 +176,11 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
       }
       (dup(&w, "output pipe")?, w, Some(r))
     }
-    Capture::Durable { log_path, .. } => {
+    Capture::Durable { log_path, stdin_fifo, .. } => {
+      if let Some(fifo) = stdin_fifo {
+        nix::unistd::mkfifo(fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
+          .map_err(|e| Error::io(format!("creating the stdin FIFO {}", fifo.display()), e.into()))?;
+      }
       // The supervisor copies the job's output into the log; its own last words (an exit
       // file it cannot write) go there too.
       let log = OpenOptions::new()
@@ -250,15 +257,12 @@ fn command_line(opts: &SpawnOptions) -> (PathBuf, Vec<OsString>) {
   let mut args: Vec<OsString> = Vec::new();
   let program = match &opts.capture {
     Capture::Pipe => opts.shell.clone(),
-    Capture::Durable { log_path, exit_path, supervisor, log_part_bytes } => {
-      args.extend([
-        "--log".into(),
-        log_path.into(),
-        "--part-bytes".into(),
-        log_part_bytes.to_string().into(),
-        exit_path.into(),
-        opts.shell.clone().into(),
-      ]);
+    Capture::Durable { log_path, exit_path, supervisor, log_part_bytes, stdin_fifo } => {
+      args.extend(["--log".into(), log_path.into(), "--part-bytes".into(), log_part_bytes.to_string().into()]);
+      if let Some(fifo) = stdin_fifo {
+        args.extend(["--stdin-fifo".into(), fifo.into()]);
+      }
+      args.extend([exit_path.into(), opts.shell.clone().into()]);
       supervisor.clone()
     }
   };
@@ -298,6 +302,8 @@ fn launch(
       stdio: stdio.map(|fd| fd.as_raw_fd()),
       cgroup_procs: cgroup_procs.map(|f| f.as_raw_fd()),
       controlling_tty: matches!(opts.input, Input::Pty(_)),
+      // The supervisor unblocks SIGUSR1 (close stdin) once it can handle it.
+      block_usr1: matches!(opts.capture, Capture::Durable { .. }),
     })
   }
   #[cfg(not(target_os = "linux"))]

@@ -106,8 +106,13 @@ fn durable_job_records_exact_exit_code_and_signal() {
     let log_path = dir.join(format!("{name}.log"));
     let exit_path = dir.join(format!("{name}.exit"));
     let mut opts = SpawnOptions::new(cmd);
-    opts.capture =
-      Capture::Durable { log_path: log_path.clone(), exit_path: exit_path.clone(), supervisor: supervisor(), log_part_bytes: 0 };
+    opts.capture = Capture::Durable {
+      log_path: log_path.clone(),
+      exit_path: exit_path.clone(),
+      supervisor: supervisor(),
+      log_part_bytes: 0,
+      stdin_fifo: None,
+    };
     let (_job, rx) = run(opts);
     let (_out, exit) = until_exit(&rx);
     assert_eq!(exit, want, "{cmd}");
@@ -127,7 +132,13 @@ fn durable_supervisor_adopts_double_forked_orphans_so_they_stay_in_the_tree() {
   let dir = std::env::temp_dir().join(format!("procward-core-orphan-{}", std::process::id()));
   std::fs::create_dir_all(&dir).unwrap();
   let mut opts = SpawnOptions::new("(setsid sleep 30 &); echo forked; sleep 30");
-  opts.capture = Capture::Durable { log_path: dir.join("log"), exit_path: dir.join("exit"), supervisor: supervisor(), log_part_bytes: 0 };
+  opts.capture = Capture::Durable {
+    log_path: dir.join("log"),
+    exit_path: dir.join("exit"),
+    supervisor: supervisor(),
+    log_part_bytes: 0,
+    stdin_fifo: None,
+  };
   let (job, rx) = run(opts);
   let deadline = Instant::now() + Duration::from_secs(5);
   // The orphan escaped both the group (setsid) and its parent (the subshell exited), yet
@@ -156,6 +167,7 @@ fn durable(cmd: &str, dir: &std::path::Path, part_bytes: u64) -> SpawnOptions {
     exit_path: dir.join("exit.json"),
     supervisor: supervisor(),
     log_part_bytes: part_bytes,
+    stdin_fifo: None,
   };
   opts
 }
@@ -321,4 +333,57 @@ fn the_job_leads_a_new_session_with_default_signals_and_an_empty_mask() {
   let stat = lines.next().unwrap();
   let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
   assert_eq!((fields[2], fields[3]), (job.pid.to_string().as_str(), job.pid.to_string().as_str()), "{stat}");
+}
+
+#[test]
+fn durable_stdin_fifo_takes_writes_from_anyone_and_sigusr1_to_the_supervisor_ends_it() {
+  let dir = std::env::temp_dir().join(format!("procward-core-durable-stdin-{}", std::process::id()));
+  let mut opts = durable("read a; echo got $a; cat; echo after-eof", &dir, 0);
+  let fifo = dir.join("stdin");
+  if let Capture::Durable { stdin_fifo, .. } = &mut opts.capture {
+    *stdin_fifo = Some(fifo.clone());
+  }
+  let (job, rx) = run(opts);
+  use std::io::Write;
+  use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+  let meta = std::fs::metadata(&fifo).unwrap();
+  assert!(meta.file_type().is_fifo());
+  assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+  // Two writers, one after the other (as two CLI invocations would be): no EOF between them.
+  std::fs::OpenOptions::new().write(true).open(&fifo).unwrap().write_all(b"first\n").unwrap();
+  std::thread::sleep(Duration::from_millis(200));
+  std::fs::OpenOptions::new().write(true).open(&fifo).unwrap().write_all(b"second\n").unwrap();
+  std::thread::sleep(Duration::from_millis(200));
+  assert!(rx.try_iter().all(|e| !matches!(e, JobEvent::Exit(_))), "the job saw EOF before close");
+  unsafe { libc::kill(job.pid, libc::SIGUSR1) };
+  let (_, exit) = until_exit(&rx);
+  assert_eq!(exit, ExitInfo::exited(0));
+  assert_eq!(std::fs::read_to_string(dir.join("output.log")).unwrap(), "got first\nsecond\nafter-eof\n");
+  std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_close_request_right_after_the_spawn_is_held_not_fatal() {
+  let dir = std::env::temp_dir().join(format!("procward-core-durable-early-usr1-{}", std::process::id()));
+  let mut opts = durable("cat; echo eof", &dir, 0);
+  if let Capture::Durable { stdin_fifo, .. } = &mut opts.capture {
+    *stdin_fifo = Some(dir.join("stdin"));
+  }
+  let (job, rx) = run(opts);
+  // Before the supervisor has even loaded: it starts with SIGUSR1 blocked.
+  unsafe { libc::kill(job.pid, libc::SIGUSR1) };
+  let (_, exit) = until_exit(&rx);
+  assert_eq!(exit, ExitInfo::exited(0));
+  assert_eq!(std::fs::read_to_string(dir.join("output.log")).unwrap(), "eof\n");
+  std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_durable_job_also_starts_with_default_signals_and_an_empty_mask() {
+  let dir = std::env::temp_dir().join(format!("procward-core-durable-signals-{}", std::process::id()));
+  let (_job, rx) = run(durable("grep -E '^Sig(Blk|Ign)' /proc/self/status", &dir, 0));
+  let (_, exit) = until_exit(&rx);
+  assert_eq!(exit, ExitInfo::exited(0));
+  assert_eq!(std::fs::read_to_string(dir.join("output.log")).unwrap(), "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+  std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,4 +1,4 @@
-//! `procward-supervise --log <output.log> [--part-bytes <n>] <exit-file> <program> [args...]`
+//! `procward-supervise --log <output.log> [--part-bytes <n>] [--stdin-fifo <path>] <exit-file> <program> [args...]`
 //!
 //! The parent of a durable job. It runs `<program> [args...]` (the job: `sh -c <command>`)
 //! and:
@@ -9,6 +9,12 @@
 //!   1 MiB after the exit, like the host's own reader), then writes the job's exact end —
 //!   exit code or terminating signal — to `<exit-file>` atomically. A shell wrapper cannot
 //!   do this: `$?` is 128+N for both "killed by signal N" and `exit 128+N`;
+//! - with `--stdin-fifo`, gives the job the read end of that FIFO as stdin and keeps a write
+//!   end open itself, so the job sees no EOF between writers: any host may open the FIFO and
+//!   write (the job's input outlives the host that started it), and SIGUSR1 to the
+//!   supervisor closes its write end, so the job gets EOF once no writer is left. The
+//!   host starts the supervisor with SIGUSR1 blocked; it is unblocked once the handler and
+//!   the write end exist, so an early request is held, not fatal;
 //! - stays until the last holder of the pipe (a grandchild such as `sleep 30 &`) closes it,
 //!   so late output still reaches the log and nobody gets SIGPIPE; the exit file, not the
 //!   supervisor's own exit, is the job's end.
@@ -41,40 +47,44 @@ mod unix {
   use std::ffi::OsString;
   use std::fs::File;
   use std::io::{ErrorKind, Read, Write};
+  use std::os::fd::IntoRawFd;
   use std::os::fd::{AsFd, OwnedFd};
   use std::os::unix::fs::OpenOptionsExt;
   use std::path::PathBuf;
   use std::process::{Command, Stdio};
+  use std::sync::atomic::{AtomicI32, Ordering};
   use std::sync::mpsc;
   use std::time::Instant;
 
   struct Args {
     log: PathBuf,
     part_bytes: u64,
+    stdin_fifo: Option<PathBuf>,
     exit: PathBuf,
     program: OsString,
     rest: Vec<OsString>,
   }
 
   fn usage() -> ! {
-    eprintln!("usage: procward-supervise --log <output.log> [--part-bytes <n>] <exit-file> <program> [args...]");
+    eprintln!("usage: procward-supervise --log <output.log> [--part-bytes <n>] [--stdin-fifo <path>] <exit-file> <program> [args...]");
     std::process::exit(64);
   }
 
   fn parse() -> Args {
     let mut args = std::env::args_os().skip(1).peekable();
-    let (mut log, mut part_bytes) = (None, 0u64);
+    let (mut log, mut part_bytes, mut stdin_fifo) = (None, 0u64, None);
     while let Some(flag) = args.peek().and_then(|a| a.to_str()).filter(|a| a.starts_with("--")).map(str::to_owned) {
       args.next();
       let value = args.next().unwrap_or_else(|| usage());
       match flag.as_str() {
         "--log" => log = Some(PathBuf::from(value)),
+        "--stdin-fifo" => stdin_fifo = Some(PathBuf::from(value)),
         "--part-bytes" => part_bytes = value.to_str().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage()),
         _ => usage(),
       }
     }
     let (Some(log), Some(exit), Some(program)) = (log, args.next(), args.next()) else { usage() };
-    Args { log, part_bytes, exit: PathBuf::from(exit), program, rest: args.collect() }
+    Args { log, part_bytes, stdin_fifo, exit: PathBuf::from(exit), program, rest: args.collect() }
   }
 
   /// Reaps every child (the job and adopted orphans) until the job itself has ended.
@@ -148,12 +158,41 @@ mod unix {
 
   extern "C" fn ignore(_: libc::c_int) {}
 
+  /// Our write end of the job's stdin FIFO (-1: none, or closed).
+  static STDIN_KEEPER: AtomicI32 = AtomicI32::new(-1);
+
+  /// SIGUSR1: close our write end of the stdin FIFO (close(2) is async-signal-safe).
+  extern "C" fn close_stdin(_: libc::c_int) {
+    let fd = STDIN_KEEPER.swap(-1, Ordering::SeqCst);
+    if fd >= 0 {
+      unsafe { libc::close(fd) };
+    }
+  }
+
+  /// Opens the FIFO for the job (read end, blocking) and for us (write end, kept).
+  fn open_stdin_fifo(path: &std::path::Path) -> std::io::Result<(File, File)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // A non-blocking open for reading succeeds without a writer; then ours cannot block.
+    let read = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let keep = std::fs::OpenOptions::new().write(true).open(path)?;
+    nix::fcntl::fcntl(&read, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()))?;
+    Ok((read, keep))
+  }
+
+  fn unblock_usr1() {
+    unsafe {
+      let mut set: libc::sigset_t = std::mem::zeroed();
+      libc::sigemptyset(&mut set);
+      libc::sigaddset(&mut set, libc::SIGUSR1);
+      libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+  }
+
   pub fn main() {
     let args = parse();
     // A handler that does nothing, not SIG_IGN: handlers fall back to the default at
-    // execve, so the job starts with default dispositions and no pre_exec hook is needed
-    // (std then starts it with posix_spawn instead of fork). SIGPIPE is ignored by the
-    // Rust runtime already, and std resets it for the job.
+    // execve (and the job's pre_exec hook resets every disposition anyway). SIGPIPE is
+    // ignored by the Rust runtime already.
     unsafe {
       let mut sa: libc::sigaction = std::mem::zeroed();
       sa.sa_sigaction = ignore as *const () as libc::sighandler_t;
@@ -161,6 +200,8 @@ mod unix {
       for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
         libc::sigaction(sig, &sa, std::ptr::null_mut());
       }
+      sa.sa_sigaction = close_stdin as *const () as libc::sighandler_t;
+      libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
     }
     let mut log = match RotatingLog::open(&args.log, args.part_bytes) {
       Ok(l) => l,
@@ -192,6 +233,29 @@ mod unix {
     };
     let mut cmd = Command::new(&args.program);
     cmd.args(&args.rest);
+    if let Some(fifo) = &args.stdin_fifo {
+      match open_stdin_fifo(fifo) {
+        Ok((read, keep)) => {
+          cmd.stdin(Stdio::from(read));
+          STDIN_KEEPER.store(keep.into_raw_fd(), Ordering::SeqCst);
+        }
+        Err(e) => log.note(&format!("cannot open the stdin FIFO {}: {e}; stdin is /dev/null", fifo.display())),
+      }
+    }
+    unblock_usr1();
+    // Default dispositions and an empty mask for the job. Without this hook std would use
+    // glibc's posix_spawn, which leaves glibc's internal signals 32 and 33 ignored.
+    #[cfg(target_os = "linux")]
+    unsafe {
+      use std::os::unix::process::CommandExt;
+      cmd.pre_exec(|| {
+        procward_core::launch::reset_signal_dispositions();
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        Ok(())
+      });
+    }
     match out_w.try_clone() {
       Ok(w2) => cmd.stdout(Stdio::from(out_w)).stderr(Stdio::from(w2)),
       Err(e) => {
