@@ -29,6 +29,8 @@ export interface Live {
   killed: boolean;
   /** An end the reader reported while a kill was in flight: published once the kill knows whether it reached the leader. */
   pendingExit?: RecordedExit;
+  /** A sandbox session's poller found the job gone while a kill was in flight: why. */
+  pendingLost?: string;
   /** Stops the background finishing of a kill that timed out. */
   finisher?: AbortController;
   waiters: Set<() => void>;

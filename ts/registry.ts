@@ -402,6 +402,11 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
         else this.finishFromExit(live, { exitCode: code, signal: null });
       },
       lost: (reason) => {
+        // A kill in flight makes the wrapper vanish on purpose: the kill records the end.
+        if (live.killsInFlight > 0) {
+          live.pendingLost = reason;
+          return;
+        }
         this.diagnostics.push(`${live.record.id}: ${reason}`);
         live.tail.append(`\n[procward: session lost: ${reason}]\n`);
         this.finish(live, { exitCode: null, signal: null, reason: 'lost', source: 'environment' });
@@ -757,9 +762,12 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       live.killsInFlight--;
     }
     const seen = live.pendingExit;
+    const lost = live.pendingLost;
     delete live.pendingExit;
+    delete live.pendingLost;
     if (res === 'exited') {
       if (seen) this.finishFromExit(live, seen);
+      else if (lost) this.finish(live, { exitCode: null, signal: null, reason: 'lost', source: 'environment' });
       await live.sandbox?.poller.tick();
       this.consume(live);
       return { ...base, outcome: 'already_exited', exitCode: r.exitCode, signal: r.signal };
