@@ -192,8 +192,12 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
       (dev_null(true)?, OwnedFd::from(log), None)
     }
   };
-  // Opened before the spawn: the cgroup is joined by writing the job's PID into it.
+  // Opened before the spawn: the job starts inside its cgroup, or joins it before execve.
   let cgroup_procs = opts.cgroup.as_ref().and_then(|dir| OpenOptions::new().write(true).open(dir.join("cgroup.procs")).ok());
+  let cgroup_dir = cgroup_procs.as_ref().and(opts.cgroup.as_ref()).and_then(|dir| {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY).open(dir).ok()
+  });
   let stdio = [&stdin, &stdout, &stderr];
 
   // The command itself stays out of error messages: it may carry secrets.
@@ -201,8 +205,8 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     let cwd = opts.cwd.as_ref().map_or_else(|| "the host's cwd".to_string(), |c| c.display().to_string());
     format!("starting {} in {cwd}", opts.shell.display())
   };
-  let mut child = launch(&opts, &program, &args, stdio, cgroup_procs.as_ref()).map_err(|e| Error::io(what(), e))?;
-  drop(cgroup_procs);
+  let mut child = launch(&opts, &program, &args, stdio, cgroup_procs.as_ref(), cgroup_dir.as_ref()).map_err(|e| Error::io(what(), e))?;
+  drop((cgroup_procs, cgroup_dir));
   // The job's ends must close here, or the output pipe never reaches EOF.
   drop((stdin, stdout, stderr));
   let pid = child.pid;
@@ -285,6 +289,7 @@ fn launch(
   args: &[OsString],
   stdio: [&OwnedFd; 3],
   cgroup_procs: Option<&std::fs::File>,
+  cgroup_dir: Option<&std::fs::File>,
 ) -> std::io::Result<Launched> {
   #[cfg(target_os = "linux")]
   {
@@ -300,6 +305,7 @@ fn launch(
       env: &env,
       cwd: opts.cwd.as_deref(),
       stdio: stdio.map(|fd| fd.as_raw_fd()),
+      cgroup_dir: cgroup_dir.map(|f| f.as_raw_fd()),
       cgroup_procs: cgroup_procs.map(|f| f.as_raw_fd()),
       controlling_tty: matches!(opts.input, Input::Pty(_)),
       // The supervisor unblocks SIGUSR1 (close stdin) once it can handle it.
@@ -307,7 +313,10 @@ fn launch(
     })
   }
   #[cfg(not(target_os = "linux"))]
-  crate::launch::fork_exec(opts, program, args, stdio, cgroup_procs)
+  {
+    let _ = cgroup_dir;
+    crate::launch::fork_exec(opts, program, args, stdio, cgroup_procs)
+  }
 }
 
 /// Kills and reaps a job whose start could not be completed (its group was created by us).
