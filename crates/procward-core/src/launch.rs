@@ -188,6 +188,9 @@ struct CloneArgs {
 #[cfg(target_os = "linux")]
 unsafe fn clone3_into_cgroup(stack: *mut libc::c_void, cgroup_dir: libc::c_int, arg: *mut libc::c_void) -> libc::pid_t {
   const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+  // The same number on x86_64 and aarch64 (not every libc target defines SYS_clone3).
+  #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+  const SYS_CLONE3: libc::c_long = 435;
   let mut args = CloneArgs {
     flags: (libc::CLONE_VM | libc::CLONE_VFORK) as u64 | CLONE_INTO_CGROUP,
     exit_signal: libc::SIGCHLD as u64,
@@ -211,7 +214,7 @@ unsafe fn clone3_into_cgroup(stack: *mut libc::c_void, cgroup_dir: libc::c_int, 
       "call r13",
       "ud2",
       "2:",
-      inlateout("rax") libc::SYS_clone3 => ret,
+      inlateout("rax") SYS_CLONE3 => ret,
       in("rdi") &raw mut args,
       in("rsi") std::mem::size_of::<CloneArgs>(),
       in("r12") arg,
@@ -234,7 +237,7 @@ unsafe fn clone3_into_cgroup(stack: *mut libc::c_void, cgroup_dir: libc::c_int, 
       "2:",
       inlateout("x0") &raw mut args => ret,
       in("x1") std::mem::size_of::<CloneArgs>(),
-      in("x8") libc::SYS_clone3,
+      in("x8") SYS_CLONE3,
       in("x9") arg,
       in("x10") f,
       options(nostack),
