@@ -112,3 +112,24 @@ describe('durable jobs and grandchildren', () => {
     }
   });
 });
+
+describe('recovered durable jobs', () => {
+  it('keep the time their job ended, not the time a later host noticed', async () => {
+    const stateDir = tempDir();
+    const a = await ProcessRegistry.open({ stateDir });
+    // It ends after its host is gone, and is noticed by the next host 1.5 s later.
+    const s = await a.spawn('sleep 0.3; exit 0');
+    cleanupGroup(s.pid);
+    await a.close();
+    await new Promise((res) => setTimeout(res, 1800));
+    const b = await ProcessRegistry.open({ stateDir });
+    try {
+      const p = await b.poll(s.id);
+      expect(p).toMatchObject({ status: 'exited', exitCode: 0 });
+      expect(p.uptimeMs).toBeGreaterThanOrEqual(300);
+      expect(p.uptimeMs).toBeLessThan(1200);
+    } finally {
+      await b.close();
+    }
+  });
+});

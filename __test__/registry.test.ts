@@ -210,6 +210,24 @@ describe('registry-wide output budget', () => {
   });
 });
 
+describe('capped in-memory output', () => {
+  it('a page never starts with the fragment of a line the cap cut', async () => {
+    const r = await ProcessRegistry.open({ maxOutputChars: 10_000 });
+    try {
+      const s = await r.spawn("seq -f 'line %06g' 1 5000");
+      cleanupGroup(s.pid);
+      await r.wait(s.id, { timeoutMs: 10_000 });
+      const head = await r.readLog(s.id, { offset: 0, limit: 2 });
+      expect(head.droppedChars).toBeGreaterThan(0);
+      expect(head.lines.every((l) => /^line \d{6}$/.test(l))).toBe(true);
+      expect(head.showing).toMatch(/earlier output dropped by the in-memory cap/);
+      expect((await r.readLog(s.id, { limit: 1 })).lines).toEqual(['line 005000']);
+    } finally {
+      await r.close();
+    }
+  });
+});
+
 describe('large durable logs', () => {
   it('are paged by streaming: 40 MB of output, two lines, bounded memory, exact counts', async () => {
     const r = await ProcessRegistry.open({ stateDir: tempDir() });

@@ -8,7 +8,7 @@
  * - `supervisor.json`: `{ pid, startTime, bootId }` of the durable job's supervisor,
  *   written by the supervisor itself when it starts;
  * - `exit.json`: written atomically by the supervisor when the job ends:
- *   `{"code":7,"signal":null}` or `{"code":null,"signal":9}`;
+ *   `{"code":7,"signal":null,"exitedAt":<ms since the epoch>}` or `{"code":null,"signal":9,…}`;
  * - `stdin`: a durable job's input FIFO, when it was started with `stdin: true`;
  * - `kill-requested`: written before procward signals the job, so any host that then sees
  *   the job gone records it as `killed`, not `exited`.
@@ -88,6 +88,8 @@ export function killRequested(files: JobFiles | null): boolean {
 export interface RecordedExit {
   exitCode: number | null;
   signal: string | null;
+  /** When the job ended (ms since the epoch), when the exit file says so. */
+  exitedAt?: number;
 }
 
 /**
@@ -102,11 +104,12 @@ export async function readExitFile(path: string): Promise<RecordedExit | { inval
     return null;
   }
   try {
-    const data = JSON.parse(text) as { code?: unknown; signal?: unknown };
+    const data = JSON.parse(text) as { code?: unknown; signal?: unknown; exitedAt?: unknown };
     const { code, signal } = data;
-    if (Number.isInteger(code) && (code as number) >= 0 && (code as number) <= 255 && signal == null) return { exitCode: code as number, signal: null };
+    const at = Number.isSafeInteger(data.exitedAt) && (data.exitedAt as number) > 0 ? { exitedAt: data.exitedAt as number } : {};
+    if (Number.isInteger(code) && (code as number) >= 0 && (code as number) <= 255 && signal == null) return { exitCode: code as number, signal: null, ...at };
     if (Number.isInteger(signal) && (signal as number) >= 1 && (signal as number) <= 64 && code == null) {
-      return { exitCode: null, signal: native.signalName(signal as number) };
+      return { exitCode: null, signal: native.signalName(signal as number), ...at };
     }
   } catch {}
   return { invalid: `${path} does not hold an exit status: ${JSON.stringify(text.slice(0, 80))}` };

@@ -451,7 +451,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (r.status === 'exited') return false;
     Object.assign(r, {
       status: 'exited',
-      exitedAt: Date.now(),
+      // A recovered durable job ended when its exit file says, not when we noticed.
+      exitedAt: Math.max(r.startedAt, Math.min(outcome.exitedAt ?? Date.now(), Date.now())),
       exitCode: outcome.exitCode,
       signal: outcome.signal,
       reason: outcome.reason,
@@ -644,7 +645,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       if (fromFile && (await logSize(live.record.logPath as string)) > LARGE_LOG_BYTES) {
         ({ page, drops } = await this.pageLargeLog(live, opts));
       } else {
-        const log = fromFile ? await readLog(live.record.logPath as string) : { text: live.tail.text(), drops: NO_DROPS };
+        const log = fromFile ? await readLog(live.record.logPath as string) : { text: wholeLines(live.tail.text(), live.tail.droppedChars), drops: NO_DROPS };
         drops = log.drops;
         page = pageLines(this.redactView(log.text, live.record, opts.view ?? 'plain'), { ...opts, view: 'raw' });
       }
@@ -987,4 +988,10 @@ function droppedNote(bytes: number, drops: LogDrops, cap: string): string {
   const lines = drops.lines > 0 ? `${drops.lines} lines, ` : '';
   const lost = drops.lostBytes > 0 ? `; ${drops.lostBytes} bytes could not be written` : '';
   return ` (earlier output dropped by ${cap}: ${lines}${bytes - drops.lostBytes} bytes${lost})`;
+}
+
+/** A tail that lost its front to a cap starts inside a line: it starts at the next line. */
+function wholeLines(text: string, dropped: number): string {
+  const nl = dropped > 0 ? text.indexOf('\n') : -1;
+  return nl >= 0 && nl < text.length - 1 ? text.slice(nl + 1) : text;
 }

@@ -39,19 +39,31 @@ impl ExitInfo {
     format!("{{\"code\":{},\"signal\":{}}}\n", n(self.code), n(self.signal))
   }
 
-  /// Parses what [`ExitInfo::to_json`] wrote. `None` for anything else.
+  /// [`ExitInfo::to_json`] plus when the job ended, in milliseconds since the Unix epoch:
+  /// `{"code":0,"signal":null,"exitedAt":1795951855732}` (the durable job's exit file).
+  pub fn to_json_at(&self, exited_at_ms: u128) -> String {
+    let plain = self.to_json();
+    format!("{},\"exitedAt\":{exited_at_ms}}}\n", plain.trim_end().trim_end_matches('}'))
+  }
+
+  /// Parses what [`ExitInfo::to_json`] or [`ExitInfo::to_json_at`] wrote (other keys are
+  /// ignored). `None` for anything else.
   pub fn from_json(text: &str) -> Option<Self> {
     let t = text.trim();
     let body = t.strip_prefix('{')?.strip_suffix('}')?;
     let mut info = ExitInfo { code: None, signal: None };
     for part in body.split(',') {
       let (k, v) = part.split_once(':')?;
+      let key = k.trim().trim_matches('"');
+      if key != "code" && key != "signal" {
+        continue;
+      }
       let v = v.trim();
       let v = if v == "null" { None } else { Some(v.parse::<i32>().ok()?) };
-      match k.trim().trim_matches('"') {
-        "code" => info.code = v,
-        "signal" => info.signal = v,
-        _ => {}
+      if key == "code" {
+        info.code = v;
+      } else {
+        info.signal = v;
       }
     }
     (info.code.is_some() != info.signal.is_some()).then_some(info)
@@ -90,7 +102,9 @@ mod tests {
   fn json_round_trip() {
     for info in [ExitInfo::exited(7), ExitInfo::signalled(9), ExitInfo::exited(0)] {
       assert_eq!(ExitInfo::from_json(&info.to_json()), Some(info));
+      assert_eq!(ExitInfo::from_json(&info.to_json_at(1_795_951_855_732)), Some(info));
     }
+    assert_eq!(ExitInfo::exited(3).to_json_at(1_795_951_855_732), "{\"code\":3,\"signal\":null,\"exitedAt\":1795951855732}\n");
     assert_eq!(ExitInfo::from_json("garbage"), None);
     assert_eq!(ExitInfo::from_json("{\"code\":null,\"signal\":null}"), None);
   }

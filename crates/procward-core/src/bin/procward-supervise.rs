@@ -288,10 +288,11 @@ mod unix {
       Ok(child) => wait_for(child.id() as libc::pid_t),
       Err(_) => ExitInfo::exited(127),
     };
+    let ended_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
     // Tell the copier the job ended; it answers once the output has settled (or at EOF).
     drop(File::from(exited_w).write_all(b"x"));
     let _ = drained_rx.recv();
-    if let Err(e) = write_atomically(&args.exit, &info.to_json()) {
+    if let Err(e) = write_atomically(&args.exit, &info.to_json_at(ended_at)) {
       eprintln!("procward-supervise: cannot write {}: {e}", args.exit.display());
       std::process::exit(70);
     }
