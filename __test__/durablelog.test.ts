@@ -133,3 +133,32 @@ describe('recovered durable jobs', () => {
     }
   });
 });
+
+describe('recovered durable jobs ending while a host waits', () => {
+  it('get the exit code from their exit file, every one of them', async () => {
+    const stateDir = tempDir();
+    const a = await ProcessRegistry.open({ stateDir });
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const s = await a.spawn(`sleep 0.${3 + (i % 7)}; exit 42`);
+      cleanupGroup(s.pid);
+      ids.push(s.id);
+    }
+    await a.close();
+    // A second host adopts them all while they run, and waits for each.
+    const b = await ProcessRegistry.open({ stateDir });
+    // A busy event loop widens the window between reading the exit file and the verdict.
+    const busy = setInterval(() => {
+      const t = Date.now();
+      while (Date.now() - t < 3);
+    }, 1);
+    try {
+      const ends = await Promise.all(ids.map((id) => b.wait(id, { timeoutMs: 10_000 })));
+      clearInterval(busy);
+      expect(ends.filter((w) => w.exitCode !== 42 || w.reason !== 'exited').map((w) => `${w.id} ${w.reason} ${w.exitCode}`)).toEqual([]);
+    } finally {
+      clearInterval(busy);
+      await b.close();
+    }
+  });
+});

@@ -1,10 +1,10 @@
 // A durable job's stdin (DESIGN sections 4 and 8): a FIFO in its session directory that any
 // host may write to, also after the host that started the job is gone.
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
-import { cleanupGroup, cli, tempDir } from './support.js';
+import { cleanupGroup, cli, tempDir, until } from './support.js';
 
 describe('durable stdin', () => {
   it('outlives the starting host: another host submits, writes and closes, and the job reads it all', async () => {
@@ -33,13 +33,58 @@ describe('durable stdin', () => {
     }
   });
 
+  it('a write larger than the FIFO reaches a job that reads it, whole', async () => {
+    const r = await ProcessRegistry.open({ stateDir: tempDir() });
+    try {
+      const s = await r.spawn('wc -c', { stdin: true });
+      cleanupGroup(s.pid);
+      expect(await r.write(s.id, 'x'.repeat(1 << 20))).toEqual({ id: s.id, bytes: 1 << 20 });
+      await r.closeStdin(s.id);
+      await r.wait(s.id, { timeoutMs: 10_000 });
+      expect((await r.readLog(s.id)).lines).toEqual([String(1 << 20)]);
+    } finally {
+      await r.close();
+    }
+  });
+
   it('a job that does not read: EAGAIN once the FIFO is full, nothing blocks', async () => {
     const r = await ProcessRegistry.open({ stateDir: tempDir() });
     try {
       const s = await r.spawn('sleep 30', { stdin: true });
       cleanupGroup(s.pid);
-      await expect(r.write(s.id, 'x'.repeat(1 << 20))).rejects.toMatchObject({ code: 'EAGAIN' });
+      await expect(r.write(s.id, 'x'.repeat(1 << 20))).rejects.toMatchObject({ code: 'EAGAIN', details: { written: expect.any(Number) } });
       await r.kill(s.id, { graceMs: 200 });
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('close is for good: a later write is refused, never read by a later `cat`', async () => {
+    const r = await ProcessRegistry.open({ stateDir: tempDir() });
+    try {
+      const s = await r.spawn('cat; echo first-eof; sleep 0.5; cat; echo second-eof', { stdin: true });
+      cleanupGroup(s.pid);
+      await r.write(s.id, 'a\n');
+      await r.closeStdin(s.id);
+      await new Promise((res) => setTimeout(res, 200));
+      await expect(r.write(s.id, 'LEAK\n')).rejects.toMatchObject({ code: 'STDIN_CLOSED' });
+      await r.closeStdin(s.id);
+      await r.wait(s.id, { timeoutMs: 10_000 });
+      expect((await r.readLog(s.id)).lines).toEqual(['a', 'first-eof', 'second-eof']);
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('a background reader of the same stdin gets EOF when the job ends', async () => {
+    const stateDir = tempDir();
+    const r = await ProcessRegistry.open({ stateDir });
+    try {
+      const mark = join(stateDir, 'eof-seen');
+      const s = await r.spawn(`(cat >/dev/null; echo done > ${mark}) <&0 & exit 4`, { stdin: true });
+      cleanupGroup(s.pid);
+      expect((await r.wait(s.id, { timeoutMs: 10_000 })).exitCode).toBe(4);
+      await until(() => existsSync(mark), 5000, 'the background cat saw EOF');
     } finally {
       await r.close();
     }

@@ -16,6 +16,8 @@ export type ProcwardErrorCode =
   | 'LOCK_TIMEOUT'
   | 'SESSION_EXITED'
   | 'NO_STDIN'
+  | 'STDIN_CLOSED'
+  | 'EAGAIN'
   | 'ENVIRONMENT_UNAVAILABLE';
 
 /** An error with a stable `code` and optional structured `details`. */

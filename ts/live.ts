@@ -127,7 +127,7 @@ export function untilEnd(live: Live, opts: { timeoutMs?: number; signal?: AbortS
 export function inputOf(live: Live): NativeJob {
   const r = live.record;
   if (r.status === 'exited') throw new ProcwardError('SESSION_EXITED', `${r.id} has exited; its stdin is closed`);
-  if (!live.job && r.durable) throw new ProcwardError('NO_STDIN', `${r.id} has no stdin (start it with { stdin: true })`);
+  if (!live.job && r.durable) throw new ProcwardError('NO_STDIN', `${r.id} has no stdin (start it with { stdin: true }, or \`procward start --stdin\`)`);
   if (!live.job) throw new ProcwardError('NO_STDIN', `${r.id} was started by another host; only that host can write to it`);
   if (!live.job.inputKind) throw new ProcwardError('NO_STDIN', `${r.id} has no stdin (start it with { stdin: true } or { pty })`);
   return live.job;
@@ -142,6 +142,7 @@ export function writeInput(live: Live, data: string): { id: string; bytes: numbe
   } catch (err) {
     const e = fromNative(err);
     if (/Broken pipe/.test(e.message)) throw new ProcwardError('SESSION_EXITED', `${live.record.id} no longer reads its stdin (it exited)`);
+    if (/stdin is closed/.test(e.message)) throw new ProcwardError('STDIN_CLOSED', `${live.record.id}: its stdin was closed`);
     throw e;
   }
   return { id: live.record.id, bytes: Buffer.byteLength(data) };

@@ -108,7 +108,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       throw new ProcwardError('INVALID_ARGUMENT', `graceMs must be an integer from 0 to ${MAX_GRACE_MS}, got ${String(options.graceMs)}`);
     }
     if (options.logMaxBytes !== undefined && options.logMaxBytes < 4096) throw new ProcwardError('INVALID_ARGUMENT', `logMaxBytes must be at least 4096, got ${options.logMaxBytes}`);
-    if (options.shell !== undefined && (typeof options.shell !== 'string' || options.shell === '')) throw new ProcwardError('INVALID_ARGUMENT', 'shell must be a non-empty path');
+    if (options.shell !== undefined && (typeof options.shell !== 'string' || options.shell === '')) throw new ProcwardError('INVALID_ARGUMENT', 'shell must be a non-empty path or command name');
     if (options.shellArgs !== undefined && !(Array.isArray(options.shellArgs) && options.shellArgs.every((a) => typeof a === 'string'))) {
       throw new ProcwardError('INVALID_ARGUMENT', 'shellArgs must be an array of strings');
     }
@@ -301,7 +301,14 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (opts.environment) return this.spawnSandbox(live, command, opts.environment, { ...(opts.cwd !== undefined && { cwd: opts.cwd }), ...(opts.env && { vars: opts.env }) });
     // Written before the spawn: if this host dies before its checkpoint write, the next
     // host still finds the job (see recovery.ts).
-    if (files) writePrivate(files.metaPath, JSON.stringify(live.record));
+    if (files) {
+      try {
+        writePrivate(files.metaPath, JSON.stringify(live.record));
+      } catch (err) {
+        removeSessionDir((this.checkpoint as Checkpoint).dir, id);
+        throw err;
+      }
+    }
     let job: NativeJob;
     try {
       job = native.spawn(
@@ -508,10 +515,13 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     }
     // The exit file is the job's end even while its supervisor stays on for a grandchild
     // that still holds the job's output pipe.
-    const recorded = r.exitPath ? await readExitFile(r.exitPath) : null;
+    let recorded = r.exitPath ? await readExitFile(r.exitPath) : null;
     const v = recorded && !('invalid' in recorded) ? 'gone' : r.identity ? verdict(r.identity) : 'gone';
     await this.followDetachedLog(live);
     if (v === 'current' || v === 'unknown') return;
+    // The supervisor writes the exit file before it exits: one that ended after the first
+    // read left it behind for this one.
+    if (!recorded && r.exitPath) recorded = await readExitFile(r.exitPath);
     if (r.logPath && live.tail.totalChars === 0) live.tail.append(await readLogTail(r.logPath, 16 * 1024));
     if (recorded && 'invalid' in recorded) this.diagnostics.push(recorded.invalid);
     if (recorded && !('invalid' in recorded)) this.finishFromExit(live, recorded);
@@ -786,8 +796,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   /**
-   * Writes raw text to the session's stdin (pipe or PTY), without blocking. Errors:
-   * `SESSION_EXITED`, `NO_STDIN`, `EAGAIN` (the job is not reading its input).
+   * Writes raw text to the session's stdin (pipe, PTY, or a durable job's FIFO), without
+   * blocking. Errors: `SESSION_EXITED`, `NO_STDIN`, `STDIN_CLOSED` (after `closeStdin`),
+   * `EAGAIN` (the job is not reading its input).
    */
   async write(id: string, data: string): Promise<{ id: string; bytes: number }> {
     return this.input(this.get(id), data);

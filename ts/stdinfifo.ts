@@ -2,31 +2,37 @@
  * The input of a durable job started with `stdin: true`: a FIFO, `sessions/<id>/stdin`
  * (0600), whose read end is the job's stdin and whose write end the job's supervisor keeps
  * open, so the job sees no EOF between writers. Any host may write to it (the input
- * outlives the host that started the job, and each CLI invocation is a new host); SIGUSR1
- * to the supervisor closes its write end, so the job reads EOF once no writer is left.
+ * outlives the host that started it, and each CLI invocation is a new host). Closing
+ * writes `stdin-closed` beside it, which every later write honours, and sends SIGUSR1 to
+ * the supervisor, which closes its write end: the job reads EOF once no writer is left.
+ * The supervisor also closes it when the job ends, so a background reader gets EOF too.
  */
-import { closeSync, constants, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, openSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { ProcwardError } from './errors.js';
 import { verdict } from './helpers.js';
+import { writePrivate } from './jobfiles.js';
 import type { Live } from './live.js';
 
 /** How long a write waits for a supervisor that has not opened the FIFO yet. */
 const OPEN_WAIT_MS = 2_000;
+/** How long a write waits for a job that reads, but slower than it is written to. */
+const STALL_MS = 1_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const closedMark = (fifo: string) => join(dirname(fifo), 'stdin-closed');
 
-/**
- * Writes all of `data` without blocking. Errors: `SESSION_EXITED` (nobody reads the FIFO
- * any more), `EAGAIN` (the FIFO is full: the job is not reading its input).
- */
-export async function writeFifo(live: Live, data: string): Promise<{ id: string; bytes: number }> {
+async function openFifo(live: Live): Promise<number> {
   const r = live.record;
   const path = r.stdinPath as string;
-  const bytes = Buffer.from(data, 'utf8');
-  let fd: number | undefined;
-  for (const end = Date.now() + OPEN_WAIT_MS; fd === undefined; ) {
+  for (const end = Date.now() + OPEN_WAIT_MS; ; ) {
     try {
-      fd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+      const fd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+      if (!fstatSync(fd).isFIFO()) {
+        closeSync(fd);
+        throw new ProcwardError('NO_STDIN', `${path} is not the FIFO procward made; not writing to it`);
+      }
+      return fd;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       // ENXIO: no reader. Right after the spawn the supervisor may not have opened it yet.
@@ -34,20 +40,38 @@ export async function writeFifo(live: Live, data: string): Promise<{ id: string;
         await sleep(10);
         continue;
       }
-      if (code === 'ENXIO' || code === 'ENOENT') throw new ProcwardError('SESSION_EXITED', `${r.id} no longer reads its stdin (it exited)`);
+      if (code === 'ENXIO' || code === 'ENOENT') throw new ProcwardError('SESSION_EXITED', `${r.id} no longer reads its stdin`);
       throw err;
     }
   }
+}
+
+/**
+ * Writes all of `data`, never blocking the event loop: a job that reads slowly is waited
+ * for, one that stops reading for a second fails the write. Errors: `STDIN_CLOSED` (after
+ * `closeFifo`), `SESSION_EXITED` (nobody reads the FIFO any more), `EAGAIN` (the job is not
+ * reading; `details.written` says how many bytes went in, so a retry can resume).
+ */
+export async function writeFifo(live: Live, data: string): Promise<{ id: string; bytes: number }> {
+  const r = live.record;
+  if (existsSync(closedMark(r.stdinPath as string))) throw new ProcwardError('STDIN_CLOSED', `${r.id}: its stdin was closed`);
+  const bytes = Buffer.from(data, 'utf8');
+  const fd = await openFifo(live);
   try {
     let written = 0;
+    let progressAt = Date.now();
     while (written < bytes.length) {
       try {
         written += writeSync(fd, bytes, written);
+        progressAt = Date.now();
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'EPIPE') throw new ProcwardError('SESSION_EXITED', `${r.id} no longer reads its stdin (it exited)`);
-        if (code === 'EAGAIN') throw new ProcwardError('EAGAIN', `${r.id} is not reading its stdin (${written} of ${bytes.length} bytes written)`);
-        throw err;
+        if (code === 'EPIPE') throw new ProcwardError('SESSION_EXITED', `${r.id} no longer reads its stdin`);
+        if (code !== 'EAGAIN') throw err;
+        if (Date.now() - progressAt > STALL_MS) {
+          throw new ProcwardError('EAGAIN', `${r.id} is not reading its stdin (${written} of ${bytes.length} bytes written)`, { written });
+        }
+        await sleep(5);
       }
     }
   } finally {
@@ -56,10 +80,10 @@ export async function writeFifo(live: Live, data: string): Promise<{ id: string;
   return { id: r.id, bytes: bytes.length };
 }
 
-/** Asks the supervisor to close its write end (SIGUSR1), only while it is this session's. */
+/** Closes the job's input for good (see the module docs); only while the supervisor is this session's. */
 export function closeFifo(live: Live): { id: string; closed: true } {
   const r = live.record;
-  if (!r.identity || verdict(r.identity) !== 'current') throw new ProcwardError('SESSION_EXITED', `${r.id} has exited; its stdin is closed`);
-  process.kill(r.identity.pid, 'SIGUSR1');
+  writePrivate(closedMark(r.stdinPath as string), `${Date.now()}\n`);
+  if (r.identity && verdict(r.identity) === 'current') process.kill(r.identity.pid, 'SIGUSR1');
   return { id: r.id, closed: true };
 }

@@ -149,7 +149,10 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   if matches!(opts.input, Input::Pty(_)) && matches!(opts.capture, Capture::Durable { .. }) {
     return Err(Error::InvalidInput("a PTY session cannot be durable: the terminal closes with the host".into()));
   }
-  let (program, args) = command_line(&opts);
+  // The shell is found before anything starts, the same way for both modes: a durable job
+  // must not "start" only for its supervisor to report that the shell is missing.
+  let shell = find_program(&opts.shell, &opts).map_err(|e| Error::io(format!("finding the shell {}", opts.shell.display()), e))?;
+  let (program, args) = command_line(&opts, &shell);
   let dup = |fd: &OwnedFd, what: &str| fd.try_clone().map_err(|e| Error::io(format!("duplicating the {what}"), e));
 
   // The job's stdin, stdout and stderr, and the host's ends of them.
@@ -257,22 +260,57 @@ const READER_STACK: usize = 256 * 1024;
 
 /// The program and its arguments: `<shell> <shell_args...> <command>`, under the supervisor
 /// for durable jobs.
-fn command_line(opts: &SpawnOptions) -> (PathBuf, Vec<OsString>) {
+fn command_line(opts: &SpawnOptions, shell: &std::path::Path) -> (PathBuf, Vec<OsString>) {
   let mut args: Vec<OsString> = Vec::new();
   let program = match &opts.capture {
-    Capture::Pipe => opts.shell.clone(),
+    Capture::Pipe => shell.to_owned(),
     Capture::Durable { log_path, exit_path, supervisor, log_part_bytes, stdin_fifo } => {
       args.extend(["--log".into(), log_path.into(), "--part-bytes".into(), log_part_bytes.to_string().into()]);
       if let Some(fifo) = stdin_fifo {
         args.extend(["--stdin-fifo".into(), fifo.into()]);
       }
-      args.extend([exit_path.into(), opts.shell.clone().into()]);
+      args.extend([exit_path.into(), shell.into()]);
       supervisor.clone()
     }
   };
   args.extend(opts.shell_args.iter().map(OsString::from));
   args.push(opts.command.clone().into());
   (program, args)
+}
+
+/// The executable `name` stands for: a path with a `/` as it is (relative to the host's
+/// cwd), a bare name looked up in the job's `PATH` (the host's when the job's environment
+/// is inherited; `/usr/bin:/bin` without one), as `execvp` would. Errors: `ENOENT` when
+/// nothing is found, `EACCES` for a file that is not executable.
+fn find_program(name: &std::path::Path, opts: &SpawnOptions) -> std::io::Result<PathBuf> {
+  use std::os::unix::ffi::OsStrExt;
+  let executable = |p: &std::path::Path| -> std::io::Result<()> {
+    let meta = std::fs::metadata(p)?;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|_| std::io::Error::from_raw_os_error(libc::ENOENT))?;
+    if !meta.is_file() || unsafe { libc::access(c.as_ptr(), libc::X_OK) } != 0 {
+      return Err(std::io::Error::from_raw_os_error(libc::EACCES));
+    }
+    Ok(())
+  };
+  if name.as_os_str().as_bytes().contains(&b'/') {
+    executable(name)?;
+    return Ok(std::path::absolute(name).unwrap_or_else(|_| name.to_owned()));
+  }
+  let path = match &opts.env {
+    Some(env) => env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| OsString::from(v)),
+    None => std::env::var_os("PATH"),
+  }
+  .unwrap_or_else(|| "/usr/bin:/bin".into());
+  let mut denied = None;
+  for dir in std::env::split_paths(&path).filter(|d| d.is_absolute()) {
+    let candidate = dir.join(name);
+    match executable(&candidate) {
+      Ok(()) => return Ok(candidate),
+      Err(e) if e.raw_os_error() == Some(libc::EACCES) => denied = Some(e),
+      Err(_) => {}
+    }
+  }
+  Err(denied.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT)))
 }
 
 /// `/dev/null`, close-on-exec, for reading or writing.

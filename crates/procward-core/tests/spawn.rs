@@ -387,3 +387,35 @@ fn a_durable_job_also_starts_with_default_signals_and_an_empty_mask() {
   assert_eq!(std::fs::read_to_string(dir.join("output.log")).unwrap(), "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
   std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_shell_is_found_before_anything_starts_in_both_modes() {
+  let dir = std::env::temp_dir().join(format!("procward-core-shell-{}", std::process::id()));
+  std::fs::create_dir_all(&dir).unwrap();
+  // A planted `sh` in the job's cwd is never picked up for a bare name.
+  let planted = dir.join("sh");
+  std::fs::write(&planted, "#!/bin/sh\necho planted\n").unwrap();
+  use std::os::unix::fs::PermissionsExt;
+  std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+  for durable_mode in [false, true] {
+    let mode = |cmd: &str, shell: &str| {
+      let mut o = if durable_mode { durable(cmd, &dir.join("d"), 0) } else { SpawnOptions::new(cmd) };
+      o.shell = shell.into();
+      o.cwd = Some(dir.clone());
+      o
+    };
+    let (_job, rx) = run(mode("echo real", "sh"));
+    let (out, exit) = until_exit(&rx);
+    if !durable_mode {
+      assert_eq!((out.as_str(), exit), ("real\n", ExitInfo::exited(0)));
+    }
+    let err = spawn(mode("echo x", "/nonexistent/sh"), Box::new(|_| {})).unwrap_err();
+    assert_eq!(err.code(), "ENOENT", "durable {durable_mode}: {err}");
+    let err = spawn(mode("echo x", "/etc/passwd"), Box::new(|_| {})).unwrap_err();
+    assert_eq!(err.code(), "EACCES", "durable {durable_mode}: {err}");
+    let err = spawn(mode("echo x", "no-such-shell-anywhere"), Box::new(|_| {})).unwrap_err();
+    assert_eq!(err.code(), "ENOENT", "durable {durable_mode}: {err}");
+  }
+  assert_eq!(std::fs::read_to_string(dir.join("d").join("output.log")).unwrap(), "real\n");
+  std::fs::remove_dir_all(&dir).unwrap();
+}

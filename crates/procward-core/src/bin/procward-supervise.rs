@@ -12,7 +12,8 @@
 //! - with `--stdin-fifo`, gives the job the read end of that FIFO as stdin and keeps a write
 //!   end open itself, so the job sees no EOF between writers: any host may open the FIFO and
 //!   write (the job's input outlives the host that started it), and SIGUSR1 to the
-//!   supervisor closes its write end, so the job gets EOF once no writer is left. The
+//!   supervisor closes its write end, so the job gets EOF once no writer is left (it is
+//!   also closed when the job ends, for a background reader of the same stdin). The
 //!   host starts the supervisor with SIGUSR1 blocked; it is unblocked once the handler and
 //!   the write end exist, so an early request is held, not fatal;
 //! - stays until the last holder of the pipe (a grandchild such as `sleep 30 &`) closes it,
@@ -288,6 +289,9 @@ mod unix {
       Ok(child) => wait_for(child.id() as libc::pid_t),
       Err(_) => ExitInfo::exited(127),
     };
+    // The job's stdin closes with it (as a host's pipe does): a background reader of the
+    // same stdin gets EOF instead of waiting for a writer that will never come.
+    close_stdin(libc::SIGUSR1);
     let ended_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
     // Tell the copier the job ended; it answers once the output has settled (or at EOF).
     drop(File::from(exited_w).write_all(b"x"));
