@@ -26,6 +26,11 @@ export declare class NativeJob {
   get identity(): Identity
   /** The retained output (the last `tailBytes` bytes, starting at a whole character). */
   tailText(): string
+  /**
+   * The job's end (an `exit` event) once its reader has published it, even if the event
+   * has not reached JS yet (the event loop has not run); `null` while it runs.
+   */
+  exitStatus(): JobEvent | null
   /** Counters of the output tail. */
   tailStats(): TailStats
   /** Changes how many bytes the tail keeps (trims at once when it shrinks). */

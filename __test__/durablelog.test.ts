@@ -1,10 +1,10 @@
 // DESIGN section 4, durable jobs: the log on disk is capped by rotation, the rotated part
 // stays readable, and what the cap dropped is reported, never silent.
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handleToolCall, ProcessRegistry } from '../dist/index.mjs';
-import { cleanupGroup, tempDir, until } from './support.js';
+import { cleanupGroup, crashHost, startHost, tempDir, until } from './support.js';
 
 // About 109 KB: 20 000 numbered lines, then `done`.
 const NUMBERS = 'for i in $(seq 0 19); do seq $((i*1000+1)) $((i*1000+1000)); done; echo done';
@@ -158,6 +158,62 @@ describe('recovered durable jobs ending while a host waits', () => {
       expect(ends.filter((w) => w.exitCode !== 42 || w.reason !== 'exited').map((w) => `${w.id} ${w.reason} ${w.exitCode}`)).toEqual([]);
     } finally {
       clearInterval(busy);
+      await b.close();
+    }
+  });
+});
+
+describe('ends nobody recorded', () => {
+  it('a supervisor SIGKILLed alone makes the end unknown (lost), never its own signal', async () => {
+    const r = await ProcessRegistry.open({ stateDir: tempDir() });
+    try {
+      const s = await r.spawn('sleep 5; echo after');
+      cleanupGroup(s.pid);
+      await new Promise((res) => setTimeout(res, 300));
+      process.kill(s.pid as number, 'SIGKILL');
+      const w = await r.wait(s.id, { timeoutMs: 10_000 });
+      expect(w).toMatchObject({ status: 'exited', exitCode: null, signal: null, reason: 'lost' });
+      // The job itself is a leftover of the group: kill still reaches it.
+      const k = await r.kill(s.id, { graceMs: 200 });
+      expect(k.signalled.length).toBeGreaterThan(0);
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('a pipe-mode job of a host that died before its checkpoint write can be killed by the next host', async () => {
+    const stateDir = tempDir();
+    const { line, host } = await startHost(stateDir, `const s = await r.spawn('sleep 30', { durable: false }); console.log(JSON.stringify(s));`);
+    cleanupGroup(line.pid);
+    await crashHost(host);
+    const b = await ProcessRegistry.open({ stateDir });
+    try {
+      expect(await b.poll(line.id)).toMatchObject({ status: 'running', pid: line.pid });
+      const k = await b.kill(line.id, { graceMs: 200 });
+      expect(k).toMatchObject({ outcome: 'killed' });
+      expect(k.signalled).toContain(line.pid);
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('a damaged checkpoint loses no pipe-mode ends: session.json keeps them', async () => {
+    const stateDir = tempDir();
+    const a = await ProcessRegistry.open({ stateDir });
+    const ids: string[] = [];
+    for (const code of [3, 6]) {
+      const s = await a.spawn(`exit ${code}`, { durable: false });
+      cleanupGroup(s.pid);
+      await a.wait(s.id, { timeoutMs: 10_000 });
+      ids.push(s.id);
+    }
+    await a.close();
+    writeFileSync(join(stateDir, 'checkpoint.json'), '{"version":1,"sessions":[{"id":"garbage"}]}');
+    const b = await ProcessRegistry.open({ stateDir });
+    try {
+      expect((await b.poll(ids[0] as string)).exitCode).toBe(3);
+      expect((await b.poll(ids[1] as string)).exitCode).toBe(6);
+    } finally {
       await b.close();
     }
   });

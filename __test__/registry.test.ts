@@ -245,3 +245,22 @@ describe('large durable logs', () => {
     await r.close();
   }, 60_000);
 });
+
+describe('poll reconciles first', () => {
+  it('a caller that polls in a loop that never yields to the event loop still sees the end', async () => {
+    for (const stateDir of [undefined, tempDir()]) {
+      const r = await ProcessRegistry.open({ ...(stateDir && { stateDir }) });
+      try {
+        const s = await r.spawn('exit 2');
+        cleanupGroup(s.pid);
+        const t0 = Date.now();
+        let p = await r.poll(s.id);
+        // Only microtasks between polls: the reader's exit event cannot be delivered.
+        while (p.status === 'running' && Date.now() - t0 < 5000) p = await r.poll(s.id);
+        expect(p).toMatchObject({ status: 'exited', exitCode: 2, reason: 'exited' });
+      } finally {
+        await r.close();
+      }
+    }
+  });
+});

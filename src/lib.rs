@@ -335,6 +335,8 @@ pub struct NativeJob {
   tail: core::tail::SharedTail,
   #[cfg(unix)]
   input: Option<core::pty::JobInput>,
+  #[cfg(unix)]
+  exit: std::sync::Arc<std::sync::Mutex<Option<core::status::ExitInfo>>>,
 }
 
 #[napi]
@@ -357,6 +359,17 @@ impl NativeJob {
     return self.tail.lock().map(|t| t.text()).unwrap_or_default();
     #[cfg(not(unix))]
     String::new()
+  }
+
+  /// The job's end (an `exit` event) once its reader has published it, even if the event
+  /// has not reached JS yet (the event loop has not run); `null` while it runs.
+  #[napi]
+  pub fn exit_status(&self) -> Option<JobEvent> {
+    #[cfg(unix)]
+    if let Ok(e) = self.exit.lock() {
+      return e.map(core::reader::JobEvent::Exit).map(Into::into);
+    }
+    None
   }
 
   /// Counters of the output tail.
@@ -553,7 +566,7 @@ pub fn spawn(
       }),
     )
     .map_err(map_error)?;
-    Ok(NativeJob { pid: job.pid, identity: job.identity.into(), cgroup, input: job.input, tail: job.tail })
+    Ok(NativeJob { pid: job.pid, identity: job.identity.into(), cgroup, input: job.input, tail: job.tail, exit: job.exit })
   }
 }
 

@@ -40,7 +40,8 @@ async function withRegistry<T>(opts: Common, fn: (r: ProcessRegistry) => Promise
   try {
     return await fn(registry);
   } finally {
-    await registry.close();
+    // The command's own result stands; a checkpoint that could not be written is a warning.
+    await registry.close().catch((err: unknown) => process.stderr.write(`procward: warning: the checkpoint was not written: ${(err as Error).message}\n`));
   }
 }
 

@@ -55,12 +55,15 @@ async function openIfExists(path: string): Promise<FileHandle | null> {
 }
 
 /**
- * Opens the log's parts consistently: a reader that caught a rotation half-way (inodes
- * other than the recorded ones) tries again, up to 20 times.
+ * Opens the log's parts consistently, trying again (up to 20 times) when a rotation got in
+ * the way: `log-state.json` changed while the parts were opened (its rotation count only
+ * grows, so this holds where inode numbers, which the file system reuses, do not), or
+ * the parts are not the ones it names (a rotation between its write and its renames).
  */
 async function openLog(path: string): Promise<OpenLog> {
+  const statePath = join(dirname(path), 'log-state.json');
   for (let attempt = 0; ; attempt++) {
-    const stateText = await readFile(join(dirname(path), 'log-state.json'), 'utf8').catch(() => '');
+    const stateText = await readFile(statePath, 'utf8').catch(() => '');
     const rotations = field(stateText, 'rotations');
     const rotated = rotations > 0n ? await openIfExists(`${path}.1`) : null;
     const current = await openIfExists(path);
@@ -69,9 +72,11 @@ async function openLog(path: string): Promise<OpenLog> {
       await Promise.all(handles.map((h) => h.close()));
     };
     const stats = await Promise.all(handles.map((h) => h.stat({ bigint: true })));
-    const consistent =
+    const unchanged = (await readFile(statePath, 'utf8').catch(() => '')) === stateText;
+    const named =
       rotations === 0n ||
       ((rotated === null || stats[0]?.ino === field(stateText, 'rotatedIno')) && (current === null || stats[stats.length - 1]?.ino === field(stateText, 'currentIno')));
+    const consistent = unchanged && named;
     if (!consistent && attempt < 20) {
       await close();
       await new Promise((r) => setTimeout(r, 2));

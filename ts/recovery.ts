@@ -44,3 +44,19 @@ export function scanOrphanSessions(stateDir: string, known: Set<string>, ownedBy
   }
   return { records, diagnostics };
 }
+
+/**
+ * After a damaged checkpoint: entries of an older generation (or a file that lost some)
+ * are replaced by their `session.json` when that is newer. Pipe-mode jobs write their end
+ * there (durable ones have their exit file), so a lost checkpoint loses no ends.
+ */
+export function preferNewerSessionFiles(stateDir: string, records: SessionRecord[]): SessionRecord[] {
+  return records.map((record) => {
+    try {
+      const fromFile = sessionRecordSchema.parse(JSON.parse(readFileSync(sessionFiles(stateDir, record.id).metaPath, 'utf8')));
+      return fromFile.id === record.id && fromFile.updatedAt > record.updatedAt ? fromFile : record;
+    } catch {
+      return record;
+    }
+  });
+}

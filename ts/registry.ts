@@ -44,7 +44,7 @@ import {
   type WatchEvent,
 } from './notifications.js';
 import { isEnvDumpCommand, redact, redactCommand } from './redact.js';
-import { scanOrphanSessions } from './recovery.js';
+import { preferNewerSessionFiles, scanOrphanSessions } from './recovery.js';
 import { killRemote, launch, SandboxPoller, sandboxDir, shq } from './sandbox.js';
 import { environmentFrom, type EnvironmentDescription, type ExecutionEnvironment } from './environments.js';
 import { DEFAULT_MAX_SESSIONS, expiredIds } from './retention.js';
@@ -135,7 +135,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   private async recover(): Promise<void> {
     if (!this.checkpoint) return;
-    const { sessions, diagnostics } = await this.checkpoint.load();
+    const loaded = await this.checkpoint.load();
+    const diagnostics = loaded.diagnostics;
+    const sessions = diagnostics.length > 0 ? preferNewerSessionFiles(this.checkpoint.dir, loaded.sessions) : loaded.sessions;
     const orphans = scanOrphanSessions(this.checkpoint.dir, new Set(sessions.map((r) => r.id)), (r) => this.isForeign(r));
     this.diagnostics.push(...diagnostics, ...orphans.diagnostics);
     for (const record of [...sessions, ...orphans.records]) {
@@ -143,7 +145,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       this.sessions.set(record.id, live);
       await this.refresh(live);
     }
-    if (sessions.length + orphans.records.length > 0 || diagnostics.length > 0) await this.persist();
+    // A state directory that cannot be written (a full disk) must not keep a host from
+    // listing and killing what is there: the failed write is a diagnostic.
+    if (sessions.length + orphans.records.length > 0 || diagnostics.length > 0) await this.persist().catch(this.reportWriteError);
   }
 
   private isForeign(record: SessionRecord): boolean {
@@ -343,7 +347,11 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     this.sessions.set(id, live);
     this.rebalance();
     // With a state directory the session is on disk already (session.json, written before
-    // the spawn): checkpoint.json follows within 200 ms, shared by every spawn meanwhile.
+    // the spawn): checkpoint.json follows within 200 ms, shared by every spawn meanwhile. A
+    // durable job's supervisor records who it is; a pipe-mode job's identity goes into
+    // session.json now, so a host that dies before the checkpoint write can still be
+    // followed and killed by the next one.
+    if (files && !durable) this.recordSessionFile(live);
     if (files) this.persistSoon();
     else await this.persist();
     return summary(live);
@@ -448,6 +456,17 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     this.finish(live, { ...end, reason: killed ? 'killed' : known ? 'exited' : 'lost', source: killed ? 'kill' : known ? 'process' : 'recovery' });
   }
 
+  /** Rewrites `sessions/<id>/session.json` with the record (best effort: a pruned or unwritable directory is skipped). */
+  private recordSessionFile(live: Live): void {
+    const files = this.files(live);
+    if (!files || !existsSync(files.dir)) return;
+    try {
+      writePrivate(files.metaPath, JSON.stringify(live.record));
+    } catch (err) {
+      this.diagnostics.push(`${live.record.id}: cannot update session.json: ${(err as Error).message}`);
+    }
+  }
+
   private files(live: Live): JobFiles | null {
     return this.checkpoint ? sessionFiles(this.checkpoint.dir, live.record.id) : null;
   }
@@ -467,6 +486,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       updatedAt: Date.now(),
       writer: this.writer,
     });
+    // A pipe-mode job's end exists nowhere else on disk (a durable one has its exit file):
+    // session.json keeps it should checkpoint.json be lost or damaged.
+    if (!r.durable && !live.foreign && r.pidScope !== 'sandbox') this.recordSessionFile(live);
     this.watch(live, null);
     if (r.notifyOnComplete && r.completionTail === undefined) r.completionTail = preview(live.tail.text(), COMPLETION_TAIL_CHARS, (t) => this.clean(t, r));
     delete live.watcher;
@@ -500,7 +522,14 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       }
       return;
     }
-    if (!live.detached || r.status === 'exited') return;
+    if (r.status === 'exited') return;
+    if (!live.detached) {
+      // Our own child: its reader may have published the end while the event loop did not
+      // run yet (a caller polling in a loop that never yields); take it from the job.
+      const ended = live.job?.exitStatus();
+      if (ended) this.onEvent(live, ended);
+      return;
+    }
     if (!r.identity && r.durable && this.checkpoint) {
       // Recovered from its session directory before its supervisor recorded who it is: it
       // may still be starting (its host died mid-spawn). Adopt it once it has written
@@ -705,7 +734,15 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (!r.identity) return { id: r.id, outcome: 'already_exited', ...EMPTY_REPORT, exitCode: r.exitCode, signal: r.signal };
     live.finisher?.abort();
     const files = this.files(live);
-    if (wasRunning && files) writePrivate(files.killMarkPath, `${Date.now()} ${process.pid}\n`);
+    if (wasRunning && files) {
+      // Best effort: a full disk must not stop a kill (without the marker, a host that sees
+      // the end later may record it as `exited` instead of `killed`).
+      try {
+        writePrivate(files.killMarkPath, `${Date.now()} ${process.pid}\n`);
+      } catch (err) {
+        this.diagnostics.push(`${r.id}: cannot record the kill request: ${(err as Error).message}`);
+      }
+    }
     // On an ended session this still cleans up what is left of its process group.
     live.killsInFlight++;
     let report: KillReport;
@@ -720,6 +757,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (live.pendingExit && live.killsInFlight === 0) {
       const end = live.pendingExit;
       delete live.pendingExit;
+      // A supervisor killed with its job leaves no exit file: our signal ended them.
+      if (live.killed && end.exitCode === null && end.signal === null) end.signal = report.escalated ? 'SIGKILL' : 'SIGTERM';
       this.finishFromExit(live, end);
     }
     const result = (outcome: KillResult['outcome']): KillResult => {

@@ -130,7 +130,9 @@ impl RotatingLog {
     self.state.rotations += 1;
     self.state.rotated_ino = self.file.metadata()?.ino();
     self.state.current_ino = next.metadata()?.ino();
-    write_atomically(&state_path(&self.path), &self.state.to_json())?;
+    // Advisory, and rewritten at each rotation: not worth an fsync (a small cap would
+    // otherwise make the job wait on the disk at every part).
+    write_atomically(&state_path(&self.path), &self.state.to_json(), false)?;
     std::fs::rename(&self.path, rotated_path(&self.path))?;
     std::fs::rename(&next_path, &self.path)?;
     self.rotated = Some((self.written, self.lines));
@@ -150,7 +152,7 @@ impl RotatingLog {
   /// Records lost output in `log-state.json` (there is nothing to record otherwise).
   pub fn finish(&mut self) {
     if self.state.lost_bytes > 0 {
-      let _ = write_atomically(&state_path(&self.path), &self.state.to_json());
+      let _ = write_atomically(&state_path(&self.path), &self.state.to_json(), false);
     }
   }
 }

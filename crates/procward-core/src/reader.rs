@@ -183,8 +183,8 @@ fn late_output(mut file: File, mut buf: Vec<u8>, mut decoder: Utf8Decoder, mut s
 /// The durable-job tailer: follows the log (across rotations) while the supervisor runs.
 /// The job's end is published as soon as the supervisor has written the exit file, even
 /// when the supervisor stays on because a grandchild still holds the job's output pipe;
-/// output after that is late output. Without an exit file (the supervisor was SIGKILLed
-/// with its group) the supervisor's own status is the best truth there is.
+/// output after that is late output. A supervisor that ended without an exit file (SIGKILL,
+/// a full disk) gives an unknown end (no code, no signal), never its own status.
 pub(crate) fn run_tail(log_path: PathBuf, exit_path: PathBuf, mut child: Launched, pidfd: Option<OwnedFd>, mut sink: EventSink) {
   let mut follower = LogFollower::new(&log_path);
   let mut buf = vec![0u8; CHUNK];
@@ -203,7 +203,9 @@ pub(crate) fn run_tail(log_path: PathBuf, exit_path: PathBuf, mut child: Launche
     let gone = reap(&mut child);
     if !published {
       let recorded = std::fs::read_to_string(&exit_path).ok().and_then(|t| ExitInfo::from_json(&t));
-      if let Some(info) = recorded.or(gone) {
+      // Without an exit file the job's end is unknown: the supervisor's own status says
+      // nothing about the job (SIGKILLed alone, it leaves the job running).
+      if let Some(info) = recorded.or(gone.map(|_| ExitInfo { code: None, signal: None })) {
         pump(false, &mut sink, &mut decoder);
         if gone.is_some() {
           flush(&mut decoder, false, &mut sink);

@@ -18,12 +18,14 @@ use crate::identity::{identity_of_child, Identity};
 use crate::launch::Launched;
 use crate::pty::{self, InputKind, JobInput, PtySize};
 use crate::reader::{self, DrainOptions, JobEvent};
+use crate::status::ExitInfo;
 use crate::tail::{SharedTail, Tail};
 use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 /// Where the job's output goes.
 #[derive(Debug, Clone)]
@@ -128,6 +130,9 @@ pub struct Job {
   pub input: Option<JobInput>,
   /// The rolling tail of the job's output, filled by the reader thread.
   pub tail: SharedTail,
+  /// The job's end once the reader published it (set just before the exit event is handed
+  /// to the sink), so a host whose event loop has not run the event yet can still see it.
+  pub exit: Arc<Mutex<Option<ExitInfo>>>,
 }
 
 /// Output pipe capacity requested from the kernel (bytes).
@@ -223,17 +228,25 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   };
   let pidfd = pidfd_open(pid);
   let tail = Tail::shared(opts.tail_limit);
+  let exit = Arc::new(Mutex::new(None));
   let sink = {
-    let tail = tail.clone();
+    let (tail, exit) = (tail.clone(), exit.clone());
     let forward = opts.forward_output;
     let mut inner = sink;
     Box::new(move |ev: JobEvent| {
-      if let JobEvent::Output { text, .. } = &ev {
-        if let Ok(mut t) = tail.lock() {
-          t.append(text);
+      match &ev {
+        JobEvent::Output { text, .. } => {
+          if let Ok(mut t) = tail.lock() {
+            t.append(text);
+          }
+          if !forward {
+            return;
+          }
         }
-        if !forward {
-          return;
+        JobEvent::Exit(info) => {
+          if let Ok(mut e) = exit.lock() {
+            *e = Some(*info);
+          }
         }
       }
       inner(ev)
@@ -252,7 +265,7 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     abandon(&mut Launched::new(pid));
     return Err(Error::io("starting the reader thread", e));
   }
-  Ok(Job { pid, identity, input, tail })
+  Ok(Job { pid, identity, input, tail, exit })
 }
 
 /// Stack of a reader thread (its buffers live on the heap).

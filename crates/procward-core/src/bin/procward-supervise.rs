@@ -296,7 +296,7 @@ mod unix {
     // Tell the copier the job ended; it answers once the output has settled (or at EOF).
     drop(File::from(exited_w).write_all(b"x"));
     let _ = drained_rx.recv();
-    if let Err(e) = write_atomically(&args.exit, &info.to_json_at(ended_at)) {
+    if let Err(e) = write_atomically(&args.exit, &info.to_json_at(ended_at), true) {
       eprintln!("procward-supervise: cannot write {}: {e}", args.exit.display());
       std::process::exit(70);
     }
@@ -304,7 +304,7 @@ mod unix {
   }
 
   fn finish(args: &Args, info: ExitInfo) -> ! {
-    let code = match write_atomically(&args.exit, &info.to_json()) {
+    let code = match write_atomically(&args.exit, &info.to_json(), true) {
       Ok(()) => 0,
       Err(_) => 70,
     };
