@@ -5,13 +5,13 @@
 //! - `output.log.1`: the previous part (one rotated part is kept and stays readable);
 //! - `log-state.json`: written atomically at each rotation (see [`LogState`]).
 //!
-//! A part is rotated once it holds `part_bytes` bytes, at the first line break after that
-//! point within the same write (so parts usually end on a whole line). Rotation creates the
+//! A part is rotated once it holds `part_bytes` bytes, at the first line break within 4 KiB
+//! after that point (so parts usually end on a whole line; a longer line is cut). Rotation creates the
 //! new part as `output.log.next`, records both inodes in `log-state.json`, renames
 //! `output.log` to `output.log.1` (dropping the part before it) and then `output.log.next`
 //! to `output.log`. A reader that finds inodes other than the recorded ones caught a
-//! rotation half-way and reads again. Disk use per session stays below `2 × part_bytes`
-//! plus one write.
+//! rotation half-way and reads again. Disk use per session stays below
+//! `2 × (part_bytes + 4 KiB)`.
 
 use crate::atomic::write_atomically;
 use std::fs::{File, OpenOptions};
@@ -62,6 +62,9 @@ fn open_append(path: &Path) -> std::io::Result<File> {
   OpenOptions::new().create(true).append(true).mode(0o600).open(path)
 }
 
+/// How far past a part's limit a rotation looks for a line break (bytes).
+const LINE_SLACK: usize = 4096;
+
 /// The writing side, owned by the supervisor: appends output and rotates parts.
 pub struct RotatingLog {
   path: PathBuf,
@@ -89,12 +92,14 @@ impl RotatingLog {
   pub fn write(&mut self, mut data: &[u8]) {
     while !data.is_empty() {
       let room = if self.part_bytes == 0 { u64::MAX } else { self.part_bytes.saturating_sub(self.written) };
-      // Cut after the first line break at or past the limit, or take the whole chunk.
+      // Cut after the first line break at or past the limit, looking at most LINE_SLACK
+      // bytes further; a longer line is cut at the limit.
       let cut = if (data.len() as u64) < room {
         data.len()
       } else {
-        let from = room as usize;
-        data[from.saturating_sub(1)..].iter().position(|&b| b == b'\n').map_or(data.len(), |i| from.saturating_sub(1) + i + 1)
+        let from = (room as usize).saturating_sub(1);
+        let window = &data[from..data.len().min(from + LINE_SLACK)];
+        window.iter().position(|&b| b == b'\n').map_or(from + 1, |i| from + i + 1)
       };
       let (now, rest) = data.split_at(cut.max(1));
       match self.file.write_all(now) {
@@ -263,6 +268,15 @@ mod tests {
     }
     f.read_new(&mut buf, &mut |b| got.extend_from_slice(b));
     assert_eq!(String::from_utf8(got).unwrap(), numbered(0, 900));
+  }
+
+  #[test]
+  fn a_line_longer_than_the_slack_is_cut_at_the_limit() {
+    let log = scratch("longline");
+    let mut w = RotatingLog::open(&log, 1000).unwrap();
+    w.write(&vec![b'x'; 256 * 1024]);
+    assert_eq!(std::fs::metadata(rotated_path(&log)).unwrap().len(), 1000);
+    assert!(std::fs::metadata(&log).unwrap().len() <= 1000);
   }
 
   #[test]
