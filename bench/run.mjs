@@ -13,9 +13,11 @@ const suites = {
   probe: probeBench,
   tree: treeBench,
   kill: killBench,
-  throughput: throughputBench,
-  latency: latencyBench,
+  // Spawn before throughput: the 1 GB runs grow this process's heap, and a bigger heap
+  // makes every fork (Node's child_process.spawn) slower, which would flatter procward.
   spawn: spawnBench,
+  latency: latencyBench,
+  throughput: throughputBench,
   recovery: recoveryBench,
   ssh: sshPollBench,
 };

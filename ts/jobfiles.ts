@@ -7,7 +7,8 @@
  *   durable job, copied there by its supervisor and rotated by parts (see `durablelog.ts`);
  * - `supervisor.json`: `{ pid, startTime, bootId }` of the durable job's supervisor,
  *   written by the supervisor itself when it starts;
- * - `exit.json`: written atomically by the supervisor when the job ends:
+ * - `exit.json`: written by the supervisor when the job ends (one write ending in a
+ *   newline; a reader takes a shorter file for "not yet"):
  *   `{"code":7,"signal":null,"exitedAt":<ms since the epoch>}` or `{"code":null,"signal":9,…}`;
  * - `stdin`: a durable job's input FIFO, when it was started with `stdin: true`;
  * - `kill-requested`: written before procward signals the job, so any host that then sees
@@ -103,6 +104,8 @@ export async function readExitFile(path: string): Promise<RecordedExit | { inval
   } catch {
     return null;
   }
+  // The supervisor writes it in one go ending with a newline: shorter is not written yet.
+  if (!text.endsWith('\n')) return null;
   try {
     const data = JSON.parse(text) as { code?: unknown; signal?: unknown; exitedAt?: unknown };
     const { code, signal } = data;

@@ -147,6 +147,12 @@ impl RotatingLog {
     Ok(())
   }
 
+  /// Makes the log this process's stderr too, so its own messages land in it.
+  pub fn capture_stderr(&self) {
+    use std::os::fd::AsRawFd;
+    unsafe { libc::dup2(self.file.as_raw_fd(), 2) };
+  }
+
   /// Writes a line of the supervisor's own into the log (`procward-supervise: …`).
   pub fn note(&mut self, text: &str) {
     let line = format!("procward-supervise: {text}\n");

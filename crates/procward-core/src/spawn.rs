@@ -23,7 +23,6 @@ use crate::tail::{SharedTail, Tail};
 use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -189,15 +188,10 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
         nix::unistd::mkfifo(fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
           .map_err(|e| Error::io(format!("creating the stdin FIFO {}", fifo.display()), e.into()))?;
       }
-      // The supervisor copies the job's output into the log; its own last words (an exit
-      // file it cannot write) go there too.
-      let log = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(log_path)
-        .map_err(|e| Error::io(format!("opening log {}", log_path.display()), e))?;
-      (dev_null(true)?, OwnedFd::from(log), None)
+      // The supervisor creates the log and copies the job's output into it (its own last
+      // words go there too); the host only follows it.
+      let _ = log_path;
+      (dev_null(true)?, dev_null(true)?, None)
     }
   };
   // Opened before the spawn: the job starts inside its cgroup, or joins it before execve.

@@ -7,7 +7,8 @@
 //!   rotating parts of `--part-bytes` (0 = never; see `procward_core::logfile`);
 //! - waits for the job, keeps reading until the pipe has been idle 40 ms (at most 120 ms or
 //!   1 MiB after the exit, like the host's own reader), then writes the job's exact end —
-//!   exit code or terminating signal — to `<exit-file>` atomically. A shell wrapper cannot
+//!   exit code or terminating signal, and when — to `<exit-file>` (one write to a new file,
+//!   which readers take as written only once it is whole). A shell wrapper cannot
 //!   do this: `$?` is 128+N for both "killed by signal N" and `exit 128+N`;
 //! - with `--stdin-fifo`, gives the job the read end of that FIFO as stdin and keeps a write
 //!   end open itself, so the job sees no EOF between writers: any host may open the FIFO and
@@ -40,7 +41,6 @@ fn main() {
 #[cfg(unix)]
 mod unix {
   use nix::poll::PollTimeout;
-  use procward_core::atomic::write_atomically;
   use procward_core::logfile::RotatingLog;
   use procward_core::reader::{poll_ready, DrainOptions};
   use procward_core::spawn::pipe_cloexec;
@@ -211,19 +211,7 @@ mod unix {
         std::process::exit(70);
       }
     };
-    // Who we are, for a host that must find this job without a checkpoint entry (its host
-    // crashed between the spawn and the checkpoint write). One write to a new file, neither
-    // renamed nor fsynced: it costs the job's start least, a reader takes a partial file
-    // for "not written yet", and after a reboot the identity is void anyway (boot id).
-    if let Ok(Some(me)) = procward_core::identity::identity(std::process::id() as i32) {
-      let text = format!("{{\"pid\":{},\"startTime\":\"{}\",\"bootId\":\"{}\"}}\n", me.pid, me.start_time, me.boot_id);
-      let path = args.exit.with_file_name("supervisor.json");
-      let written =
-        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).and_then(|mut f| f.write_all(text.as_bytes()));
-      if let Err(e) = written {
-        log.note(&format!("cannot record identity in {}: {e}", path.display()));
-      }
-    }
+    log.capture_stderr();
     let pipes = pipe_cloexec().and_then(|out| Ok((out, pipe_cloexec()?)));
     let ((out_r, out_w), (exited_r, exited_w)) = match pipes {
       Ok(p) => p,
@@ -276,6 +264,20 @@ mod unix {
     if let Err(e) = &spawned {
       log.note(&format!("cannot start {:?}: {e}", args.program));
     }
+    // Who we are, for a host that must find this job without a checkpoint entry (its host
+    // crashed between the spawn and the checkpoint write). Written once the job runs, so
+    // the file system's latency overlaps the job's start; one write to a new file, neither
+    // renamed nor fsynced: a reader takes a partial file for "not written yet", and after a
+    // reboot the identity is void anyway (boot id).
+    if let Ok(Some(me)) = procward_core::identity::identity(std::process::id() as i32) {
+      let text = format!("{{\"pid\":{},\"startTime\":\"{}\",\"bootId\":\"{}\"}}\n", me.pid, me.start_time, me.boot_id);
+      let path = args.exit.with_file_name("supervisor.json");
+      let written =
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).and_then(|mut f| f.write_all(text.as_bytes()));
+      if let Err(e) = written {
+        log.note(&format!("cannot record identity in {}: {e}", path.display()));
+      }
+    }
     let (drained_tx, drained_rx) = mpsc::channel();
     let copier = std::thread::Builder::new().stack_size(128 * 1024).spawn(move || copy_output(out_r, exited_r, log, drained_tx));
     let copier = match copier {
@@ -296,15 +298,25 @@ mod unix {
     // Tell the copier the job ended; it answers once the output has settled (or at EOF).
     drop(File::from(exited_w).write_all(b"x"));
     let _ = drained_rx.recv();
-    if let Err(e) = write_atomically(&args.exit, &info.to_json_at(ended_at), true) {
+    if let Err(e) = write_exit(&args.exit, &info.to_json_at(ended_at)) {
       eprintln!("procward-supervise: cannot write {}: {e}", args.exit.display());
       std::process::exit(70);
     }
     let _ = copier.join();
   }
 
+  /// The exit file: one write to a new file. Cheaper than a rename on a metadata-bound disk,
+  /// and as safe for readers: the text ends with `}` and a newline, and a reader takes
+  /// anything shorter for "not written yet". Not fsynced: it must outlive the host, whose
+  /// crash leaves the page cache intact; a power loss ends the job too, and then its end is
+  /// `lost` at worst.
+  fn write_exit(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    f.write_all(text.as_bytes())
+  }
+
   fn finish(args: &Args, info: ExitInfo) -> ! {
-    let code = match write_atomically(&args.exit, &info.to_json(), true) {
+    let code = match write_exit(&args.exit, &info.to_json()) {
       Ok(()) => 0,
       Err(_) => 70,
     };
