@@ -183,14 +183,13 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
       }
       (dup(&w, "output pipe")?, w, Some(r))
     }
-    Capture::Durable { log_path, stdin_fifo, .. } => {
+    Capture::Durable { stdin_fifo, .. } => {
       if let Some(fifo) = stdin_fifo {
         nix::unistd::mkfifo(fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
           .map_err(|e| Error::io(format!("creating the stdin FIFO {}", fifo.display()), e.into()))?;
       }
       // The supervisor creates the log and copies the job's output into it (its own last
       // words go there too); the host only follows it.
-      let _ = log_path;
       (dev_null(true)?, dev_null(true)?, None)
     }
   };
