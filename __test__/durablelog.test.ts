@@ -1,6 +1,6 @@
 // DESIGN section 4, durable jobs: the log on disk is capped by rotation, the rotated part
 // stays readable, and what the cap dropped is reported, never silent.
-import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handleToolCall, ProcessRegistry } from '../dist/index.mjs';
@@ -215,6 +215,63 @@ describe('ends nobody recorded', () => {
       expect((await b.poll(ids[1] as string)).exitCode).toBe(6);
     } finally {
       await b.close();
+    }
+  });
+});
+
+describe('third breaker', () => {
+  it('a durable job that ended on its own just before a kill stays exited, with its code', async () => {
+    const r = await ProcessRegistry.open({ stateDir: tempDir() });
+    try {
+      // A grandchild that keeps writing holds the supervisor in its drain window (120 ms)
+      // after the job's exit 3: the session is still running when the kill comes.
+      const s = await r.spawn('(while :; do echo tick; sleep 0.01; done) & exit 3');
+      cleanupGroup(s.pid);
+      await new Promise((res) => setTimeout(res, 50));
+      expect((await r.poll(s.id)).status).toBe('running');
+      const k = await r.kill(s.id, { graceMs: 500 });
+      expect(k.outcome).toBe('already_exited');
+      expect(await r.wait(s.id, { timeoutMs: 5000 })).toMatchObject({ reason: 'exited', exitCode: 3 });
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('a deleted checkpoint.json: the previous generation is read with a diagnostic, and session.json gives the newer end', async () => {
+    const stateDir = tempDir();
+    const a = await ProcessRegistry.open({ stateDir });
+    const s = await a.spawn('sleep 0.3; exit 3', { durable: false });
+    cleanupGroup(s.pid);
+    await new Promise((res) => setTimeout(res, 250));
+    await a.wait(s.id, { timeoutMs: 5000 });
+    await a.close();
+    // A previous generation that still lists the job running, and no current one.
+    writeFileSync(join(stateDir, 'checkpoint.prev.json'), JSON.stringify({ version: 1, sessions: [{ ...JSON.parse(readFileSync(join(stateDir, 'checkpoint.json'), 'utf8')).sessions[0], status: 'running', exitCode: null, reason: null, exitedAt: null, updatedAt: 1 }] }));
+    rmSync(join(stateDir, 'checkpoint.json'));
+    const b = await ProcessRegistry.open({ stateDir });
+    try {
+      expect(b.diagnostics.join('\n')).toMatch(/missing; read the previous generation/);
+      expect(await b.poll(s.id)).toMatchObject({ status: 'exited', exitCode: 3, reason: 'exited' });
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('two kills at once of a recovered pipe-mode job: it ends killed', async () => {
+    const stateDir = tempDir();
+    for (let round = 0; round < 5; round++) {
+      const a = await ProcessRegistry.open({ stateDir });
+      const s = await a.spawn('sleep 30', { durable: false });
+      cleanupGroup(s.pid);
+      await a.close();
+      const b = await ProcessRegistry.open({ stateDir });
+      try {
+        const kills = await Promise.all([b.kill(s.id, { graceMs: 200 }), b.kill(s.id, { graceMs: 200 })]);
+        expect(kills.map((k) => k.outcome)).toContain('killed');
+        expect((await b.poll(s.id)).reason).toBe('killed');
+      } finally {
+        await b.close();
+      }
     }
   });
 });

@@ -264,3 +264,18 @@ describe('poll reconciles first', () => {
     }
   });
 });
+
+describe('commands that start with a dash', () => {
+  it('reach the shell as a command, not as its options', async () => {
+    const r = await ProcessRegistry.open();
+    try {
+      const s = await r.spawn('--version');
+      cleanupGroup(s.pid);
+      const w = await r.wait(s.id, { timeoutMs: 5000 });
+      expect(w.exitCode).toBe(127);
+      expect(w.outputPreview).toMatch(/--version: command not found/);
+    } finally {
+      await r.close();
+    }
+  });
+});

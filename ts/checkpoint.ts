@@ -144,6 +144,7 @@ export class Checkpoint {
     for (const path of [this.path, this.prevPath]) {
       try {
         const gen = await this.read(path, diagnostics);
+        if (gen && path === this.prevPath) diagnostics.push(`${this.path} is missing; read the previous generation ${this.prevPath}`);
         if (gen) return gen;
       } catch (err) {
         if (!(err instanceof ProcwardError)) throw err;

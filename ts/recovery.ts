@@ -52,11 +52,16 @@ export function scanOrphanSessions(stateDir: string, known: Set<string>, ownedBy
  */
 export function preferNewerSessionFiles(stateDir: string, records: SessionRecord[]): SessionRecord[] {
   return records.map((record) => {
-    try {
-      const fromFile = sessionRecordSchema.parse(JSON.parse(readFileSync(sessionFiles(stateDir, record.id).metaPath, 'utf8')));
-      return fromFile.id === record.id && fromFile.updatedAt > record.updatedAt ? fromFile : record;
-    } catch {
-      return record;
-    }
+    const fromFile = readSessionFile(sessionFiles(stateDir, record.id).metaPath);
+    return fromFile && fromFile.id === record.id && fromFile.updatedAt > record.updatedAt ? fromFile : record;
   });
+}
+
+/** A session's `session.json`, or `null` when it is missing or not a valid record. */
+export function readSessionFile(path: string): SessionRecord | null {
+  try {
+    return sessionRecordSchema.parse(JSON.parse(readFileSync(path, 'utf8')));
+  } catch {
+    return null;
+  }
 }

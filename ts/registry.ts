@@ -44,7 +44,7 @@ import {
   type WatchEvent,
 } from './notifications.js';
 import { isEnvDumpCommand, redact, redactCommand } from './redact.js';
-import { preferNewerSessionFiles, scanOrphanSessions } from './recovery.js';
+import { preferNewerSessionFiles, readSessionFile, scanOrphanSessions } from './recovery.js';
 import { killRemote, launch, SandboxPoller, sandboxDir, shq } from './sandbox.js';
 import { environmentFrom, type EnvironmentDescription, type ExecutionEnvironment } from './environments.js';
 import { DEFAULT_MAX_SESSIONS, expiredIds } from './retention.js';
@@ -417,8 +417,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
         else this.finishFromExit(live, { exitCode: code, signal: null });
       },
       lost: (reason) => {
-        // A kill in flight makes the wrapper vanish on purpose: the kill records the end.
-        if (live.killsInFlight > 0) {
+        // A kill (in flight, or done and about to record its end) makes the wrapper vanish
+        // on purpose: the kill records the end.
+        if (live.killsInFlight > 0 || live.killed) {
           live.pendingLost = reason;
           return;
         }
@@ -555,7 +556,19 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (recorded && 'invalid' in recorded) this.diagnostics.push(recorded.invalid);
     if (recorded && !('invalid' in recorded)) this.finishFromExit(live, recorded);
     // A foreign pipe-mode job: its owner saw how it ended and will write it; wait for that.
-    else if (!live.foreign) this.finishFromExit(live, { exitCode: null, signal: null });
+    else if (!live.foreign) {
+      // A pipe-mode job's host wrote its end to session.json (the checkpoint may be older).
+      const written = r.durable || !this.checkpoint ? null : readSessionFile(sessionFiles(this.checkpoint.dir, r.id).metaPath);
+      if (written?.status === 'exited' && written.reason) {
+        this.finish(live, {
+          exitCode: written.exitCode,
+          signal: written.signal,
+          reason: written.reason,
+          source: written.terminationSource ?? 'recovery',
+          ...(written.exitedAt !== null && { exitedAt: written.exitedAt }),
+        });
+      } else this.finishFromExit(live, { exitCode: null, signal: null });
+    }
   }
 
   /** Feeds a detached durable job's new log output to its watch patterns (re-armed after recovery). */
@@ -745,15 +758,23 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     }
     // On an ended session this still cleans up what is left of its process group.
     live.killsInFlight++;
+    const signalAt = Date.now();
     let report: KillReport;
     try {
       report = await killTree(r.identity, { graceMs, ...(r.cgroup && { cgroup: r.cgroup }) });
     } finally {
       live.killsInFlight--;
     }
-    const reachedLeader = wasRunning && report.signalled.includes(r.identity.pid);
+    let reachedLeader = wasRunning && report.signalled.includes(r.identity.pid);
+    // A durable job's leader is its supervisor, which outlives SIGTERM and the job: the exit
+    // file says whether the job had ended on its own before the first signal.
+    if (reachedLeader && r.exitPath) {
+      const end = await readExitFile(r.exitPath);
+      if (end && !('invalid' in end) && end.exitedAt !== undefined && end.exitedAt < signalAt) reachedLeader = false;
+    }
     if (reachedLeader) live.killed = true;
-    else if (files && !live.killed) rmSync(files.killMarkPath, { force: true });
+    // Another kill of ours may still be on its way to the leader: it needs the marker.
+    else if (files && !live.killed && live.killsInFlight === 0) rmSync(files.killMarkPath, { force: true });
     if (live.pendingExit && live.killsInFlight === 0) {
       const end = live.pendingExit;
       delete live.pendingExit;

@@ -11,7 +11,7 @@ export interface RegistryOptions extends RetentionOptions {
   stateDir?: string;
   /** Shell for commands. Default `/bin/bash` when it exists (it execs the last command, so signal deaths stay visible), else `/bin/sh`. */
   shell?: string;
-  /** Shell arguments before the command. Default `['-c']`. */
+  /** Shell arguments before the command. Default `['-c', '--']` (a command starting with `-` stays a command). */
   shellArgs?: string[];
   /** In-memory output tail per session, in bytes of UTF-8 text (about characters for ASCII). Default 200 000. */
   maxOutputChars?: number;

@@ -67,7 +67,8 @@ pub struct SpawnOptions {
   pub command: String,
   /// Shell executable. Default [`default_shell`].
   pub shell: PathBuf,
-  /// Arguments before the command. Default `["-c"]`.
+  /// Arguments before the command. Default `["-c", "--"]`: `--` ends the shell's options,
+  /// so a command that starts with `-` is a command, not an option.
   pub shell_args: Vec<String>,
   /// Working directory; `None` inherits the host's.
   pub cwd: Option<PathBuf>,
@@ -89,7 +90,7 @@ impl SpawnOptions {
     SpawnOptions {
       command: command.into(),
       shell: default_shell(),
-      shell_args: vec!["-c".into()],
+      shell_args: vec!["-c".into(), "--".into()],
       cwd: None,
       env: None,
       capture: Capture::Pipe,
