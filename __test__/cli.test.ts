@@ -164,6 +164,13 @@ describe('CLI inspection commands', () => {
     const bad = await cli(['probe', 'abc']);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/pid must be an integer/);
+    // Usage errors honour --json too, and hex or padded numbers are not PIDs.
+    const usage = await cli(['probe', '0x10', '--json']);
+    expect(usage.code).toBe(1);
+    expect(JSON.parse(usage.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/pid must be an integer/) } });
+    const missing = await cli(['write', '--json']);
+    expect(JSON.parse(missing.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENT', message: "missing required argument 'id'" } });
+    expect(missing.stderr).toBe('');
   });
 
   it('tree lists the descendants of a started job, with their group', async () => {

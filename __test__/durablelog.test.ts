@@ -268,10 +268,29 @@ describe('third breaker', () => {
       try {
         const kills = await Promise.all([b.kill(s.id, { graceMs: 200 }), b.kill(s.id, { graceMs: 200 })]);
         expect(kills.map((k) => k.outcome)).toContain('killed');
-        expect((await b.poll(s.id)).reason).toBe('killed');
+        const p = await b.poll(s.id);
+        expect(p.reason).toBe('killed');
+        // No exit file for a pipe-mode job: the signal is the one the kill sent, or unknown
+        // when the other kill's look at the process table recorded the end first.
+        expect(['SIGTERM', null]).toContain(p.signal);
       } finally {
         await b.close();
       }
+    }
+  });
+
+  it('one kill of a recovered pipe-mode job records the signal it sent', async () => {
+    const stateDir = tempDir();
+    const a = await ProcessRegistry.open({ stateDir });
+    const s = await a.spawn('sleep 30', { durable: false });
+    cleanupGroup(s.pid);
+    await a.close();
+    const b = await ProcessRegistry.open({ stateDir });
+    try {
+      expect((await b.kill(s.id, { graceMs: 200 })).outcome).toBe('killed');
+      expect(await b.poll(s.id)).toMatchObject({ reason: 'killed', signal: 'SIGTERM' });
+    } finally {
+      await b.close();
     }
   });
 });

@@ -4,7 +4,7 @@
  * waited for and killed by the next.
  */
 import { constants as osConstants } from 'node:os';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import shellQuote from 'shell-quote';
 import { ProcwardError } from './errors.js';
 import { descendants, probe, type ProbeResult, type ProcessEntry } from './helpers.js';
@@ -64,10 +64,15 @@ function age(ms: number): string {
   return s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m${s % 60}s` : `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
 }
 
+/** With `--json`, usage errors too come out as `{ "error": … }` on stdout (see the end). */
+const jsonOutput = process.argv.includes('--json');
+
 const program = new Command('procward')
   .description('Background process registry: start jobs, read their output, wait for them, stop their whole tree.')
   .version(version)
-  .showHelpAfterError();
+  .showHelpAfterError()
+  .exitOverride()
+  .configureOutput({ writeErr: (text) => void (jsonOutput || process.stderr.write(text)) });
 
 common(program.command('start'))
   .description('start a command in the background (durable: survives this process) and print its session id')
@@ -193,10 +198,9 @@ common(program.command('close'))
 
 common(program.command('probe'))
   .description('identity and state of PIDs, from /proc/<pid>/stat (no state directory needed)')
-  .argument('<pid...>', 'process ids')
-  .action(async (pids: string[], opts: Common) => {
-    const numbers = pids.map((p) => int('pid', 1)(p));
-    const results = probe(numbers);
+  .argument('<pid...>', 'process ids', (value: string, previous: number[] | undefined) => [...(previous ?? []), int('pid', 1)(value)])
+  .action(async (pids: number[], opts: Common) => {
+    const results = probe(pids);
     const line = (r: ProbeResult) =>
       r.exists ? `${r.pid}  ${r.alive ? 'alive' : 'zombie'}  state ${r.state ?? '?'}  ppid ${r.ppid ?? '?'}  pgid ${r.pgid ?? '?'}  start ${r.startTime ?? '?'}` : `${r.pid}  gone`;
     print(opts, results, results.map(line).join('\n'));
@@ -204,9 +208,9 @@ common(program.command('probe'))
 
 common(program.command('tree'))
   .description('descendants of a PID, found in one pass over the process table')
-  .argument('<pid>', 'root process id')
-  .action(async (pid: string, opts: Common) => {
-    const found = descendants(int('pid', 1)(pid));
+  .argument('<pid>', 'root process id', int('pid', 1))
+  .action(async (pid: number, opts: Common) => {
+    const found = descendants(pid);
     const line = (d: ProcessEntry) => `${String(d.pid).padStart(7)}  ppid ${String(d.ppid).padStart(7)}  pgid ${String(d.pgid).padStart(7)}  ${d.alive ? d.state : 'zombie'}`;
     print(opts, found, found.length ? found.map(line).join('\n') : 'no descendants');
   });
@@ -234,12 +238,14 @@ common(program.command('mcp'))
 program.parseAsync(process.argv).then(
   () => process.exit(),
   (err: unknown) => {
+    // Commander's own ends: help and version (exit 0), usage errors (already printed
+    // unless --json).
+    if (err instanceof CommanderError && err.exitCode === 0) process.exit(0);
     const e = err instanceof ProcwardError ? err : null;
-    const json = process.argv.includes('--json');
-    const code = e?.code ?? (err as { code?: string }).code ?? 'ERROR';
-    const message = err instanceof Error ? err.message : String(err);
-    if (json) process.stdout.write(`${JSON.stringify({ error: { code, message, ...(e?.details && { details: e.details }) } }, null, 2)}\n`);
-    else process.stderr.write(`procward: ${code}: ${message}\n`);
+    const code = err instanceof CommanderError ? 'INVALID_ARGUMENT' : (e?.code ?? (err as { code?: string }).code ?? 'ERROR');
+    const message = err instanceof Error ? err.message.replace(/^error: /, '') : String(err);
+    if (jsonOutput) process.stdout.write(`${JSON.stringify({ error: { code, message, ...(e?.details && { details: e.details }) } }, null, 2)}\n`);
+    else if (!(err instanceof CommanderError)) process.stderr.write(`procward: ${code}: ${message}\n`);
     process.exit(1);
   },
 );

@@ -27,6 +27,8 @@ export interface Live {
   killsInFlight: number;
   /** A kill of ours reached the leader, so its end is `killed`. */
   killed: boolean;
+  /** The last signal that kill sent (`SIGTERM`, or `SIGKILL` after escalation). */
+  killSignal?: string;
   /** An end the reader reported while a kill was in flight: published once the kill knows whether it reached the leader. */
   pendingExit?: RecordedExit;
   /** A sandbox session's poller found the job gone while a kill was in flight: why. */

@@ -454,7 +454,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   private finishFromExit(live: Live, end: RecordedExit): void {
     const killed = live.killed || killRequested(this.files(live));
     const known = end.exitCode !== null || end.signal !== null;
-    this.finish(live, { ...end, reason: killed ? 'killed' : known ? 'exited' : 'lost', source: killed ? 'kill' : known ? 'process' : 'recovery' });
+    // An end nobody recorded, after our kill reached the leader: our last signal ended it.
+    const signal = !known && live.killSignal ? live.killSignal : end.signal;
+    this.finish(live, { ...end, signal, reason: killed ? 'killed' : known ? 'exited' : 'lost', source: killed ? 'kill' : known ? 'process' : 'recovery' });
   }
 
   /** Rewrites `sessions/<id>/session.json` with the record (best effort: a pruned or unwritable directory is skipped). */
@@ -772,14 +774,15 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       const end = await readExitFile(r.exitPath);
       if (end && !('invalid' in end) && end.exitedAt !== undefined && end.exitedAt < signalAt) reachedLeader = false;
     }
-    if (reachedLeader) live.killed = true;
+    if (reachedLeader) {
+      live.killed = true;
+      live.killSignal = report.escalated ? 'SIGKILL' : 'SIGTERM';
+    }
     // Another kill of ours may still be on its way to the leader: it needs the marker.
     else if (files && !live.killed && live.killsInFlight === 0) rmSync(files.killMarkPath, { force: true });
     if (live.pendingExit && live.killsInFlight === 0) {
       const end = live.pendingExit;
       delete live.pendingExit;
-      // A supervisor killed with its job leaves no exit file: our signal ended them.
-      if (live.killed && end.exitCode === null && end.signal === null) end.signal = report.escalated ? 'SIGKILL' : 'SIGTERM';
       this.finishFromExit(live, end);
     }
     const result = (outcome: KillResult['outcome']): KillResult => {
