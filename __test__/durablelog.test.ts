@@ -257,18 +257,23 @@ describe('third breaker', () => {
     }
   });
 
+  /** A `sleep 30` started in pipe mode by a host that closed since, opened by a new host. */
+  async function recoveredPipeJob(stateDir: string) {
+    const a = await ProcessRegistry.open({ stateDir });
+    const s = await a.spawn('sleep 30', { durable: false });
+    cleanupGroup(s.pid);
+    await a.close();
+    return { id: s.id, b: await ProcessRegistry.open({ stateDir }) };
+  }
+
   it('two kills at once of a recovered pipe-mode job: it ends killed', async () => {
     const stateDir = tempDir();
     for (let round = 0; round < 5; round++) {
-      const a = await ProcessRegistry.open({ stateDir });
-      const s = await a.spawn('sleep 30', { durable: false });
-      cleanupGroup(s.pid);
-      await a.close();
-      const b = await ProcessRegistry.open({ stateDir });
+      const { id, b } = await recoveredPipeJob(stateDir);
       try {
-        const kills = await Promise.all([b.kill(s.id, { graceMs: 200 }), b.kill(s.id, { graceMs: 200 })]);
+        const kills = await Promise.all([b.kill(id, { graceMs: 200 }), b.kill(id, { graceMs: 200 })]);
         expect(kills.map((k) => k.outcome)).toContain('killed');
-        const p = await b.poll(s.id);
+        const p = await b.poll(id);
         expect(p.reason).toBe('killed');
         // No exit file for a pipe-mode job: the signal is the one the kill sent, or unknown
         // when the other kill's look at the process table recorded the end first.
@@ -280,15 +285,10 @@ describe('third breaker', () => {
   });
 
   it('one kill of a recovered pipe-mode job records the signal it sent', async () => {
-    const stateDir = tempDir();
-    const a = await ProcessRegistry.open({ stateDir });
-    const s = await a.spawn('sleep 30', { durable: false });
-    cleanupGroup(s.pid);
-    await a.close();
-    const b = await ProcessRegistry.open({ stateDir });
+    const { id, b } = await recoveredPipeJob(tempDir());
     try {
-      expect((await b.kill(s.id, { graceMs: 200 })).outcome).toBe('killed');
-      expect(await b.poll(s.id)).toMatchObject({ reason: 'killed', signal: 'SIGTERM' });
+      expect((await b.kill(id, { graceMs: 200 })).outcome).toBe('killed');
+      expect(await b.poll(id)).toMatchObject({ reason: 'killed', signal: 'SIGTERM' });
     } finally {
       await b.close();
     }
