@@ -15,15 +15,12 @@
 //! - [`tail`]: the native rolling tail of a job's output.
 //! - `cgroup` (Linux): optional per-job cgroup v2 containment.
 //! - [`logfile`]: a durable job's log, capped by rotation, and a follower for it.
-//! - [`atomic`]: small files replaced atomically (exit file, log state).
 //! - [`lockfile`]: `flock` locks that die with their holder (for the checkpoint).
 //! - [`status`]: how a job ended (exit code or terminating signal).
 //!
 //! `kill`, `spawn` and `reader` are Unix-only for now; Windows (Job Objects, ConPTY) is not
 //! written yet. Identity, probe and tree compile on Linux, macOS and Windows (see `sys`).
 
-#[cfg(unix)]
-pub mod atomic;
 #[cfg(target_os = "linux")]
 pub mod cgroup;
 pub mod error;

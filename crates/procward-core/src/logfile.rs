@@ -13,7 +13,6 @@
 //! rotation half-way and reads again. Disk use per session stays below
 //! `2 × (part_bytes + 4 KiB)`.
 
-use crate::atomic::write_atomically;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -56,6 +55,20 @@ pub fn rotated_path(log: &Path) -> PathBuf {
 /// `log-state.json` beside the log.
 pub fn state_path(log: &Path) -> PathBuf {
   log.with_file_name("log-state.json")
+}
+
+/// Replaces `path` with `text` (0600) by a rename, so a reader sees the old or the new
+/// state, never a torn one. Not fsynced: the state is advisory and rewritten at every
+/// rotation, and a small cap would otherwise make the job wait on the disk at every part.
+fn replace_state(path: &Path, text: &str) -> std::io::Result<()> {
+  let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+  let written =
+    OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp).and_then(|mut f| f.write_all(text.as_bytes()));
+  let renamed = written.and_then(|()| std::fs::rename(&tmp, path));
+  if renamed.is_err() {
+    let _ = std::fs::remove_file(&tmp);
+  }
+  renamed
 }
 
 fn open_append(path: &Path) -> std::io::Result<File> {
@@ -135,9 +148,7 @@ impl RotatingLog {
     self.state.rotations += 1;
     self.state.rotated_ino = self.file.metadata()?.ino();
     self.state.current_ino = next.metadata()?.ino();
-    // Advisory, and rewritten at each rotation: not worth an fsync (a small cap would
-    // otherwise make the job wait on the disk at every part).
-    write_atomically(&state_path(&self.path), &self.state.to_json(), false)?;
+    replace_state(&state_path(&self.path), &self.state.to_json())?;
     std::fs::rename(&self.path, rotated_path(&self.path))?;
     std::fs::rename(&next_path, &self.path)?;
     self.rotated = Some((self.written, self.lines));
@@ -163,7 +174,7 @@ impl RotatingLog {
   /// Records lost output in `log-state.json` (there is nothing to record otherwise).
   pub fn finish(&mut self) {
     if self.state.lost_bytes > 0 {
-      let _ = write_atomically(&state_path(&self.path), &self.state.to_json(), false);
+      let _ = replace_state(&state_path(&self.path), &self.state.to_json());
     }
   }
 }
@@ -255,6 +266,21 @@ mod tests {
     assert!(kept.starts_with(&format!("line {dropped_lines:05}\n")), "first kept line follows the dropped ones");
     assert!(state.contains(&format!("\"rotatedIno\":{}", std::fs::metadata(rotated_path(&log)).unwrap().ino())));
     assert!(state.contains(&format!("\"currentIno\":{}", std::fs::metadata(&log).unwrap().ino())));
+    // Every file 0600, and no temporary left behind by the state's replacements.
+    use std::os::unix::fs::PermissionsExt;
+    let dir = log.parent().unwrap();
+    let names: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert_eq!(
+      {
+        let mut n = names.clone();
+        n.sort();
+        n
+      },
+      ["log-state.json", "output.log", "output.log.1"]
+    );
+    for n in names {
+      assert_eq!(std::fs::metadata(dir.join(n)).unwrap().permissions().mode() & 0o777, 0o600);
+    }
   }
 
   #[test]

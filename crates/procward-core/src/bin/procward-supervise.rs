@@ -272,9 +272,7 @@ mod unix {
     if let Ok(Some(me)) = procward_core::identity::identity(std::process::id() as i32) {
       let text = format!("{{\"pid\":{},\"startTime\":\"{}\",\"bootId\":\"{}\"}}\n", me.pid, me.start_time, me.boot_id);
       let path = args.exit.with_file_name("supervisor.json");
-      let written =
-        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path).and_then(|mut f| f.write_all(text.as_bytes()));
-      if let Err(e) = written {
+      if let Err(e) = write_new(&path, &text) {
         log.note(&format!("cannot record identity in {}: {e}", path.display()));
       }
     }
@@ -298,25 +296,25 @@ mod unix {
     // Tell the copier the job ended; it answers once the output has settled (or at EOF).
     drop(File::from(exited_w).write_all(b"x"));
     let _ = drained_rx.recv();
-    if let Err(e) = write_exit(&args.exit, &info.to_json_at(ended_at)) {
+    if let Err(e) = write_new(&args.exit, &info.to_json_at(ended_at)) {
       eprintln!("procward-supervise: cannot write {}: {e}", args.exit.display());
       std::process::exit(70);
     }
     let _ = copier.join();
   }
 
-  /// The exit file: one write to a new file. Cheaper than a rename on a metadata-bound disk,
-  /// and as safe for readers: the text ends with `}` and a newline, and a reader takes
-  /// anything shorter for "not written yet". Not fsynced: it must outlive the host, whose
-  /// crash leaves the page cache intact; a power loss ends the job too, and then its end is
-  /// `lost` at worst.
-  fn write_exit(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+  /// `supervisor.json` and the exit file: one write to a new file (0600). Cheaper than a
+  /// rename on a metadata-bound disk, and as safe for readers: both texts end with `}` and a
+  /// newline, and a reader takes anything shorter for "not written yet". Not fsynced: they
+  /// must outlive the host, whose crash leaves the page cache intact; a power loss ends the
+  /// job too, and then its end is `lost` at worst.
+  fn write_new(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
     f.write_all(text.as_bytes())
   }
 
   fn finish(args: &Args, info: ExitInfo) -> ! {
-    let code = match write_exit(&args.exit, &info.to_json()) {
+    let code = match write_new(&args.exit, &info.to_json()) {
       Ok(()) => 0,
       Err(_) => 70,
     };
