@@ -25,10 +25,8 @@ export function scanOrphanSessions(stateDir: string, known: Set<string>, ownedBy
   for (const id of sessionDirs(stateDir)) {
     if (known.has(id) || !isSessionId(id)) continue;
     const files = sessionFiles(stateDir, id);
-    let record: SessionRecord;
-    try {
-      record = sessionRecordSchema.parse(JSON.parse(readFileSync(files.metaPath, 'utf8')));
-    } catch {
+    const record = readSessionFile(files.metaPath);
+    if (!record) {
       diagnostics.push(`${files.dir}: not in the checkpoint and no readable session.json; left alone`);
       continue;
     }
@@ -43,18 +41,6 @@ export function scanOrphanSessions(stateDir: string, known: Set<string>, ownedBy
     if (!ownedByLiveHost(record)) diagnostics.push(`${id}: recovered from its session directory (its host stopped before writing the checkpoint)`);
   }
   return { records, diagnostics };
-}
-
-/**
- * After a damaged checkpoint: entries of an older generation (or a file that lost some)
- * are replaced by their `session.json` when that is newer. Pipe-mode jobs write their end
- * there (durable ones have their exit file), so a lost checkpoint loses no ends.
- */
-export function preferNewerSessionFiles(stateDir: string, records: SessionRecord[]): SessionRecord[] {
-  return records.map((record) => {
-    const fromFile = readSessionFile(sessionFiles(stateDir, record.id).metaPath);
-    return fromFile && fromFile.id === record.id && fromFile.updatedAt > record.updatedAt ? fromFile : record;
-  });
 }
 
 /** A session's `session.json`, or `null` when it is missing or not a valid record. */

@@ -44,7 +44,7 @@ import {
   type WatchEvent,
 } from './notifications.js';
 import { isEnvDumpCommand, redact, redactCommand } from './redact.js';
-import { preferNewerSessionFiles, readSessionFile, scanOrphanSessions } from './recovery.js';
+import { readSessionFile, scanOrphanSessions } from './recovery.js';
 import { killRemote, launch, SandboxPoller, sandboxDir, shq } from './sandbox.js';
 import { environmentFrom, type EnvironmentDescription, type ExecutionEnvironment } from './environments.js';
 import { DEFAULT_MAX_SESSIONS, expiredIds } from './retention.js';
@@ -135,9 +135,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   private async recover(): Promise<void> {
     if (!this.checkpoint) return;
-    const loaded = await this.checkpoint.load();
-    const diagnostics = loaded.diagnostics;
-    const sessions = diagnostics.length > 0 ? preferNewerSessionFiles(this.checkpoint.dir, loaded.sessions) : loaded.sessions;
+    // Entries older than their session.json (a damaged or previous checkpoint generation)
+    // take their end from it in refresh().
+    const { sessions, diagnostics } = await this.checkpoint.load();
     const orphans = scanOrphanSessions(this.checkpoint.dir, new Set(sessions.map((r) => r.id)), (r) => this.isForeign(r));
     this.diagnostics.push(...diagnostics, ...orphans.diagnostics);
     for (const record of [...sessions, ...orphans.records]) {
