@@ -101,8 +101,9 @@ describe('containment', () => {
 
 describe('zombies and reused PIDs', () => {
   it('a real zombie (a child its parent never reaps) is gone and not alive', async () => {
-    // `exec sleep` replaces the shell, and sleep never reaps the `true` child.
-    const s = await start(`bash -c 'true & exec sleep 30'`);
+    // `exec sleep` replaces the shell, and sleep never reaps the child that ends after it
+    // (a `true` could end first and be reaped by bash before the exec, on a busy machine).
+    const s = await start(`bash -c 'sleep 0.3 & exec sleep 30'`);
     await until(() => descendants(s.pid!).some((d) => d.state === 'Z'), 5000, 'zombie');
     const zombie = descendants(s.pid!).find((d) => d.state === 'Z')!;
     expect(zombie.alive).toBe(false);

@@ -126,14 +126,12 @@ async function collect(log: OpenLog, from: number, maxBytes = Number.POSITIVE_IN
   return all.length > maxBytes ? all.subarray(0, maxBytes) : all;
 }
 
-/** Bytes the log keeps on disk now (all parts). */
-export async function logSize(path: string): Promise<number> {
-  return withLog(path, async (log) => log.end - log.start);
-}
-
-/** The whole kept log as text (lossy UTF-8) and what was dropped; empty when there is no log. */
-export async function readLog(path: string): Promise<{ text: string; drops: LogDrops }> {
-  return withLog(path, async (log) => ({ text: (await collect(log, log.start)).toString('utf8'), drops: log.drops }));
+/**
+ * The whole kept log as text (lossy UTF-8) and what was dropped; empty when there is no log.
+ * `null` when the kept parts hold more than `maxBytes` (page it with `streamLogPage`).
+ */
+export async function readLog(path: string, maxBytes = Number.POSITIVE_INFINITY): Promise<{ text: string; drops: LogDrops } | null> {
+  return withLog(path, async (log) => (log.end - log.start > maxBytes ? null : { text: (await collect(log, log.start)).toString('utf8'), drops: log.drops }));
 }
 
 /** The last `bytes` bytes of the log as text, without a partial first character. */

@@ -15,7 +15,7 @@ import { GroupCommit } from './groupcommit.js';
 import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './writer.js';
 import { newSessionId, resolveSessionId } from './ids.js';
 import { closeFifo, writeFifo } from './stdinfifo.js';
-import { LARGE_LOG_BYTES, logSize, NO_DROPS, readLog, readLogFrom, readLogTail, streamLogPage, type LogDrops } from './durablelog.js';
+import { LARGE_LOG_BYTES, NO_DROPS, readLog, readLogFrom, readLogTail, streamLogPage, type LogDrops } from './durablelog.js';
 import {
   jobFiles,
   killRequested,
@@ -696,13 +696,12 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     let page: LinePage;
     let drops: LogDrops = NO_DROPS;
     try {
-      if (fromFile && (await logSize(live.record.logPath as string)) > LARGE_LOG_BYTES) {
-        ({ page, drops } = await this.pageLargeLog(live, opts));
-      } else {
-        const log = fromFile ? await readLog(live.record.logPath as string) : { text: wholeLines(live.tail.text(), live.tail.droppedChars), drops: NO_DROPS };
+      // A log too large to read whole (null) is paged by streaming.
+      const log = fromFile ? await readLog(live.record.logPath as string, LARGE_LOG_BYTES) : { text: wholeLines(live.tail.text(), live.tail.droppedChars), drops: NO_DROPS };
+      if (log) {
         drops = log.drops;
         page = pageLines(this.redactView(log.text, live.record, opts.view ?? 'plain'), { ...opts, view: 'raw' });
-      }
+      } else ({ page, drops } = await this.pageLargeLog(live, opts));
     } catch (err) {
       if (err instanceof RangeError) throw new ProcwardError('INVALID_ARGUMENT', err.message);
       throw err;

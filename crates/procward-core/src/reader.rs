@@ -137,10 +137,7 @@ pub(crate) fn run_pipe(pipe: OwnedFd, mut child: Launched, pidfd: Option<OwnedFd
       let idle = !pipe_ready && !just_exited;
       if eof || idle || after_exit >= drain.byte_cap || exit_at.elapsed() >= drain.max_wait {
         if eof {
-          let rest = decoder.finish();
-          if !rest.is_empty() {
-            sink(JobEvent::Output { text: rest, late: false });
-          }
+          flush(&mut decoder, false, &mut sink);
         }
         sink(JobEvent::Exit(info));
         break;
@@ -174,10 +171,7 @@ fn late_output(mut file: File, mut buf: Vec<u8>, mut decoder: Utf8Decoder, mut s
       Err(_) => break,
     }
   }
-  let rest = decoder.finish();
-  if !rest.is_empty() {
-    sink(JobEvent::Output { text: rest, late: true });
-  }
+  flush(&mut decoder, true, &mut sink);
 }
 
 /// The durable-job tailer: follows the log (across rotations) while the supervisor runs.
@@ -228,6 +222,7 @@ pub(crate) fn run_tail(log_path: PathBuf, exit_path: PathBuf, mut child: Launche
   }
 }
 
+/// Hands what the decoder still holds (a truncated character becomes U+FFFD) to the sink.
 fn flush(decoder: &mut Utf8Decoder, late: bool, sink: &mut EventSink) {
   let rest = decoder.finish();
   if !rest.is_empty() {
