@@ -63,10 +63,11 @@ describe('sandbox sessions through the local shell', () => {
     const remote = tempDir();
     const { line: s, host } = await startHost(
       state,
-      `const { localShell } = require(${JSON.stringify(`${process.cwd()}/dist/index.js`)}); const s = await r.spawn('echo a; sleep 1; echo b; exit 4', { environment: localShell({ tmpDir: ${JSON.stringify(remote)} }) }); console.log(JSON.stringify(s));`,
+      `const s = await r.spawn('echo a; sleep 1; echo b; exit 4', { environment: 'box' }); console.log(JSON.stringify(s));`,
+      `{ environments: { box: require(${JSON.stringify(`${process.cwd()}/dist/index.js`)}).localShell({ tmpDir: ${JSON.stringify(remote)} }) } }`,
     );
     await crashHost(host);
-    const next = await ProcessRegistry.open({ stateDir: state });
+    const next = await ProcessRegistry.open({ stateDir: state, environments: { box: localShell({ tmpDir: remote }) } });
     expect(await next.poll(s.id)).toMatchObject({ pidScope: 'sandbox', status: 'running' });
     const w = await next.wait(s.id, { timeoutMs: 10_000 });
     expect(w).toMatchObject({ exitCode: 4, reason: 'exited', outputPreview: 'a\nb\n' });
@@ -149,13 +150,16 @@ describe.skipIf(!haveSshd)('SSH environment against a real sshd on 127.0.0.1', (
 
   it('runs a job with exact output and exit code; the checkpoint holds no key material', async () => {
     const state = tempDir();
-    const r = await ProcessRegistry.open({ stateDir: state });
-    const s = await r.spawn(QUOTING, { environment: env });
+    const r = await ProcessRegistry.open({ stateDir: state, environments: { far: env } });
+    const s = await r.spawn(QUOTING, { environment: 'far' });
     const w = await r.wait(s.id, { timeoutMs: 15_000 });
     expect(w).toMatchObject({ exitCode: 3, outputPreview: QUOTED_OUTPUT });
     await r.close();
     const checkpoint = readFileSync(`${state}/checkpoint.json`, 'utf8');
-    expect(checkpoint).toContain('"kind": "ssh"');
+    // Only the environment's name: no host, port, user, key path or ssh option.
+    expect(checkpoint).toContain('"environment": "far"');
+    expect(checkpoint).not.toContain(sshd.identityFile);
+    expect(checkpoint).not.toContain('"kind"');
     expect(checkpoint).not.toContain('PRIVATE KEY');
     expect(checkpoint).not.toContain(readFileSync(sshd.identityFile, 'utf8').split('\n')[1]);
   });

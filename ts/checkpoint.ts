@@ -17,13 +17,14 @@
  *   (`sessions/<id>/session.json`) the file no longer lists. This happens on writes too, so a corrupt file never makes a
  *   writer drop other hosts' entries.
  */
-import { chmodSync, closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, statSync, unlinkSync } from 'node:fs';
 import { open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { z } from 'zod';
 import { ProcwardError } from './errors.js';
 import { native } from './native.js';
+import { confinePaths } from './jobfiles.js';
 import { scanOrphanSessions } from './recovery.js';
 import { expiredIds, type RetentionOptions } from './retention.js';
 import { sessionRecordSchema, type SessionRecord } from './session.js';
@@ -54,13 +55,39 @@ interface Generation {
   text: string;
 }
 
-/** Creates the state directory (0700) if needed and checks it is not a symlink. */
+/**
+ * Creates the state directory (0700) if it is missing, and checks that it can be trusted:
+ * a real directory (not a symlink), owned by the effective user, neither group- nor
+ * world-writable. An existing directory is never chmodded: changing the mode of someone
+ * else's directory would not make its contents ours.
+ *
+ * Errors: `INVALID_ARGUMENT` for an empty or non-string path; `STATE_DIR_UNTRUSTED` for a
+ * symlink, a non-directory, another owner, or a group- or world-writable mode.
+ */
 export function ensureStateDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  if (lstatSync(dir).isSymbolicLink()) {
-    throw new ProcwardError('INVALID_ARGUMENT', `state directory ${dir} is a symlink; refusing to use it`);
+  if (typeof dir !== 'string' || dir === '') throw new ProcwardError('INVALID_ARGUMENT', `stateDir must be a non-empty path, got ${JSON.stringify(dir)}`);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    // A missing parent is created for the user (0700 too); an existing path is checked below.
+    if (code === 'ENOENT') mkdirSync(dir, { recursive: true, mode: 0o700 });
+    else if (code !== 'EEXIST') throw err;
   }
-  chmodSync(dir, 0o700);
+  assertTrustedDir(dir);
+}
+
+/** Throws `STATE_DIR_UNTRUSTED` unless `dir` is a directory only the effective user may write (see {@link ensureStateDir}). */
+export function assertTrustedDir(dir: string): void {
+  const st = lstatSync(dir);
+  const refuse = (why: string) => {
+    throw new ProcwardError('STATE_DIR_UNTRUSTED', `state directory ${dir} ${why}; refusing to use it`, { path: dir });
+  };
+  if (st.isSymbolicLink()) refuse('is a symlink');
+  if (!st.isDirectory()) refuse('is not a directory');
+  const euid = process.geteuid?.();
+  if (euid !== undefined && st.uid !== euid) refuse(`is owned by uid ${st.uid}, not by the effective user (uid ${euid})`);
+  if (process.platform !== 'win32' && (st.mode & 0o022) !== 0) refuse(`is writable by its group or by others (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')})`);
 }
 
 function fsyncDir(dir: string): void {
@@ -133,7 +160,7 @@ export class Checkpoint {
     const sessions: SessionRecord[] = [];
     doc.sessions.forEach((raw, i) => {
       const parsed = sessionRecordSchema.safeParse(raw);
-      if (parsed.success) sessions.push(parsed.data);
+      if (parsed.success) sessions.push(confinePaths(this.dir, parsed.data, diagnostics));
       else diagnostics.push(`${path}: entry ${i} skipped: ${parsed.error.issues[0]?.path.join('.') ?? ''} ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     });
     return { sessions, text };

@@ -3,7 +3,7 @@
  * environment.
  *
  * - The environment is the host's minus secret-looking variables (credential-like names
- *   and the known provider variables), plus what the caller passes explicitly, plus
+ *   and the known provider variables) and procward's own `PROCWARD_*` variables, plus what the caller passes explicitly, plus
  *   `PYTHONUNBUFFERED=1` and non-interactive pagers. A host variable the caller wants to
  *   pass through is named in `allowEnv`.
  * - `A && B &` is rewritten to `A && { B & }`: otherwise the whole list runs in a
@@ -38,6 +38,15 @@ export function isSecretVariable(name: string): boolean {
   return PROVIDER_SECRETS.has(name.toUpperCase()) || CREDENTIAL_NAME.test(name);
 }
 
+/**
+ * procward's own control variables (`PROCWARD_STATE_DIR`, `PROCWARD_NO_CGROUP`, ...) steer
+ * the host, not its jobs: a job that inherited `PROCWARD_STATE_DIR` would know where the
+ * records that decide what procward signals live, and a procward it runs would share them.
+ */
+function isControlVariable(name: string): boolean {
+  return name.toUpperCase().startsWith('PROCWARD_');
+}
+
 /** Defaults that make jobs behave in the background (set unless the caller sets them). */
 const JOB_DEFAULTS: Record<string, string> = { PYTHONUNBUFFERED: '1', PAGER: 'cat', GIT_PAGER: 'cat', MANPAGER: 'cat' };
 
@@ -65,7 +74,7 @@ export function childEnvironment(host: NodeJS.ProcessEnv, extra: Record<string, 
   const allowed = new Set(allow);
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(host)) {
-    if (v !== undefined && (allowed.has(k) || !isSecretVariable(k))) env[k] = v;
+    if (v !== undefined && (allowed.has(k) || !(isSecretVariable(k) || isControlVariable(k)))) env[k] = v;
   }
   return { ...env, ...JOB_DEFAULTS, ...extra };
 }

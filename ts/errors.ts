@@ -18,7 +18,8 @@ export type ProcwardErrorCode =
   | 'NO_STDIN'
   | 'STDIN_CLOSED'
   | 'EAGAIN'
-  | 'ENVIRONMENT_UNAVAILABLE';
+  | 'ENVIRONMENT_UNAVAILABLE'
+  | 'STATE_DIR_UNTRUSTED';
 
 /** An error with a stable `code` and optional structured `details`. */
 export class ProcwardError extends Error {

@@ -14,9 +14,11 @@
  * - `kill-requested`: written before procward signals the job, so any host that then sees
  *   the job gone records it as `killed`, not `exited`.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { ProcwardError } from './errors.js';
 import { native } from './native.js';
 import { identitySchema, type RecordedIdentity } from './session.js';
 
@@ -30,7 +32,10 @@ export interface JobFiles {
   stdinPath: string;
 }
 
-/** Names a session's files without touching the disk. */
+/**
+ * Names a session's files without touching the disk. Every path comes from the session id
+ * (never from a record), so a record cannot point procward at a file outside its directory.
+ */
 export function sessionFiles(stateDir: string, sessionId: string): JobFiles {
   const dir = join(stateDir, 'sessions', sessionId);
   return {
@@ -44,36 +49,139 @@ export function sessionFiles(stateDir: string, sessionId: string): JobFiles {
   };
 }
 
-/** Creates the session directory (0700) and names its files. */
+/**
+ * Whether `path` is a directory itself, not a symlink to one. Node has no `openat`, so the
+ * components below the state directory (`sessions`, `sessions/<id>`) are checked one by
+ * one; the state directory is owner-only (see `ensureStateDir`), so nobody else can swap a
+ * component between the check and its use.
+ */
+function isRealDir(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Creates `path` (0700) unless it exists; throws `STATE_DIR_UNTRUSTED` when it is a symlink or not a directory. */
+function realDir(path: string): void {
+  try {
+    mkdirSync(path, { mode: 0o700 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  if (!isRealDir(path)) throw new ProcwardError('STATE_DIR_UNTRUSTED', `${path} is a symlink or not a directory; refusing to use it`, { path });
+}
+
+/** Creates the session directory (0700, and `sessions/` when missing) and names its files. */
 export function jobFiles(stateDir: string, sessionId: string): JobFiles {
   const files = sessionFiles(stateDir, sessionId);
-  mkdirSync(files.dir, { recursive: true, mode: 0o700 });
+  realDir(dirname(files.dir));
+  realDir(files.dir);
   return files;
 }
 
-/** Ids of the session directories present in the state directory. */
+/** Ids of the session directories present in the state directory (none when `sessions` is a symlink). */
 export function sessionDirs(stateDir: string): string[] {
+  const sessions = join(stateDir, 'sessions');
+  if (!isRealDir(sessions)) return [];
   try {
-    return readdirSync(join(stateDir, 'sessions'));
+    return readdirSync(sessions);
   } catch {
     return [];
   }
 }
 
-/** Removes a session's directory (after pruning, or a failed spawn). */
+/**
+ * Removes a session's directory (after pruning, or a failed spawn). Only a real directory
+ * below a real `sessions` directory is removed; a symlink in either place is left alone
+ * (`rm` then never follows a link below them).
+ */
 export function removeSessionDir(stateDir: string, sessionId: string): void {
-  rmSync(sessionFiles(stateDir, sessionId).dir, { recursive: true, force: true });
+  const { dir } = sessionFiles(stateDir, sessionId);
+  if (!isRealDir(dirname(dir)) || !isRealDir(dir)) return;
+  rmSync(dir, { recursive: true, force: true });
 }
 
-/** Writes a small private file synchronously (0600). */
+/**
+ * Writes a small private file (0600) synchronously, without following a link: the text goes
+ * to a new temporary file in the same directory (`O_EXCL | O_NOFOLLOW`), which then replaces
+ * `path` by a rename. A symlink or hard link at `path` is replaced, never written through.
+ * The file's directory and its parent (`sessions/<id>` and `sessions`) must be real
+ * directories: `STATE_DIR_UNTRUSTED` otherwise.
+ */
 export function writePrivate(path: string, text: string): void {
-  writeFileSync(path, text, { mode: 0o600 });
+  const dir = dirname(path);
+  for (const d of [dir, dirname(dir)]) {
+    if (!isRealDir(d)) throw new ProcwardError('STATE_DIR_UNTRUSTED', `${d} is a symlink or not a directory; refusing to write ${path}`, { path: d });
+  }
+  const temp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    writeFileSync(fd, text);
+  } catch (err) {
+    closeSync(fd);
+    unlinkSync(temp);
+    throw err;
+  }
+  closeSync(fd);
+  try {
+    renameSync(temp, path);
+  } catch (err) {
+    rmSync(temp, { force: true });
+    throw err;
+  }
+}
+
+/** Reads a small file below the state directory without following a symlink at its name; `null` when it cannot be read. */
+export function readPrivate(path: string): string | null {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    // A FIFO or a device in place of a record is not read (O_NONBLOCK kept the open from hanging).
+    return fstatSync(fd).isFile() ? readFileSync(fd, 'utf8') : null;
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Replaces the paths a record names with the ones its session id gives (see
+ * {@link sessionFiles}): a durable job's `logPath` and `exitPath`, and its `stdinPath`; a
+ * record that named other paths gets a diagnostic. A sandbox session's far-side directory
+ * is derived from its environment, so a recorded `sandboxDir` is dropped.
+ */
+export function confinePaths<R extends { id: string; durable: boolean; logPath: string | null; exitPath: string | null; stdinPath?: string | undefined; sandboxDir?: string | undefined; pidScope?: string | undefined }>(
+  stateDir: string,
+  record: R,
+  diagnostics: string[],
+): R {
+  const files = sessionFiles(stateDir, record.id);
+  const local = record.durable && record.pidScope !== 'sandbox';
+  const derived = { logPath: local ? files.logPath : null, exitPath: local ? files.exitPath : null };
+  for (const key of ['logPath', 'exitPath'] as const) {
+    if (record[key] !== null && record[key] !== derived[key]) diagnostics.push(`${record.id}: recorded ${key} ${JSON.stringify(record[key])} is not its session's own file; ignored`);
+    record[key] = derived[key];
+  }
+  if (record.stdinPath !== undefined) {
+    if (record.stdinPath !== files.stdinPath) diagnostics.push(`${record.id}: recorded stdinPath ${JSON.stringify(record.stdinPath)} is not its session's own FIFO; ignored`);
+    if (local) record.stdinPath = files.stdinPath;
+    else delete record.stdinPath;
+  }
+  delete record.sandboxDir;
+  return record;
 }
 
 /** The supervisor's identity, or `null` when it has not written it (yet). */
 export function readSupervisorIdentity(path: string): RecordedIdentity | null {
   try {
-    const parsed = identitySchema.safeParse(JSON.parse(readFileSync(path, 'utf8')));
+    const parsed = identitySchema.safeParse(JSON.parse(readPrivate(path) ?? ''));
     return parsed.success ? parsed.data : null;
   } catch {
     return null;
@@ -82,7 +190,14 @@ export function readSupervisorIdentity(path: string): RecordedIdentity | null {
 
 /** Whether a kill was requested for the session (see the module docs). */
 export function killRequested(files: JobFiles | null): boolean {
-  return files !== null && existsSync(files.killMarkPath);
+  if (files === null) return false;
+  try {
+    // Its presence is the message: a link there counts, and is never followed.
+    lstatSync(files.killMarkPath);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A recorded end: exit code or terminating signal name. */
@@ -100,8 +215,16 @@ export interface RecordedExit {
 export async function readExitFile(path: string): Promise<RecordedExit | { invalid: string } | null> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
-  } catch {
+    // Not through a symlink; O_NONBLOCK keeps a FIFO planted there from blocking the open.
+    const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    try {
+      if (!(await handle.stat()).isFile()) return { invalid: `${path} is not a regular file` };
+      text = await handle.readFile('utf8');
+    } finally {
+      await handle.close();
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ELOOP') return { invalid: `${path} is a symlink; not followed` };
     return null;
   }
   // The supervisor writes it in one go ending with a newline: shorter is not written yet.

@@ -8,9 +8,9 @@
  * and its checkpoint write (which follows within 200 ms), and the caller treats them as
  * foreign (shown, never written).
  */
-import { readFileSync } from 'node:fs';
 import { isSessionId } from './ids.js';
-import { readSupervisorIdentity, sessionDirs, sessionFiles } from './jobfiles.js';
+import { basename, dirname } from 'node:path';
+import { confinePaths, readPrivate, readSupervisorIdentity, sessionDirs, sessionFiles } from './jobfiles.js';
 import { sessionRecordSchema, type SessionRecord } from './session.js';
 
 export interface OrphanScan {
@@ -25,7 +25,7 @@ export function scanOrphanSessions(stateDir: string, known: Set<string>, ownedBy
   for (const id of sessionDirs(stateDir)) {
     if (known.has(id) || !isSessionId(id)) continue;
     const files = sessionFiles(stateDir, id);
-    const record = readSessionFile(files.metaPath);
+    const record = readSessionFile(files.metaPath, diagnostics);
     if (!record) {
       diagnostics.push(`${files.dir}: not in the checkpoint and no readable session.json; left alone`);
       continue;
@@ -44,10 +44,15 @@ export function scanOrphanSessions(stateDir: string, known: Set<string>, ownedBy
 }
 
 /** A session's `session.json`, or `null` when it is missing or not a valid record. */
-export function readSessionFile(path: string): SessionRecord | null {
+export function readSessionFile(path: string, diagnostics: string[] = []): SessionRecord | null {
+  let record: SessionRecord;
   try {
-    return sessionRecordSchema.parse(JSON.parse(readFileSync(path, 'utf8')));
+    record = sessionRecordSchema.parse(JSON.parse(readPrivate(path) ?? ''));
   } catch {
     return null;
   }
+  // `<stateDir>/sessions/<id>/session.json`: a record found there speaks only for that id.
+  const dir = dirname(path);
+  if (basename(dir) !== record.id) return null;
+  return confinePaths(dirname(dirname(dir)), record, diagnostics);
 }

@@ -10,6 +10,7 @@ import { Checkpoint } from './checkpoint.js';
 import { EventEmitter } from 'node:events';
 import { childEnvironment, shellCommand, validateCommand } from './environment.js';
 import { fromNative, ProcwardError } from './errors.js';
+import { checkSpawnOptions } from './spawnoptions.js';
 import { killTree, MAX_GRACE_MS, verdict, type KillReport } from './helpers.js';
 import { GroupCommit } from './groupcommit.js';
 import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './writer.js';
@@ -46,7 +47,7 @@ import {
 import { isEnvDumpCommand, redact, redactCommand } from './redact.js';
 import { readSessionFile, scanOrphanSessions } from './recovery.js';
 import { killRemote, launch, SandboxPoller, sandboxDir, shq } from './sandbox.js';
-import { environmentFrom, type EnvironmentDescription, type ExecutionEnvironment } from './environments.js';
+import type { ExecutionEnvironment } from './environments.js';
 import { DEFAULT_MAX_SESSIONS, expiredIds } from './retention.js';
 import * as scoping from './scoping.js';
 import type { BulkKillOutcome } from './scoping.js';
@@ -113,7 +114,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       throw new ProcwardError('INVALID_ARGUMENT', 'shellArgs must be an array of strings');
     }
     this.watchRate = new RateLimit(options.watch?.maxPerMinute ?? 30);
-    this.checkpoint = options.stateDir ? new Checkpoint(resolvePath(options.stateDir)) : undefined;
+    if (options.stateDir !== undefined && (typeof options.stateDir !== 'string' || options.stateDir === '')) {
+      throw new ProcwardError('INVALID_ARGUMENT', `stateDir must be a non-empty path (omit it for an in-memory registry), got ${JSON.stringify(options.stateDir)}`);
+    }
+    this.checkpoint = options.stateDir !== undefined ? new Checkpoint(resolvePath(options.stateDir)) : undefined;
     this.writer = newWriter();
     this.commits = new GroupCommit(async () => {
       this.prune();
@@ -245,6 +249,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   async spawn(command: string, opts: SpawnOptions = {}): Promise<SessionSummary> {
     this.assertOpen();
     validateCommand(command);
+    checkSpawnOptions(opts);
     // A PTY closes with the host, so PTY sessions are never durable by default.
     const durable = opts.durable ?? (opts.pty ? false : (this.options.durable ?? this.checkpoint !== undefined));
     if (durable && !this.checkpoint) {
@@ -263,6 +268,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       throw new ProcwardError('INVALID_ARGUMENT', (err as Error).message);
     }
     // A sandbox's cwd is a path on the far side; only a host cwd is checked here.
+    const sandbox = opts.environment !== undefined ? this.spawnEnvironment(opts.environment) : undefined;
     const cwd = opts.environment ? (opts.cwd ?? '~') : resolvePath(opts.cwd ?? process.cwd());
     if (!opts.environment && (!existsSync(cwd) || !statSync(cwd).isDirectory())) {
       throw new ProcwardError('ENOENT', `working directory ${cwd} does not exist or is not a directory`);
@@ -302,7 +308,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       false,
     );
     live.watcher = this.watcherFor(live.record);
-    if (opts.environment) return this.spawnSandbox(live, command, opts.environment, { ...(opts.cwd !== undefined && { cwd: opts.cwd }), ...(opts.env && { vars: opts.env }) });
+    if (sandbox) return this.spawnSandbox(live, command, sandbox, { ...(opts.cwd !== undefined && { cwd: opts.cwd }), ...(opts.env && { vars: opts.env }) });
     // Written before the spawn: if this host dies before its checkpoint write, the next
     // host still finds the job (see recovery.ts).
     if (files) {
@@ -362,9 +368,13 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * A launch that fails is recorded as `failed_start` with the wrapper's status and output,
    * and never as running.
    */
-  private async spawnSandbox(live: Live, command: string, env: ExecutionEnvironment, opts: { cwd?: string; vars?: Record<string, string> }): Promise<SessionSummary> {
+  private async spawnSandbox(live: Live, command: string, sandbox: { env: ExecutionEnvironment; name?: string }, opts: { cwd?: string; vars?: Record<string, string> }): Promise<SessionSummary> {
     const r = live.record;
-    Object.assign(r, { pidScope: 'sandbox', durable: false, logPath: null, exitPath: null, environment: env.description, sandboxDir: sandboxDir(env, r.id) });
+    const { env } = sandbox;
+    // Only the environment's name is recorded: a host re-attaches through its own
+    // configuration, never through connection details read back from the state directory.
+    Object.assign(r, { pidScope: 'sandbox', durable: false, logPath: null, exitPath: null, ...(sandbox.name !== undefined && { environment: sandbox.name }) });
+    this.sandboxEnvs.set(r.id, env);
     delete live.watcher;
     live.watcher = this.watcherFor(r);
     // Registered and checkpointed before the launch: a host that dies meanwhile leaves a
@@ -385,22 +395,43 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     return summary(live);
   }
 
-  private readonly environments = new Map<string, ExecutionEnvironment>();
+  /** The environments of the sandbox sessions this host started (an environment passed as an object is known only here). */
+  private readonly sandboxEnvs = new Map<string, ExecutionEnvironment>();
 
-  /** One environment (one SSH connection) per description, for recovered sandbox sessions. */
-  private environmentFor(d: EnvironmentDescription): ExecutionEnvironment {
-    const key = JSON.stringify(d);
-    let env = this.environments.get(key);
-    if (!env) {
-      env = environmentFrom(d);
-      this.environments.set(key, env);
+  /**
+   * `spawn`'s `environment`: a name configured in `options.environments`, or an environment
+   * object (recorded under its configured name when it is one of them; otherwise it is
+   * known to this host only). Errors: `INVALID_ARGUMENT` for an unknown name or a value
+   * that is neither.
+   */
+  private spawnEnvironment(e: unknown): { env: ExecutionEnvironment; name?: string } {
+    const configured = Object.entries(this.options.environments ?? {});
+    if (typeof e === 'string') {
+      const env = Object.hasOwn(this.options.environments ?? {}, e) ? this.options.environments?.[e] : undefined;
+      if (!env) throw new ProcwardError('INVALID_ARGUMENT', `environment ${JSON.stringify(e)} is not configured in the registry's environments`);
+      return { env, name: e };
     }
-    return env;
+    if (e === null || typeof e !== 'object' || typeof (e as ExecutionEnvironment).exec !== 'function' || typeof (e as ExecutionEnvironment).tmpDir !== 'string') {
+      throw new ProcwardError('INVALID_ARGUMENT', 'environment must be the name of a configured environment or an ExecutionEnvironment');
+    }
+    const name = configured.find(([, env]) => env === e)?.[0];
+    return { env: e as ExecutionEnvironment, ...(name !== undefined && { name }) };
+  }
+
+  /**
+   * The environment of a sandbox session: the one it was started with on this host, or the
+   * one its recorded name has in this host's configuration; `null` when neither exists.
+   */
+  private environmentFor(r: SessionRecord): ExecutionEnvironment | null {
+    const mine = this.sandboxEnvs.get(r.id);
+    if (mine) return mine;
+    const named = r.environment !== undefined && Object.hasOwn(this.options.environments ?? {}, r.environment) ? this.options.environments?.[r.environment] : undefined;
+    return named ?? null;
   }
 
   /** Starts following a sandbox session (after spawn, or after a host restart). */
   private attachSandbox(live: Live, env: ExecutionEnvironment): void {
-    const poller = new SandboxPoller(env, live.record.sandboxDir as string, {
+    const poller = new SandboxPoller(env, sandboxDir(env, live.record.id), {
       pid: (pid) => {
         if (live.record.pid !== pid) {
           live.record.pid = pid;
@@ -520,9 +551,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (live.foreign) await this.reloadForeign(live);
     const r = live.record;
     if (r.pidScope === 'sandbox') {
-      if (r.status === 'running' && !live.sandbox && !live.foreign && r.environment && r.sandboxDir) {
-        this.attachSandbox(live, this.environmentFor(r.environment as EnvironmentDescription));
-      }
+      const env = r.status === 'running' && !live.sandbox && !live.foreign ? this.environmentFor(r) : null;
+      if (env) this.attachSandbox(live, env);
       return;
     }
     if (r.status === 'exited') return;
@@ -825,12 +855,15 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const r = live.record;
     const base = { id: r.id, ...EMPTY_REPORT };
     const killable = r.status === 'running' || r.reason === 'lost';
-    if (!killable || !r.pid || !r.sandboxDir || !r.environment) return { ...base, outcome: 'already_exited', exitCode: r.exitCode, signal: r.signal };
-    const env = live.sandbox?.env ?? this.environmentFor(r.environment as EnvironmentDescription);
+    if (!killable || !r.pid) return { ...base, outcome: 'already_exited', exitCode: r.exitCode, signal: r.signal };
+    const env = live.sandbox?.env ?? this.environmentFor(r);
+    if (!env) {
+      throw new ProcwardError('ENVIRONMENT_UNAVAILABLE', `${r.id} runs in environment ${r.environment === undefined ? '(unnamed, known only to the host that started it)' : JSON.stringify(r.environment)}, which this host has not configured; nothing was run`);
+    }
     live.killsInFlight++;
     let res: Awaited<ReturnType<typeof killRemote>>;
     try {
-      res = await killRemote(env, r.sandboxDir, r.pid, graceMs);
+      res = await killRemote(env, sandboxDir(env, r.id), graceMs);
     } finally {
       live.killsInFlight--;
     }
@@ -949,12 +982,11 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     for (const id of expiredIds([...this.sessions.values()].map((l) => l.record), this.options)) {
       const pruned = this.sessions.get(id)?.record;
       if (pruned?.cgroup) native.removeCgroup(pruned.cgroup);
-      if (pruned?.pidScope === 'sandbox' && pruned.sandboxDir && pruned.environment) {
-        // Best effort: the far side's session directory goes with the session.
-        this.environmentFor(pruned.environment as EnvironmentDescription)
-          .exec(`rm -rf ${shq(pruned.sandboxDir)}`)
-          .catch(() => undefined);
-      }
+      const env = pruned?.pidScope === 'sandbox' ? this.environmentFor(pruned) : null;
+      // Best effort: the far side's session directory (derived from the id and the host's
+      // own configuration) goes with the session.
+      if (env) env.exec(`rm -rf ${shq(sandboxDir(env, id))}`).catch(() => undefined);
+      this.sandboxEnvs.delete(id);
       this.sessions.delete(id);
       if (this.checkpoint) removeSessionDir(this.checkpoint.dir, id);
     }
@@ -989,9 +1021,6 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       live.finisher?.abort();
       live.sandbox?.poller.stop();
     }
-    // Only environments the registry made itself (for recovered sessions); the caller owns
-    // the ones it passed to spawn.
-    for (const env of this.environments.values()) await env.close();
     // Empty cgroups of ended jobs go now; one that still holds a process stays.
     if (this.options.containment !== false) native.sweepCgroups();
     releaseWriter(this.writer);

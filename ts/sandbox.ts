@@ -114,15 +114,20 @@ export async function pollOnce(env: ExecutionEnvironment, dir: string, offset: n
  * Tree kill on the far side: SIGTERM the job's process group, wait, SIGKILL what is left.
  * The group is signalled only while its leader is provably this session's wrapper (its
  * command line names the session directory), never a process that reused the PID.
+ * The PID is the one the far side recorded for this session (its `pid` file), never one
+ * from the host's records, and one that is not a decimal number above 1 is never signalled
+ * (`kill -TERM -1` would reach every process there).
  * Returns `exited` when the job had already ended, else the surviving PIDs.
  * Throws `ENVIRONMENT_UNAVAILABLE` when the far side cannot be reached.
  */
-export async function killRemote(env: ExecutionEnvironment, dir: string, pid: number, graceMs: number): Promise<'exited' | number[]> {
+export async function killRemote(env: ExecutionEnvironment, dir: string, graceMs: number): Promise<'exited' | number[]> {
   const wait = Math.max(0, Math.ceil(graceMs / 100));
   // dash's kill takes `-<pgid>` but not `--`; a zombie is dead, so liveness comes from ps.
   const script = [
-    `P=${pid}`,
     `D=${shq(dir)}`,
+    'P=$(cat "$D/pid" 2>/dev/null || true)',
+    'case "$P" in ""|*[!0-9]*) echo EXITED; exit 0;; esac',
+    '[ "$P" -gt 1 ] || { echo EXITED; exit 0; }',
     '[ -f "$D/exit" ] && { echo EXITED; exit 0; }',
     `[ "$(${WRAPPER_ALIVE})" = alive ] || { echo EXITED; exit 0; }`,
     "members() { ps -eo pid=,pgid=,stat= 2>/dev/null | awk -v g=$P '$2 == g && $3 !~ /^Z/ { print $1 }'; }",

@@ -3,6 +3,7 @@
  * the checkpoint persists (see `checkpoint.ts`), so every field is plain JSON.
  */
 import { z } from 'zod';
+import { MAX_LABEL_CHARS } from './spawnoptions.js';
 
 /** `running` until the job's end is known, then `exited`. */
 export type SessionStatus = 'running' | 'exited';
@@ -27,9 +28,9 @@ export const sessionRecordSchema = z.object({
   /** PID of the direct child (durable jobs: the supervisor); also the process group id. */
   pid: z.number().int().positive().nullable(),
   identity: identitySchema.nullable(),
-  taskId: z.string().optional(),
-  ownerTaskId: z.string().optional(),
-  sessionKey: z.string().optional(),
+  taskId: z.string().max(MAX_LABEL_CHARS).optional(),
+  ownerTaskId: z.string().max(MAX_LABEL_CHARS).optional(),
+  sessionKey: z.string().max(MAX_LABEL_CHARS).optional(),
   /** Milliseconds since the epoch. */
   startedAt: z.number(),
   exitedAt: z.number().nullable(),
@@ -52,8 +53,12 @@ export const sessionRecordSchema = z.object({
   updatedAt: z.number(),
   /** `sandbox`: the PID lives in another environment and is never signalled on the host. */
   pidScope: z.enum(['host', 'sandbox']).optional(),
-  /** Where a sandbox session runs (no secrets), and its directory there. */
-  environment: z.record(z.string(), z.unknown()).optional(),
+  /**
+   * The name of the environment a sandbox session runs in (see `RegistryOptions.environments`);
+   * absent when it was started with an unnamed environment object. Never connection details.
+   */
+  environment: z.string().min(1).max(MAX_LABEL_CHARS).optional(),
+  /** Written by earlier versions; ignored (the far-side directory is derived from the id and the environment). */
   sandboxDir: z.string().optional(),
   /** The job's cgroup v2 directory (Linux, when the host may create cgroups). */
   cgroup: z.string().optional(),

@@ -7,7 +7,12 @@ import type { CompletionReason, SessionStatus } from './session.js';
 
 /** Options of `ProcessRegistry.open`. */
 export interface RegistryOptions extends RetentionOptions {
-  /** Directory for the checkpoint and durable job files (created 0700). Without it nothing is persisted. */
+  /**
+   * Directory for the checkpoint and durable job files. Without it nothing is persisted. A
+   * missing directory is created 0700; an existing one must be a real directory owned by the
+   * effective user and writable by no one else, or `open` fails with `STATE_DIR_UNTRUSTED`
+   * (it is never chmodded). An empty string or a non-string is `INVALID_ARGUMENT`.
+   */
   stateDir?: string;
   /** Shell for commands. Default `/bin/bash` when it exists (it execs the last command, so signal deaths stay visible), else `/bin/sh`. */
   shell?: string;
@@ -42,6 +47,14 @@ export interface RegistryOptions extends RetentionOptions {
    * silently. Default true; `PROCWARD_NO_CGROUP=1` also turns it off.
    */
   containment?: boolean;
+  /**
+   * Execution environments sandbox sessions may run in, by name. A sandbox session records
+   * only this name; after a restart it is followed and killed through the environment of
+   * the same name in this host's configuration, never through details read from the state
+   * directory. A recovered session whose name is not configured here stays listed, and
+   * `kill` answers `ENVIRONMENT_UNAVAILABLE`. The caller owns them (`close()` leaves them open).
+   */
+  environments?: Record<string, ExecutionEnvironment>;
 }
 
 /** Options of `ProcessRegistry.spawn`. */
@@ -74,9 +87,12 @@ export interface SpawnOptions {
   pty?: { cols?: number; rows?: number };
   /**
    * Run on the far side of this environment (SSH, docker exec, kubectl exec, local shell)
-   * as a sandbox session: detached there, its PID never signalled on the host.
+   * as a sandbox session: detached there, its PID never signalled on the host. A name from
+   * the registry's `environments`, or an environment object (recorded under its configured
+   * name when it is one of them; otherwise only this host can follow and kill the session).
+   * An unknown name is `INVALID_ARGUMENT`.
    */
-  environment?: ExecutionEnvironment;
+  environment?: string | ExecutionEnvironment;
 }
 
 /** A session as `list`, `spawn` and `poll` describe it. Times in milliseconds. */

@@ -1,0 +1,288 @@
+// The state directory is untrusted input (DESIGN section 11, issue 12 findings 3, 4, 5, 12, 13):
+// who may write it, symlinks below it, paths and types in its records, and entries of other
+// versions.
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CommandEnvironment, localShell, ProcessRegistry } from '../dist/index.mjs';
+import { cleanupGroup, tempDir, until } from './support.js';
+
+const NOBODY = 65534;
+
+/** A state directory with one finished session entry (the given fields override). */
+function stateWith(entries: Record<string, unknown>[], doc: Record<string, unknown> = {}): string {
+  const state = tempDir();
+  writeFileSync(join(state, 'checkpoint.json'), JSON.stringify({ version: 1, sessions: entries, ...doc }), { mode: 0o600 });
+  return state;
+}
+
+let n = 0;
+/** A plausible entry written by a host that is gone (a dead writer). */
+function entry(fields: Record<string, unknown> = {}): Record<string, unknown> {
+  const id = `proc_${(0xabc000000000 + n++).toString(16)}`;
+  return {
+    id,
+    command: 'sleep 1',
+    cwd: '/',
+    pid: null,
+    identity: null,
+    startedAt: Date.now() - 1000,
+    exitedAt: Date.now() - 500,
+    status: 'exited',
+    exitCode: 0,
+    signal: null,
+    reason: 'exited',
+    terminationSource: 'process',
+    durable: false,
+    logPath: null,
+    exitPath: null,
+    writer: { pid: 999_999, startTime: '1', bootId: 'not-this-boot' },
+    updatedAt: Date.now() - 500,
+    ...fields,
+  };
+}
+
+const code = (p: Promise<unknown>) => p.then(() => 'resolved', (e: { code?: string }) => e.code);
+
+describe('who may write the state directory', () => {
+  it.skipIf(process.geteuid?.() !== 0)('a directory owned by another user (mode 0777) is refused and left as it was', async () => {
+    const state = stateWith([entry()]);
+    chownSync(state, NOBODY, NOBODY);
+    chmodSync(state, 0o777);
+    expect(await code(ProcessRegistry.open({ stateDir: state }))).toBe('STATE_DIR_UNTRUSTED');
+    const st = statSync(state);
+    expect(st.mode & 0o777).toBe(0o777);
+    expect(st.uid).toBe(NOBODY);
+  });
+
+  it.skipIf(process.geteuid?.() !== 0)('a directory owned by another user with mode 0700 is refused too', async () => {
+    const state = tempDir();
+    chownSync(state, NOBODY, NOBODY);
+    expect(await code(ProcessRegistry.open({ stateDir: state }))).toBe('STATE_DIR_UNTRUSTED');
+  });
+
+  it('a group-writable or world-writable directory of ours is refused, never chmodded', async () => {
+    for (const mode of [0o770, 0o707, 0o1777]) {
+      const state = tempDir();
+      chmodSync(state, mode);
+      expect(await code(ProcessRegistry.open({ stateDir: state }))).toBe('STATE_DIR_UNTRUSTED');
+      expect(statSync(state).mode & 0o7777).toBe(mode);
+    }
+  });
+
+  it('a symlink to a good directory is refused; a missing directory is created 0700', async () => {
+    const base = tempDir();
+    mkdirSync(join(base, 'real'), { mode: 0o700 });
+    symlinkSync(join(base, 'real'), join(base, 'link'));
+    expect(await code(ProcessRegistry.open({ stateDir: join(base, 'link') }))).toBe('STATE_DIR_UNTRUSTED');
+    const r = await ProcessRegistry.open({ stateDir: join(base, 'new', 'state') });
+    await r.close();
+    expect(statSync(join(base, 'new', 'state')).mode & 0o777).toBe(0o700);
+  });
+
+  it("stateDir '' and non-strings are INVALID_ARGUMENT, not an in-memory registry", async () => {
+    for (const stateDir of ['', 42, {}, null]) {
+      expect(await code(ProcessRegistry.open({ stateDir } as never))).toBe('INVALID_ARGUMENT');
+    }
+  });
+
+  it('jobs do not inherit PROCWARD_STATE_DIR or other PROCWARD_ variables', async () => {
+    const state = tempDir();
+    process.env.PROCWARD_STATE_DIR = state;
+    process.env.PROCWARD_SOMETHING = 'x';
+    const r = await ProcessRegistry.open({ stateDir: state });
+    try {
+      const s = await r.spawn('echo "[${PROCWARD_STATE_DIR:-none}] [${PROCWARD_SOMETHING:-none}]"');
+      const w = await r.wait(s.id, { timeoutMs: 10_000 });
+      expect(w.outputPreview).toContain('[none] [none]');
+    } finally {
+      delete process.env.PROCWARD_STATE_DIR;
+      delete process.env.PROCWARD_SOMETHING;
+      await r.close();
+    }
+  });
+});
+
+describe('symlinks below the state directory', () => {
+  it.each([
+    ['sessions', (state: string, outside: string) => symlinkSync(outside, join(state, 'sessions')), 'proc_abcdef012345'],
+    [
+      'sessions/<id>',
+      (state: string, outside: string) => {
+        mkdirSync(join(state, 'sessions'), { mode: 0o700 });
+        symlinkSync(join(outside, 'proc_abcdef012346'), join(state, 'sessions', 'proc_abcdef012346'));
+      },
+      'proc_abcdef012346',
+    ],
+  ] as const)('a %s symlink is never pruned through: the target directory survives', async (_, link, id) => {
+    const state = tempDir();
+    const outside = tempDir();
+    mkdirSync(join(outside, id));
+    writeFileSync(join(outside, id, 'keep'), 'precious');
+    link(state, outside);
+    const old = entry({ id, exitedAt: 1, updatedAt: 1, startedAt: 1 });
+    writeFileSync(join(state, 'checkpoint.json'), JSON.stringify({ version: 1, sessions: [old] }), { mode: 0o600 });
+    const r = await ProcessRegistry.open({ stateDir: state, finishedTtlMs: 0 });
+    await r.close();
+    expect(readFileSync(join(outside, id, 'keep'), 'utf8')).toBe('precious');
+  });
+
+  it('kill replaces symlinked kill-requested and session.json, never writes through them', async () => {
+    const state = tempDir();
+    const outside = tempDir();
+    const r = await ProcessRegistry.open({ stateDir: state, durable: false });
+    try {
+      const s = await r.spawn('sleep 30');
+      cleanupGroup(s.pid);
+      const dir = join(state, 'sessions', s.id);
+      for (const name of ['kill-requested', 'session.json']) {
+        writeFileSync(join(outside, name), 'precious');
+        const path = join(dir, name);
+        rmSync(path, { force: true });
+        symlinkSync(join(outside, name), path);
+      }
+      await r.kill(s.id, { graceMs: 100 });
+      for (const name of ['kill-requested', 'session.json']) {
+        expect(readFileSync(join(outside, name), 'utf8')).toBe('precious');
+        expect(lstatSync(join(dir, name)).isSymbolicLink()).toBe(false);
+      }
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('a symlinked exit.json is not followed: the end is not taken from its target', async () => {
+    const state = tempDir();
+    const outside = tempDir();
+    writeFileSync(join(outside, 'exit.json'), '{"code":42,"signal":null}\n');
+    const e = entry({ status: 'running', exitedAt: null, exitCode: null, reason: null, terminationSource: null, durable: true });
+    const dir = join(state, 'sessions', e.id as string);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    symlinkSync(join(outside, 'exit.json'), join(dir, 'exit.json'));
+    Object.assign(e, { logPath: join(dir, 'output.log'), exitPath: join(dir, 'exit.json') });
+    writeFileSync(join(state, 'checkpoint.json'), JSON.stringify({ version: 1, sessions: [e] }), { mode: 0o600 });
+    const r = await ProcessRegistry.open({ stateDir: state });
+    try {
+      const p = await r.poll(e.id as string);
+      expect(p.exitCode).not.toBe(42);
+      expect(r.diagnostics.join('\n')).toMatch(/symlink/);
+    } finally {
+      await r.close();
+    }
+  });
+});
+
+describe('paths come from the session id, never from a record', () => {
+  it('a logPath of a file outside the session directory is never read by log or poll', async () => {
+    const outside = tempDir();
+    writeFileSync(join(outside, 'shadow'), 'root:SECRET-HASH:19000:0:99999:7:::\n');
+    const e = entry({ durable: true, logPath: join(outside, 'shadow'), exitPath: join(outside, 'exit.json') });
+    const state = stateWith([e]);
+    const r = await ProcessRegistry.open({ stateDir: state });
+    try {
+      expect((await r.readLog(e.id as string)).text).not.toContain('SECRET-HASH');
+      expect((await r.poll(e.id as string)).outputPreview).not.toContain('SECRET-HASH');
+      expect(r.diagnostics.join('\n')).toMatch(/logPath/);
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('an exitPath outside the directory does not decide how a job ended', async () => {
+    const outside = tempDir();
+    writeFileSync(join(outside, 'exit.json'), '{"code":42,"signal":null}\n');
+    const e = entry({ status: 'running', exitedAt: null, exitCode: null, reason: null, terminationSource: null, durable: true, logPath: join(outside, 'log'), exitPath: join(outside, 'exit.json') });
+    const state = stateWith([e]);
+    const r = await ProcessRegistry.open({ stateDir: state });
+    try {
+      expect((await r.poll(e.id as string)).exitCode).not.toBe(42);
+    } finally {
+      await r.close();
+    }
+  });
+});
+
+describe('strict types at spawn', () => {
+  it('a non-string taskId, sessionKey or ownerTaskId is INVALID_ARGUMENT before anything starts', async () => {
+    const state = tempDir();
+    const r = await ProcessRegistry.open({ stateDir: state });
+    try {
+      const bad = [{ taskId: { a: 1 } }, { sessionKey: 42 }, { sessionKey: ['k'] }, { ownerTaskId: null }, { taskId: 'x'.repeat(257) }, { cwd: 7 }, { env: [] }, { env: { A: 1 } }, { allowEnv: 'A' }, { durable: 'yes' }, { notifyOnComplete: 1 }];
+      for (const opts of bad) expect(await code(r.spawn('echo never', opts as never))).toBe('INVALID_ARGUMENT');
+      expect((await r.list()).length).toBe(0);
+      expect(existsSync(join(state, 'sessions')) ? readdirSync(join(state, 'sessions')) : []).toEqual([]);
+    } finally {
+      await r.close();
+    }
+  });
+});
+
+describe('sandbox records name environments, never connection details', () => {
+  /** A far side that runs scripts with `kill` replaced by a logger: nothing is ever signalled. */
+  function loggingShell(tmpDir: string, log: string) {
+    return new CommandEnvironment({ kind: 'local', tmpDir }, ['sh', '-c', `kill() { echo "kill $*" >> ${log}; }; eval "$(cat)"`]);
+  }
+
+  const sandboxEntry = (fields: Record<string, unknown>) =>
+    entry({ pidScope: 'sandbox', status: 'running', exitedAt: null, exitCode: null, reason: null, terminationSource: null, pid: 1, ...fields });
+
+  it('an ssh environment with ProxyCommand in a record runs nothing on open, list, poll or kill', async () => {
+    const marker = join(tempDir(), 'ran');
+    const e = sandboxEntry({ environment: { kind: 'ssh', host: 'x', options: [`ProxyCommand=touch ${marker}`] }, sandboxDir: '/tmp' });
+    const r = await ProcessRegistry.open({ stateDir: stateWith([e]) });
+    try {
+      await r.list();
+      await code(r.poll(e.id as string));
+      await code(r.kill(e.id as string, { graceMs: 0 }));
+      await new Promise((res) => setTimeout(res, 300));
+      expect(existsSync(marker)).toBe(false);
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('kill signals only the PID the far side recorded, never PID 1 or a PID or directory from the record', async () => {
+    const far = tempDir();
+    const log = join(tempDir(), 'kills');
+    const e = sandboxEntry({ environment: 'box', sandboxDir: '/' });
+    mkdirSync(join(far, e.id as string));
+    writeFileSync(join(far, e.id as string, 'pid'), '1\n');
+    const r = await ProcessRegistry.open({ stateDir: stateWith([e]), environments: { box: loggingShell(far, log) }, sandbox: { pollIntervalMs: 60_000 } });
+    try {
+      expect((await r.kill(e.id as string, { graceMs: 0 })).outcome).toBe('already_exited');
+      expect(existsSync(log) ? readFileSync(log, 'utf8') : '').toBe('');
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('a recovered session whose environment is not configured stays listed; kill is ENVIRONMENT_UNAVAILABLE', async () => {
+    const e = sandboxEntry({ environment: 'elsewhere', pid: 4242 });
+    const r = await ProcessRegistry.open({ stateDir: stateWith([e]) });
+    try {
+      expect((await r.list()).map((s) => s.id)).toContain(e.id);
+      expect(await code(r.kill(e.id as string, { graceMs: 0 }))).toBe('ENVIRONMENT_UNAVAILABLE');
+      expect((await r.poll(e.id as string)).status).toBe('running');
+    } finally {
+      await r.close();
+    }
+  });
+
+  it("pruning removes the session's own far-side directory, never a recorded sandboxDir", async () => {
+    const far = tempDir();
+    const outside = tempDir();
+    writeFileSync(join(outside, 'keep'), 'precious');
+    const e = sandboxEntry({ environment: 'box', sandboxDir: outside, status: 'exited', reason: 'exited', exitCode: 0, exitedAt: 1, startedAt: 1, updatedAt: 1 });
+    mkdirSync(join(far, e.id as string));
+    const r = await ProcessRegistry.open({ stateDir: stateWith([e]), environments: { box: localShell({ tmpDir: far }) }, finishedTtlMs: 0 });
+    await r.close();
+    await until(() => !existsSync(join(far, e.id as string)), 3000, 'far-side directory removed');
+    expect(readFileSync(join(outside, 'keep'), 'utf8')).toBe('precious');
+  });
+
+  it('spawn with an environment name that is not configured is INVALID_ARGUMENT', async () => {
+    const r = await ProcessRegistry.open();
+    expect(await code(r.spawn('true', { environment: 'nowhere' }))).toBe('INVALID_ARGUMENT');
+    await r.close();
+  });
+});
