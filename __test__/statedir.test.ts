@@ -286,3 +286,75 @@ describe('sandbox records name environments, never connection details', () => {
     await r.close();
   });
 });
+
+describe('entries this version does not understand are kept read-only', () => {
+  const rawEntries = (state: string) => (JSON.parse(readFileSync(join(state, 'checkpoint.json'), 'utf8')).sessions as Record<string, unknown>[]);
+
+  it.each([
+    ['a taskId object (what an unchecked spawn once wrote)', { taskId: { a: 1 } }],
+    ['a sessionKey number', { sessionKey: 42 }],
+    ['a newer status', { status: 'paused' }],
+    ['a newer reason', { reason: 'oom_killed' }],
+    ['an unknown field', { futureField: { x: 1 } }],
+    ['a newer schema version', { schemaVersion: 99 }],
+  ])('%s: listed, never acted on, never pruned, and written back untouched', async (_, fields) => {
+    const e = entry({ ...fields, exitedAt: 1, startedAt: 1, updatedAt: 1 });
+    const state = stateWith([e]);
+    mkdirSync(join(state, 'sessions', e.id as string), { recursive: true, mode: 0o700 });
+    const r = await ProcessRegistry.open({ stateDir: state, finishedTtlMs: 0 });
+    try {
+      const listed = (await r.list()).find((s) => s.id === e.id);
+      expect(listed).toMatchObject({ id: e.id, readOnly: true, pid: null });
+      expect((await r.poll(e.id as string)).readOnly).toBe(true);
+      for (const act of [r.kill(e.id as string), r.wait(e.id as string, { timeoutMs: 100 }), r.write(e.id as string, 'x'), r.closeStdin(e.id as string)]) {
+        expect(await code(act)).toBe('SESSION_READ_ONLY');
+      }
+      expect(r.diagnostics.join('\n')).toMatch(/read-only/);
+      // A write of this host (a new session) keeps the entry as it was.
+      const s = await r.spawn('true', { durable: false });
+      await r.wait(s.id, { timeoutMs: 10_000 });
+    } finally {
+      await r.close();
+    }
+    expect(rawEntries(state).find((x) => x.id === e.id)).toEqual(e);
+    expect(existsSync(join(state, 'sessions', e.id as string))).toBe(true);
+  });
+
+  it('a session.json this version does not understand is listed read-only', async () => {
+    const state = tempDir();
+    const e = entry({ status: 'running', exitedAt: null, reason: null, exitCode: null, futureField: 1 });
+    mkdirSync(join(state, 'sessions', e.id as string), { recursive: true, mode: 0o700 });
+    writeFileSync(join(state, 'sessions', e.id as string, 'session.json'), JSON.stringify(e), { mode: 0o600 });
+    const r = await ProcessRegistry.open({ stateDir: state });
+    try {
+      expect((await r.list()).find((s) => s.id === e.id)).toMatchObject({ readOnly: true, status: 'running' });
+      expect(await code(r.kill(e.id as string))).toBe('SESSION_READ_ONLY');
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('a checkpoint of a newer version is read, never written over, and this host starts nothing', async () => {
+    const e = entry({ status: 'running', exitedAt: null, reason: null, exitCode: null });
+    const state = stateWith([e], { version: 2, writtenAt: 1 });
+    const before = readFileSync(join(state, 'checkpoint.json'), 'utf8');
+    const r = await ProcessRegistry.open({ stateDir: state });
+    try {
+      expect((await r.list()).find((s) => s.id === e.id)).toMatchObject({ readOnly: true });
+      expect(await code(r.spawn('true'))).toBe('SESSION_READ_ONLY');
+      expect(r.diagnostics.join('\n')).toMatch(/newer procward/);
+    } finally {
+      await r.close();
+    }
+    expect(readFileSync(join(state, 'checkpoint.json'), 'utf8')).toBe(before);
+  });
+
+  it('an entry that validates is written with this version\'s schema version', async () => {
+    const state = tempDir();
+    const r = await ProcessRegistry.open({ stateDir: state, durable: false });
+    const s = await r.spawn('true');
+    await r.wait(s.id, { timeoutMs: 10_000 });
+    await r.close();
+    expect(rawEntries(state).find((x) => x.id === s.id)?.schemaVersion).toBe(2);
+  });
+});

@@ -10,7 +10,12 @@
  *   dies) and merges with what other hosts wrote: their entries are kept and, for a session
  *   both sides know, the newer `updatedAt` wins. Temp files of writers that died mid-write
  *   are removed under the lock.
- * - Reads validate each entry on its own. A file that is empty, not JSON, of the wrong
+ * - Reads validate each entry on its own. An entry this version does not fully understand
+ *   (a newer schema version, an unknown field or value, a field that fails validation) is
+ *   never dropped: `load` lists it read-only and writes keep its raw JSON untouched. A
+ *   document of a newer version is read (all its entries read-only) and never written over.
+ *   Paths in entries are replaced by the ones their session id gives (see `confinePaths`).
+ * - A file that is empty, not JSON, of the wrong
  *   shape, a symlink or not a regular file is moved aside as
  *   `checkpoint.json.corrupt-<time>` with a diagnostic, and reading continues from the
  *   previous generation; a writer then also takes back the sessions whose directories
@@ -27,7 +32,7 @@ import { native } from './native.js';
 import { confinePaths } from './jobfiles.js';
 import { scanOrphanSessions } from './recovery.js';
 import { expiredIds, type RetentionOptions } from './retention.js';
-import { sessionRecordSchema, type SessionRecord } from './session.js';
+import { readOnlyView, SESSION_SCHEMA_VERSION, sessionRecordSchema, type SessionRecord, understood } from './session.js';
 
 export const CHECKPOINT_VERSION = 1;
 const FILE = 'checkpoint.json';
@@ -40,19 +45,39 @@ const LOCK_TIMEOUT_MS = 10_000;
 const PREV_EVERY_MS = 5_000;
 
 const documentSchema = z.object({
-  version: z.literal(CHECKPOINT_VERSION),
+  version: z.number().int().positive(),
   sessions: z.array(z.unknown()),
 });
 
 /** What loading found: valid entries and a diagnostic for everything set aside. */
 export interface LoadResult {
   sessions: SessionRecord[];
+  /** Entries this version does not fully understand, as far as they can be shown (see `readOnlyView`): list them, never act on them. */
+  readOnly?: SessionRecord[];
   diagnostics: string[];
 }
 
 interface Generation {
   sessions: SessionRecord[];
   text: string;
+  /** Raw entries this version does not understand, written back untouched (see `session.ts`). */
+  kept: unknown[];
+  /** Written by a newer procward (document version above ours): read, never written over. */
+  newer: boolean;
+  /** What reading found that is not damage (read-only entries, ignored paths): reported by `load` only. */
+  notes: string[];
+}
+
+/** The id of a raw entry, when it has one of the right shape. */
+const rawId = (raw: unknown): string | undefined => readOnlyView(raw)?.id;
+
+/**
+ * What a write keeps of the entries this version does not understand: their raw JSON,
+ * untouched, unless `written` has an entry of the same id.
+ */
+function keptEntries(gen: Pick<Generation, 'kept'> | null, written: Iterable<SessionRecord>): unknown[] {
+  const ids = new Set([...written].map((r) => r.id));
+  return (gen?.kept ?? []).filter((raw) => !ids.has(rawId(raw) ?? ''));
 }
 
 /**
@@ -113,7 +138,7 @@ export class Checkpoint {
    * replaces the file (a new inode), so an unchanged key means no other host wrote since,
    * and the merge can skip reading and validating the file again.
    */
-  private last: { key: string; sessions: SessionRecord[] } | null = null;
+  private last: { key: string; sessions: SessionRecord[]; kept: unknown[] } | null = null;
   /** When this process last kept a previous generation. */
   private prevAt = 0;
 
@@ -134,7 +159,7 @@ export class Checkpoint {
   }
 
   /** Reads one generation; `null` when it does not exist. Throws `CHECKPOINT_CORRUPT`. */
-  private async read(path: string, diagnostics: string[]): Promise<Generation | null> {
+  private async read(path: string): Promise<Generation | null> {
     let text: string;
     try {
       const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -157,20 +182,28 @@ export class Checkpoint {
       const why = text.trim() === '' ? 'it is empty' : err instanceof SyntaxError ? `invalid JSON (${err.message})` : 'wrong shape (expected { version: 1, sessions: [...] })';
       throw new ProcwardError('CHECKPOINT_CORRUPT', `${path}: ${why}`);
     }
+    const newer = doc.version > CHECKPOINT_VERSION;
+    const notes = newer ? [`${path}: written by a newer procward (checkpoint version ${doc.version}, this one reads ${CHECKPOINT_VERSION}): its sessions are read-only and it is never written over`] : [];
     const sessions: SessionRecord[] = [];
+    const kept: unknown[] = [];
     doc.sessions.forEach((raw, i) => {
-      const parsed = sessionRecordSchema.safeParse(raw);
-      if (parsed.success) sessions.push(confinePaths(this.dir, parsed.data, diagnostics));
-      else diagnostics.push(`${path}: entry ${i} skipped: ${parsed.error.issues[0]?.path.join('.') ?? ''} ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+      const record = newer ? null : understood(raw);
+      if (record) {
+        sessions.push(confinePaths(this.dir, record, notes));
+        return;
+      }
+      // Never dropped: a newer host's entry, or one damaged in one field, may be a running job.
+      kept.push(raw);
+      if (!newer) notes.push(`${path}: entry ${i} (${rawId(raw) ?? 'no session id'}) kept read-only: ${whyNotUnderstood(raw)}`);
     });
-    return { sessions, text };
+    return { sessions, text, kept, newer, notes };
   }
 
   /** The newest readable generation; corrupt files are moved aside with a diagnostic. */
   private async newest(diagnostics: string[]): Promise<Generation | null> {
     for (const path of [this.path, this.prevPath]) {
       try {
-        const gen = await this.read(path, diagnostics);
+        const gen = await this.read(path);
         if (gen && path === this.prevPath) diagnostics.push(`${this.path} is missing; read the previous generation ${this.prevPath}`);
         if (gen) return gen;
       } catch (err) {
@@ -187,8 +220,13 @@ export class Checkpoint {
   async load(): Promise<LoadResult> {
     const diagnostics: string[] = [];
     const gen = await this.newest(diagnostics);
-    return { sessions: gen?.sessions ?? [], diagnostics };
+    this.newer = gen?.newer ?? false;
+    const readOnly = (gen?.kept ?? []).map(readOnlyView).filter((r): r is SessionRecord => r !== null);
+    return { sessions: gen?.sessions ?? [], readOnly, diagnostics: [...diagnostics, ...(gen?.notes ?? [])] };
   }
+
+  /** The checkpoint was written by a newer procward (seen by the last `load`): this host only reads it. */
+  newer = false;
 
   private async lock(): Promise<{ release(): void }> {
     const end = Date.now() + LOCK_TIMEOUT_MS;
@@ -235,7 +273,7 @@ export class Checkpoint {
     try {
       this.removeStaleTemps();
       const current = await this.newest([]);
-      if (!current) return new Set(ids);
+      if (!current || current.newer) return new Set(ids);
       const byId = new Map(current.sessions.map((r) => [r.id, r]));
       for (const id of ids) {
         const r = byId.get(id);
@@ -243,7 +281,7 @@ export class Checkpoint {
         claimed.add(id);
         if (r) Object.assign(r, { notificationDelivered: true, updatedAt: Date.now() });
       }
-      await this.writeGeneration(true, current.sessions);
+      await this.writeGeneration(true, [...current.sessions, ...keptEntries(current, current.sessions)] as SessionRecord[]);
       return claimed;
     } finally {
       lock.release();
@@ -260,12 +298,15 @@ export class Checkpoint {
       this.removeStaleTemps();
       const diagnostics: string[] = [];
       const key = this.fileKey();
-      const current = key !== null && this.last?.key === key ? { sessions: this.last.sessions, text: '' } : await this.newest(diagnostics);
+      const current = key !== null && this.last?.key === key ? { sessions: this.last.sessions, kept: this.last.kept, newer: false } : await this.newest(diagnostics);
+      // A newer procward's checkpoint is never written over (see `load`).
+      if (current?.newer) return { sessions: current.sessions, diagnostics: [...diagnostics, `${this.path}: written by a newer procward; not written`] };
       const merged = new Map((current?.sessions ?? []).map((s) => [s.id, s]));
       // A damaged file (moved aside, or entries skipped) may have held other hosts' newest
       // entries: every session also has its directory, so take back what it tells.
       if (diagnostics.length > 0) {
-        for (const r of scanOrphanSessions(this.dir, new Set([...merged.keys(), ...records.map((r) => r.id)]), () => false).records) merged.set(r.id, r);
+        const known = [...merged.keys(), ...records.map((r) => r.id), ...(current?.kept ?? []).map((raw) => rawId(raw) ?? '')];
+        for (const r of scanOrphanSessions(this.dir, new Set(known), () => false).records) merged.set(r.id, r);
       }
       for (const rec of records) {
         const other = merged.get(rec.id);
@@ -273,12 +314,21 @@ export class Checkpoint {
       }
       const expired = expiredIds(merged.values(), retention);
       const sessions = [...merged.values()].filter((s) => !expired.has(s.id)).sort((a, b) => a.startedAt - b.startedAt);
-      await this.writeGeneration(current !== null, sessions);
+      const kept = keptEntries(current, sessions);
+      await this.writeGeneration(current !== null, [...sessions, ...kept] as SessionRecord[]);
       const written = this.fileKey();
-      this.last = written ? { key: written, sessions } : null;
+      this.last = written ? { key: written, sessions, kept } : null;
       return { sessions, diagnostics };
     } finally {
       lock.release();
     }
   }
+}
+
+/** The first reason an entry is not understood (for the diagnostic). */
+function whyNotUnderstood(raw: unknown): string {
+  const parsed = sessionRecordSchema.safeParse(raw);
+  if (parsed.success) return `written with schema version ${parsed.data.schemaVersion}, newer than ${SESSION_SCHEMA_VERSION}`;
+  const issue = parsed.error.issues[0];
+  return `${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid'}`.trim();
 }

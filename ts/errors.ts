@@ -19,7 +19,8 @@ export type ProcwardErrorCode =
   | 'STDIN_CLOSED'
   | 'EAGAIN'
   | 'ENVIRONMENT_UNAVAILABLE'
-  | 'STATE_DIR_UNTRUSTED';
+  | 'STATE_DIR_UNTRUSTED'
+  | 'SESSION_READ_ONLY';
 
 /** An error with a stable `code` and optional structured `details`. */
 export class ProcwardError extends Error {

@@ -11,23 +11,30 @@
 import { isSessionId } from './ids.js';
 import { basename, dirname } from 'node:path';
 import { confinePaths, readPrivate, readSupervisorIdentity, sessionDirs, sessionFiles } from './jobfiles.js';
-import { sessionRecordSchema, type SessionRecord } from './session.js';
+import { readOnlyView, type SessionRecord, understood } from './session.js';
 
 export interface OrphanScan {
   records: SessionRecord[];
+  /** Session files this version does not understand, as far as they can be shown (see `readOnlyView`). */
+  readOnly: SessionRecord[];
   diagnostics: string[];
 }
 
 /** Session directories not in `known`, turned back into records. */
 export function scanOrphanSessions(stateDir: string, known: Set<string>, ownedByLiveHost: (r: SessionRecord) => boolean): OrphanScan {
   const records: SessionRecord[] = [];
+  const readOnly: SessionRecord[] = [];
   const diagnostics: string[] = [];
   for (const id of sessionDirs(stateDir)) {
     if (known.has(id) || !isSessionId(id)) continue;
     const files = sessionFiles(stateDir, id);
     const record = readSessionFile(files.metaPath, diagnostics);
     if (!record) {
-      diagnostics.push(`${files.dir}: not in the checkpoint and no readable session.json; left alone`);
+      const view = readOnlyView(parseJson(readPrivate(files.metaPath)));
+      if (view?.id === id) {
+        readOnly.push(view);
+        diagnostics.push(`${id}: session.json is not understood by this version; listed read-only`);
+      } else diagnostics.push(`${files.dir}: not in the checkpoint and no readable session.json; left alone`);
       continue;
     }
     if (record.id !== id) continue;
@@ -40,19 +47,23 @@ export function scanOrphanSessions(stateDir: string, known: Set<string>, ownedBy
     // shows it as foreign, and its host writes it.
     if (!ownedByLiveHost(record)) diagnostics.push(`${id}: recovered from its session directory (its host stopped before writing the checkpoint)`);
   }
-  return { records, diagnostics };
+  return { records, readOnly, diagnostics };
 }
 
 /** A session's `session.json`, or `null` when it is missing or not a valid record. */
 export function readSessionFile(path: string, diagnostics: string[] = []): SessionRecord | null {
-  let record: SessionRecord;
-  try {
-    record = sessionRecordSchema.parse(JSON.parse(readPrivate(path) ?? ''));
-  } catch {
-    return null;
-  }
+  const record = understood(parseJson(readPrivate(path)));
+  if (!record) return null;
   // `<stateDir>/sessions/<id>/session.json`: a record found there speaks only for that id.
   const dir = dirname(path);
   if (basename(dir) !== record.id) return null;
   return confinePaths(dirname(dirname(dir)), record, diagnostics);
+}
+
+function parseJson(text: string | null): unknown {
+  try {
+    return text === null ? null : JSON.parse(text);
+  } catch {
+    return null;
+  }
 }

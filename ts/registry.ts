@@ -52,7 +52,7 @@ import { DEFAULT_MAX_SESSIONS, expiredIds } from './retention.js';
 import * as scoping from './scoping.js';
 import type { BulkKillOutcome } from './scoping.js';
 import { finishKillInBackground } from './termination.js';
-import type { CompletionReason, SessionRecord } from './session.js';
+import { type CompletionReason, SESSION_SCHEMA_VERSION, type SessionRecord } from './session.js';
 import type { KillResult, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
 
 export type { KillResult, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
@@ -122,7 +122,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     this.commits = new GroupCommit(async () => {
       this.prune();
       const saved = await this.checkpoint?.save(
-        [...this.sessions.values()].filter((l) => !l.foreign).map((l) => ({ ...l.record })),
+        [...this.sessions.values()].filter((l) => !l.foreign && !this.readOnly.has(l.record.id)).map((l) => ({ ...l.record })),
         this.options,
       );
       this.diagnostics.push(...(saved?.diagnostics ?? []));
@@ -141,9 +141,14 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (!this.checkpoint) return;
     // Entries older than their session.json (a damaged or previous checkpoint generation)
     // take their end from it in refresh().
-    const { sessions, diagnostics } = await this.checkpoint.load();
-    const orphans = scanOrphanSessions(this.checkpoint.dir, new Set(sessions.map((r) => r.id)), (r) => this.isForeign(r));
+    const { sessions, readOnly = [], diagnostics } = await this.checkpoint.load();
+    const orphans = scanOrphanSessions(this.checkpoint.dir, new Set([...sessions, ...readOnly].map((r) => r.id)), (r) => this.isForeign(r));
     this.diagnostics.push(...diagnostics, ...orphans.diagnostics);
+    // Entries this version does not understand are listed, never refreshed, acted on or written.
+    for (const record of [...readOnly, ...orphans.readOnly]) {
+      this.readOnly.add(record.id);
+      this.sessions.set(record.id, newLive(record, this.tailChars, true, true));
+    }
     for (const record of [...sessions, ...orphans.records]) {
       const live = newLive(record, this.tailChars, true, this.isForeign(record));
       this.sessions.set(record.id, live);
@@ -156,6 +161,22 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   private isForeign(record: SessionRecord): boolean {
     return isForeign(record, this.writer);
+  }
+
+  /** Sessions kept read-only: entries of a newer schema, or that failed validation (see `session.ts`). */
+  private readonly readOnly = new Set<string>();
+
+  private readOnlyFlag(live: Live): { readOnly?: true } {
+    return this.readOnly.has(live.record.id) ? { readOnly: true } : {};
+  }
+
+  /** A session this host may act on (kill, input, wait). Errors: those of `get`, and `SESSION_READ_ONLY`. */
+  private actOn(id: string): Live {
+    const live = this.get(id);
+    if (this.readOnly.has(live.record.id)) {
+      throw new ProcwardError('SESSION_READ_ONLY', `${live.record.id} was written by a newer procward or does not validate here: it is listed read-only and nothing is done to it`);
+    }
+    return live;
   }
 
   /**
@@ -250,6 +271,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     this.assertOpen();
     validateCommand(command);
     checkSpawnOptions(opts);
+    if (this.checkpoint?.newer) throw new ProcwardError('SESSION_READ_ONLY', `${this.checkpoint.path} was written by a newer procward: this host only reads it and starts nothing`);
     // A PTY closes with the host, so PTY sessions are never durable by default.
     const durable = opts.durable ?? (opts.pty ? false : (this.options.durable ?? this.checkpoint !== undefined));
     if (durable && !this.checkpoint) {
@@ -279,6 +301,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const now = Date.now();
     const live = newLive(
       {
+        schemaVersion: SESSION_SCHEMA_VERSION,
         id,
         command: this.options.redact === false ? command : redactCommand(command),
         cwd,
@@ -548,6 +571,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * one the end is `lost`. `unknown` keeps it running (retried on the next access).
    */
   private async refresh(live: Live): Promise<void> {
+    if (this.readOnly.has(live.record.id)) return;
     if (live.foreign) await this.reloadForeign(live);
     const r = live.record;
     if (r.pidScope === 'sandbox') {
@@ -662,7 +686,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   private async pollResult(live: Live): Promise<PollResult> {
-    return { ...summary(live), outputPreview: preview(await this.output(live), 2000, (t) => this.clean(t, live.record)) };
+    return { ...summary(live), ...this.readOnlyFlag(live), outputPreview: preview(await this.output(live), 2000, (t) => this.clean(t, live.record)) };
   }
 
   /** Marks the session's completion event delivered (wait, end-reaching readLog, kill, acknowledged poll). */
@@ -695,7 +719,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       throw new ProcwardError('INVALID_ARGUMENT', `timeoutMs must be a positive number, got ${timeoutMs}`);
     }
     signal?.throwIfAborted();
-    const live = this.get(id);
+    const live = this.actOn(id);
     await this.refresh(live);
     if (live.record.status === 'running') {
       const timedOut = await untilEnd(live, {
@@ -769,7 +793,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    */
   async kill(id: string, opts: { graceMs?: number } = {}): Promise<KillResult> {
     this.assertOpen();
-    const live = this.get(id);
+    const live = this.actOn(id);
     await this.refresh(live);
     const r = live.record;
     const graceMs = opts.graceMs ?? this.options.graceMs ?? 2000;
@@ -896,13 +920,13 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * `EAGAIN` (the job is not reading its input).
    */
   async write(id: string, data: string): Promise<{ id: string; bytes: number }> {
-    return this.input(this.get(id), data);
+    return this.input(this.actOn(id), data);
   }
 
   /** Writes `text` followed by Enter (LF; CR LF on a Windows console). */
   async submit(id: string, text: string): Promise<{ id: string; bytes: number }> {
     if (typeof text !== 'string') throw new ProcwardError('INVALID_ARGUMENT', 'text must be a string');
-    return this.input(this.get(id), `${text}${process.platform === 'win32' ? '\r\n' : '\n'}`);
+    return this.input(this.actOn(id), `${text}${process.platform === 'win32' ? '\r\n' : '\n'}`);
   }
 
   /** A durable job's input is its FIFO, which any host may write; others go through the native job. */
@@ -919,7 +943,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * job's supervisor close its end of the FIFO (the job reads EOF once no writer is left).
    */
   async closeStdin(id: string): Promise<{ id: string; closed: true }> {
-    const live = this.get(id);
+    const live = this.actOn(id);
     if (live.record.stdinPath) {
       await this.refresh(live);
       if (live.record.status === 'exited') throw new ProcwardError('SESSION_EXITED', `${live.record.id} has exited; its stdin is closed`);
@@ -940,7 +964,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       const v = size?.[key];
       if (!Number.isInteger(v) || v < 1 || v > 65535) throw new ProcwardError('INVALID_ARGUMENT', `${key} must be an integer from 1 to 65535, got ${String(v)}`);
     }
-    const live = this.get(id);
+    const live = this.actOn(id);
     const job = inputOf(live);
     try {
       job.resize(size);
@@ -964,7 +988,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       if (filter.taskId !== undefined && !taskMatch && !keyMatch) continue;
       if (filter.taskId === undefined && filter.sessionKey !== undefined && !keyMatch) continue;
       await this.refresh(live);
-      out.push(summary(live, filter.taskId !== undefined && !taskMatch));
+      out.push({ ...summary(live, filter.taskId !== undefined && !taskMatch), ...this.readOnlyFlag(live) });
     }
     return out.sort((a, b) => a.startedAt - b.startedAt);
   }
@@ -979,7 +1003,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const every = Math.min(250, this.options.finishedTtlMs ?? 250);
     if (this.sessions.size <= (this.options.maxSessions ?? DEFAULT_MAX_SESSIONS) && now - this.prunedAt < every) return;
     this.prunedAt = now;
-    for (const id of expiredIds([...this.sessions.values()].map((l) => l.record), this.options)) {
+    const prunable = [...this.sessions.values()].filter((l) => !this.readOnly.has(l.record.id)).map((l) => l.record);
+    for (const id of expiredIds(prunable, this.options)) {
       const pruned = this.sessions.get(id)?.record;
       if (pruned?.cgroup) native.removeCgroup(pruned.cgroup);
       const env = pruned?.pidScope === 'sandbox' ? this.environmentFor(pruned) : null;

@@ -1,6 +1,13 @@
 /**
  * The session record: what procward knows about one background job. This shape is what
  * the checkpoint persists (see `checkpoint.ts`), so every field is plain JSON.
+ *
+ * Hosts of different versions may share a state directory. Every entry records the schema
+ * version of its writer (`schemaVersion`, {@link SESSION_SCHEMA_VERSION}; absent means 1).
+ * An entry this version does not fully understand (a newer schema version, an unknown
+ * field, status or reason, or any field that fails validation) is kept **read-only**: it is
+ * listed through {@link readOnlyView}, never adopted, signalled or pruned, and its raw JSON
+ * is written back untouched.
  */
 import { z } from 'zod';
 import { MAX_LABEL_CHARS } from './spawnoptions.js';
@@ -14,13 +21,18 @@ export type SessionStatus = 'running' | 'exited';
  */
 export type CompletionReason = 'exited' | 'killed' | 'lost' | 'failed_start';
 
+/** Schema version of the entries this version writes. 2: `environment` is a name, `schemaVersion` recorded. */
+export const SESSION_SCHEMA_VERSION = 2;
+
 export const identitySchema = z.object({
   pid: z.number().int().positive(),
   startTime: z.string().regex(/^\d+$/),
   bootId: z.string().min(1),
 });
 
-export const sessionRecordSchema = z.object({
+export const sessionRecordSchema = z.strictObject({
+  /** Schema version of the entry's writer (absent: 1). */
+  schemaVersion: z.number().int().positive().optional(),
   id: z.string().regex(/^proc_[0-9a-f]{12}$/),
   /** The command as the user gave it, redacted. */
   command: z.string(),
@@ -78,3 +90,46 @@ export const sessionRecordSchema = z.object({
 
 export type SessionRecord = z.infer<typeof sessionRecordSchema>;
 export type RecordedIdentity = z.infer<typeof identitySchema>;
+
+/** Whether this version fully understands `raw`: it validates and its writer's schema is not newer. */
+export function understood(raw: unknown): SessionRecord | null {
+  const parsed = sessionRecordSchema.safeParse(raw);
+  return parsed.success && (parsed.data.schemaVersion ?? 1) <= SESSION_SCHEMA_VERSION ? parsed.data : null;
+}
+
+/**
+ * What can be shown of an entry this version does not understand: its id (required; without
+ * a session id there is nothing to list), command, cwd, labels, times, status and end when
+ * they have known shapes. It has no PID, identity or paths, so nothing can act on it.
+ */
+export function readOnlyView(raw: unknown): SessionRecord | null {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  const o = raw as Record<string, unknown>;
+  if (typeof o.id !== 'string' || !/^proc_[0-9a-f]{12}$/.test(o.id)) return null;
+  const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  const label = (v: unknown) => (typeof v === 'string' && v.length <= MAX_LABEL_CHARS ? v : undefined);
+  const time = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  const reason = ['exited', 'killed', 'lost', 'failed_start'].includes(o.reason as string) ? (o.reason as CompletionReason) : null;
+  const labels = { taskId: label(o.taskId), ownerTaskId: label(o.ownerTaskId), sessionKey: label(o.sessionKey) };
+  return {
+    id: o.id,
+    command: text(o.command) ?? '',
+    cwd: text(o.cwd) ?? '',
+    pid: null,
+    identity: null,
+    ...Object.fromEntries(Object.entries(labels).filter(([, v]) => v !== undefined)),
+    startedAt: time(o.startedAt) ?? 0,
+    exitedAt: time(o.exitedAt),
+    // An unknown status may be a running job: shown as running, never acted on.
+    status: o.status === 'exited' ? 'exited' : 'running',
+    exitCode: Number.isInteger(o.exitCode) ? (o.exitCode as number) : null,
+    signal: text(o.signal) ?? null,
+    reason,
+    terminationSource: text(o.terminationSource) ?? null,
+    durable: false,
+    logPath: null,
+    exitPath: null,
+    writer: { pid: 1, startTime: '0', bootId: 'unknown' },
+    updatedAt: time(o.updatedAt) ?? 0,
+  };
+}

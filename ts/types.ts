@@ -117,6 +117,12 @@ export interface SessionSummary {
   cgroup?: string;
   /** `sandbox` when the job runs in another environment (its PID is that environment's). */
   pidScope?: 'host' | 'sandbox';
+  /**
+   * Present when this host does not fully understand the session's entry (written by a newer
+   * procward, or failing validation): it is listed as far as it can be shown, and `kill`,
+   * `wait` and input give `SESSION_READ_ONLY`.
+   */
+  readOnly?: true;
   /** Recovered from the checkpoint: not a child of this host. */
   detached: boolean;
   /** Listed because it shares the session key, though another task started it. */
