@@ -1,6 +1,12 @@
 //! The in-memory rolling tail of a job's output, kept natively: the reader thread appends
 //! to it and the host reads it only when it needs text (a poll, a page), so an output flood
 //! costs the JS side nothing and its memory is bounded by the cap.
+//!
+//! The tail also remembers whether the bytes it dropped ended inside a private-key block
+//! (`starts_in_key_block`), so redaction can mask a block whose BEGIN line has fallen off
+//! the front (`ts/redact/keyblock.ts` has the same rules: a BEGIN marker opens a block only
+//! when it ends its line, an END marker closes it). Dropped bytes are scanned once, as they
+//! are dropped.
 
 use std::sync::{Arc, Mutex};
 
@@ -11,6 +17,55 @@ pub struct Tail {
   start: usize,
   limit: usize,
   total: u64,
+  /// Whether `buf[..scanned]` ended inside a private-key block.
+  in_key: bool,
+  /// Markers starting before this index of `buf` have been taken into `in_key`.
+  scanned: usize,
+}
+
+const NEEDLE: &[u8] = b"PRIVATE KEY";
+/// The longest marker: dashes, a 50-byte label, the needle, ` BLOCK-----`.
+const MARKER_MAX: usize = 5 + 50 + 11 + 11;
+
+/// The kind and start of the key marker whose `PRIVATE KEY` sits at `at`: `Some((true, start))`
+/// for a BEGIN that ends its line, `Some((false, start))` for an END, `None` for prose.
+fn marker_at(buf: &[u8], at: usize) -> Option<(bool, usize)> {
+  let after = at + NEEDLE.len();
+  let rest = &buf[after..];
+  let close = if rest.starts_with(b"-----") {
+    5
+  } else if rest.starts_with(b" BLOCK-----") {
+    11
+  } else {
+    return None;
+  };
+  let end = after + close;
+  // Back over the label (`BEGIN RSA `, `END `: capitals, digits, spaces) to the dashes.
+  let lo = at.saturating_sub(50);
+  let mut i = at;
+  while i > lo && matches!(buf[i - 1], b'A'..=b'Z' | b'0'..=b'9' | b' ') {
+    i -= 1;
+  }
+  if !buf[..i].ends_with(b"-----") {
+    return None;
+  }
+  let label = &buf[i..at];
+  let begin = if label.starts_with(b"BEGIN ") {
+    true
+  } else if label.starts_with(b"END ") {
+    false
+  } else {
+    return None;
+  };
+  let start = i - 5;
+  if begin {
+    let tail = &buf[end..];
+    let ends_line = tail.is_empty() || tail[0] == b'\n' || tail[0] == b'\r' || tail.starts_with(b"\\n");
+    if !ends_line {
+      return None;
+    }
+  }
+  Some((begin, start))
 }
 
 /// A tail shared between the reader thread and the host.
@@ -18,7 +73,7 @@ pub type SharedTail = Arc<Mutex<Tail>>;
 
 impl Tail {
   pub fn new(limit: usize) -> Self {
-    Tail { buf: Vec::new(), start: 0, limit, total: 0 }
+    Tail { buf: Vec::new(), start: 0, limit, total: 0, in_key: false, scanned: 0 }
   }
 
   pub fn shared(limit: usize) -> SharedTail {
@@ -28,21 +83,60 @@ impl Tail {
   /// Appends text, dropping the oldest bytes beyond the limit.
   pub fn append(&mut self, text: &str) {
     self.total += text.len() as u64;
-    if text.len() >= self.limit {
-      self.buf.clear();
-      self.buf.extend_from_slice(&text.as_bytes()[text.len() - self.limit..]);
-      self.start = 0;
-      return;
-    }
     self.buf.extend_from_slice(text.as_bytes());
     let held = self.buf.len() - self.start;
     if held > self.limit {
-      self.start += held - self.limit;
+      self.drop_to(self.start + held - self.limit);
     }
-    // Compact once the dropped prefix outweighs what is kept.
-    if self.start > self.limit.max(64 * 1024) {
-      self.buf.drain(..self.start);
-      self.start = 0;
+    // Compact once the dropped prefix outweighs what is kept; a few dropped bytes stay so a
+    // key marker cut by the front is still recognised.
+    let keep = self.start.min(4 * MARKER_MAX);
+    if self.start - keep > self.limit.max(64 * 1024) {
+      let cut = self.start - keep;
+      self.buf.drain(..cut);
+      self.start -= cut;
+      self.scanned -= cut;
+    }
+  }
+
+  /// Moves the front to `start`, taking the key markers of the dropped bytes into the state.
+  fn drop_to(&mut self, start: usize) {
+    self.start = start;
+    // A marker whose end has not arrived yet is decided on a later append.
+    let decided = start.min(self.buf.len().saturating_sub(MARKER_MAX + 2));
+    if decided > self.scanned {
+      self.in_key = self.key_state(decided);
+      self.scanned = decided;
+    }
+  }
+
+  /// The key-block state at `upto`, from the state at `scanned`: the last marker starting
+  /// in between decides.
+  fn key_state(&self, upto: usize) -> bool {
+    let mut state = self.in_key;
+    let from = self.scanned.saturating_sub(MARKER_MAX);
+    let to = (upto + MARKER_MAX).min(self.buf.len());
+    let mut at = from;
+    while at < to {
+      let Some(p) = self.buf[at..to].windows(NEEDLE.len()).position(|w| w == NEEDLE) else { break };
+      let n = at + p;
+      if let Some((begin, m)) = marker_at(&self.buf, n) {
+        if m >= self.scanned && m < upto {
+          state = begin;
+        }
+      }
+      at = n + NEEDLE.len();
+    }
+    state
+  }
+
+  /// Whether the retained text starts inside a private-key block whose BEGIN line was
+  /// dropped (see the module docs).
+  pub fn starts_in_key_block(&self) -> bool {
+    if self.start > self.scanned {
+      self.key_state(self.start)
+    } else {
+      self.in_key
     }
   }
 
@@ -82,7 +176,7 @@ impl Tail {
     self.limit = limit;
     let held = self.held();
     if held > limit {
-      self.start += held - limit;
+      self.drop_to(self.start + held - limit);
     }
   }
 }
@@ -109,5 +203,54 @@ mod tests {
     assert_eq!(t.text(), "éé");
     t.set_limit(3);
     assert_eq!(t.text(), "é");
+  }
+
+  const KEY: &str = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA44AKKB/PRg0UpksGh9iiRlcFmgZvEgvSvrblBKb5KqMxsOGl\nJU7XLI2pRLkr0ZctDLig/N94yOky2YalQXv8M57zrQIRXrUAIfOibj4KXRr7XUdM\n-----END RSA PRIVATE KEY-----\n";
+
+  #[test]
+  fn knows_when_its_front_was_dropped_inside_a_key_block() {
+    // Every cut through the block, in pieces of every size: inside between the end of the
+    // BEGIN marker's start and the END marker's start, outside elsewhere.
+    let text = format!("log line\n{KEY}after\n");
+    let begin = text.find("-----BEGIN").unwrap();
+    let end = text.find("-----END").unwrap();
+    for piece in [1, 3, 7, 64, 1000] {
+      for keep in 1..text.len() {
+        let mut t = Tail::new(keep);
+        let mut at = 0;
+        while at < text.len() {
+          let to = (at + piece).min(text.len());
+          t.append(&text[at..to]);
+          at = to;
+        }
+        let cut = text.len() - keep;
+        assert_eq!(t.starts_in_key_block(), cut > begin && cut <= end, "piece {piece}, cut {cut}");
+      }
+    }
+  }
+
+  #[test]
+  fn a_marker_quoted_in_prose_opens_no_block() {
+    let mut t = Tail::new(8);
+    t.append("The -----BEGIN RSA PRIVATE KEY----- header marks PKCS#1 keys.\n");
+    assert!(!t.starts_in_key_block());
+    let mut t = Tail::new(8);
+    t.append("s = \"-----BEGIN PRIVATE KEY-----\\nMIIEvQ\"\n");
+    assert!(t.starts_in_key_block());
+  }
+
+  #[test]
+  fn a_key_larger_than_the_compaction_threshold_stays_masked() {
+    let mut t = Tail::new(100);
+    t.append("-----BEGIN OPENSSH PRIVATE KEY-----\n");
+    for _ in 0..5000 {
+      t.append("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n");
+    }
+    assert!(t.starts_in_key_block());
+    t.append("-----END OPENSSH PRIVATE KEY-----\n");
+    for _ in 0..10 {
+      t.append("ordinary output after the key\n");
+    }
+    assert!(!t.starts_in_key_block());
   }
 }
