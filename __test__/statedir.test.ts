@@ -4,7 +4,8 @@
 import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CommandEnvironment, localShell, ProcessRegistry } from '../dist/index.mjs';
+import { spawn } from 'node:child_process';
+import { CommandEnvironment, identity, localShell, ProcessRegistry } from '../dist/index.mjs';
 import { cleanupGroup, tempDir, until } from './support.js';
 
 const NOBODY = 65534;
@@ -357,4 +358,55 @@ describe('entries this version does not understand are kept read-only', () => {
     await r.close();
     expect(rawEntries(state).find((x) => x.id === s.id)?.schemaVersion).toBe(2);
   });
+});
+
+describe('signals from records', () => {
+  it('closeStdin signals only the supervisor that recorded itself in the session directory, never a PID from the record', async () => {
+    const got = join(tempDir(), 'got-usr1');
+    const victim = spawn('bash', ['-c', `trap 'echo got > ${got}' USR1; while :; do sleep 0.1; done`], { detached: true, stdio: 'ignore' });
+    cleanupGroup(victim.pid);
+    await new Promise((res) => setTimeout(res, 200));
+    const who = identity(victim.pid as number);
+    const e = entry({ status: 'running', exitedAt: null, exitCode: null, reason: null, terminationSource: null, durable: true, pid: victim.pid, identity: who });
+    const state = tempDir();
+    const dir = join(state, 'sessions', e.id as string);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    Object.assign(e, { logPath: join(dir, 'output.log'), exitPath: join(dir, 'exit.json'), stdinPath: join(dir, 'stdin') });
+    writeFileSync(join(state, 'checkpoint.json'), JSON.stringify({ version: 1, sessions: [e] }), { mode: 0o600 });
+    const r = await ProcessRegistry.open({ stateDir: state });
+    try {
+      await r.closeStdin(e.id as string);
+      await new Promise((res) => setTimeout(res, 500));
+      expect(existsSync(got)).toBe(false);
+    } finally {
+      await r.close();
+    }
+  });
+});
+
+describe.skipIf(process.geteuid?.() !== 0)('a sandbox record naming PID 1, inside a PID namespace', () => {
+  it('kill never runs `kill -TERM -1`: a bystander process in the namespace survives', async () => {
+    const state = tempDir();
+    const far = tempDir();
+    // The record's sandboxDir is a word of PID 1's command line, so a check of "is PID 1
+    // this session's wrapper" by its arguments passes; an older procward then ran kill -TERM -1.
+    const mark = 'procward-pid1-marker';
+    const e = entry({ pidScope: 'sandbox', status: 'running', exitedAt: null, exitCode: null, reason: null, terminationSource: null, pid: 1, environment: { kind: 'local', tmpDir: far }, sandboxDir: mark });
+    writeFileSync(join(state, 'checkpoint.json'), JSON.stringify({ version: 1, sessions: [e] }), { mode: 0o600 });
+    const script = `const { ProcessRegistry } = require(${JSON.stringify(join(__dirname, '..', 'dist', 'index.js'))});
+(async () => {
+  const r = await ProcessRegistry.open({ stateDir: ${JSON.stringify(state)} });
+  const outcome = await r.kill(${JSON.stringify(e.id)}, { graceMs: 0 }).then((k) => k.outcome, (err) => err.code);
+  await r.close();
+  console.log('outcome ' + outcome);
+})();`;
+    const out = await new Promise<string>((resolve) => {
+      const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', 'sh', '-c', `: ${mark}; sleep 30 & B=$!; ${JSON.stringify(process.execPath)} -e "$0"; kill -0 $B 2>/dev/null && echo bystander alive; kill $B`, script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let text = '';
+      child.stdout.on('data', (d) => (text += d));
+      child.on('close', () => resolve(text));
+    });
+    expect(out).toContain('bystander alive');
+    expect(out).toMatch(/outcome (SESSION_READ_ONLY|already_exited)/);
+  }, 30_000);
 });

@@ -11,7 +11,7 @@ import { closeSync, constants, existsSync, fstatSync, openSync, writeSync } from
 import { dirname, join } from 'node:path';
 import { ProcwardError } from './errors.js';
 import { verdict } from './helpers.js';
-import { writePrivate } from './jobfiles.js';
+import { readSupervisorIdentity, writePrivate } from './jobfiles.js';
 import type { Live } from './live.js';
 
 /** How long a write waits for a supervisor that has not opened the FIFO yet. */
@@ -80,10 +80,19 @@ export async function writeFifo(live: Live, data: string): Promise<{ id: string;
   return { id: r.id, bytes: bytes.length };
 }
 
-/** Closes the job's input for good (see the module docs); only while the supervisor is this session's. */
+/**
+ * Closes the job's input for good (see the module docs). SIGUSR1 goes only to the
+ * supervisor that recorded itself in the session's own `supervisor.json` with the identity
+ * the record names, while it is `current`, and never to PID 1 or this host (a record is
+ * untrusted input: SIGUSR1 would start Node's inspector in a host).
+ */
 export function closeFifo(live: Live): { id: string; closed: true } {
   const r = live.record;
-  writePrivate(closedMark(r.stdinPath as string), `${Date.now()}\n`);
-  if (r.identity && verdict(r.identity) === 'current') process.kill(r.identity.pid, 'SIGUSR1');
+  const fifo = r.stdinPath as string;
+  writePrivate(closedMark(fifo), `${Date.now()}\n`);
+  const own = readSupervisorIdentity(join(dirname(fifo), 'supervisor.json'));
+  const id = r.identity;
+  const same = id !== null && own !== null && own.pid === id.pid && own.startTime === id.startTime && own.bootId === id.bootId;
+  if (same && id.pid > 1 && id.pid !== process.pid && id.pid !== process.ppid && verdict(id) === 'current') process.kill(id.pid, 'SIGUSR1');
   return { id: r.id, closed: true };
 }
