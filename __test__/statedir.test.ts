@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { CommandEnvironment, identity, localShell, ProcessRegistry } from '../dist/index.mjs';
-import { cleanupGroup, tempDir, until } from './support.js';
+import { cleanupGroup, cli, tempDir, until } from './support.js';
 
 const NOBODY = 65534;
 
@@ -409,4 +409,15 @@ describe.skipIf(process.geteuid?.() !== 0)('a sandbox record naming PID 1, insid
     expect(out).toContain('bystander alive');
     expect(out).toMatch(/outcome (SESSION_READ_ONLY|already_exited)/);
   }, 30_000);
+});
+
+describe('the CLI default state directory follows the same rule', () => {
+  it('$PROCWARD_STATE_DIR naming a world-writable directory is refused with STATE_DIR_UNTRUSTED', async () => {
+    const state = tempDir();
+    chmodSync(state, 0o777);
+    const res = await cli(['list', '--json'], { PROCWARD_STATE_DIR: state });
+    expect(res.code).not.toBe(0);
+    expect(JSON.parse(res.stdout).error.code).toBe('STATE_DIR_UNTRUSTED');
+    expect(statSync(state).mode & 0o777).toBe(0o777);
+  });
 });

@@ -22,7 +22,11 @@ export interface ExecResult {
   timedOut: boolean;
 }
 
-/** A description that can be persisted (never secrets: no passwords, no key material). */
+/**
+ * What an environment is (never secrets: no passwords, no key material). It is not
+ * persisted: a sandbox session records only its environment's name in
+ * `RegistryOptions.environments`, so a record can never supply an ssh option or a command.
+ */
 export type EnvironmentDescription =
   | { kind: 'local'; tmpDir?: string }
   | { kind: 'ssh'; host: string; user?: string; port?: number; identityFile?: string; options?: string[]; tmpDir?: string }
@@ -31,7 +35,7 @@ export type EnvironmentDescription =
 
 /** Where sandbox sessions run. */
 export interface ExecutionEnvironment {
-  /** Persistable description (see {@link environmentFrom}). */
+  /** What it is (see {@link environmentFrom}). */
   readonly description: EnvironmentDescription;
   /** Directory on the far side for session files. Default `/tmp/procward-sandbox`. */
   readonly tmpDir: string;
@@ -155,7 +159,11 @@ export function kubectlExec(pod: string, opts: { container?: string; namespace?:
   );
 }
 
-/** Rebuilds an environment from its persisted description (after a host restart). */
+/**
+ * Builds an environment from a description in the host's own configuration (for
+ * `RegistryOptions.environments`). procward never calls it on what it reads from the state
+ * directory: a description there could name `ProxyCommand` or any other ssh option.
+ */
 export function environmentFrom(d: EnvironmentDescription): ExecutionEnvironment {
   switch (d.kind) {
     case 'local':
