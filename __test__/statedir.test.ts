@@ -281,10 +281,15 @@ describe('sandbox records name environments, never connection details', () => {
     expect(readFileSync(join(outside, 'keep'), 'utf8')).toBe('precious');
   });
 
-  it('spawn with an environment name that is not configured is INVALID_ARGUMENT', async () => {
-    const r = await ProcessRegistry.open();
-    expect(await code(r.spawn('true', { environment: 'nowhere' }))).toBe('INVALID_ARGUMENT');
+  it('spawn with an environment name that is not configured, or environments that are not environments, is INVALID_ARGUMENT', async () => {
+    const r = await ProcessRegistry.open({ environments: { box: localShell({ tmpDir: tempDir() }) } });
+    for (const environment of ['nowhere', '__proto__', 'toString', { kind: 'ssh', host: 'x' }]) {
+      expect(await code(r.spawn('true', { environment } as never))).toBe('INVALID_ARGUMENT');
+    }
     await r.close();
+    for (const environments of [[], { box: { kind: 'local' } }, 'box']) {
+      expect(await code(ProcessRegistry.open({ environments } as never))).toBe('INVALID_ARGUMENT');
+    }
   });
 });
 

@@ -117,6 +117,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (options.stateDir !== undefined && (typeof options.stateDir !== 'string' || options.stateDir === '')) {
       throw new ProcwardError('INVALID_ARGUMENT', `stateDir must be a non-empty path (omit it for an in-memory registry), got ${JSON.stringify(options.stateDir)}`);
     }
+    const envs = options.environments;
+    if (envs !== undefined && (envs === null || typeof envs !== 'object' || Array.isArray(envs) || !Object.values(envs).every(isEnvironment))) {
+      throw new ProcwardError('INVALID_ARGUMENT', 'environments must map names to ExecutionEnvironment objects');
+    }
     this.checkpoint = options.stateDir !== undefined ? new Checkpoint(resolvePath(options.stateDir)) : undefined;
     this.writer = newWriter();
     this.commits = new GroupCommit(async () => {
@@ -434,11 +438,11 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       if (!env) throw new ProcwardError('INVALID_ARGUMENT', `environment ${JSON.stringify(e)} is not configured in the registry's environments`);
       return { env, name: e };
     }
-    if (e === null || typeof e !== 'object' || typeof (e as ExecutionEnvironment).exec !== 'function' || typeof (e as ExecutionEnvironment).tmpDir !== 'string') {
+    if (!isEnvironment(e)) {
       throw new ProcwardError('INVALID_ARGUMENT', 'environment must be the name of a configured environment or an ExecutionEnvironment');
     }
     const name = configured.find(([, env]) => env === e)?.[0];
-    return { env: e as ExecutionEnvironment, ...(name !== undefined && { name }) };
+    return { env: e, ...(name !== undefined && { name }) };
   }
 
   /**
@@ -1107,6 +1111,11 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+/** Whether `e` has the shape of an {@link ExecutionEnvironment} (a far side to run scripts on). */
+function isEnvironment(e: unknown): e is ExecutionEnvironment {
+  return e !== null && typeof e === 'object' && typeof (e as ExecutionEnvironment).exec === 'function' && typeof (e as ExecutionEnvironment).tmpDir === 'string';
 }
 
 /** The part of `showing` that says output was dropped before the first line (empty when none was). */
