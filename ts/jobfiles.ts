@@ -13,6 +13,13 @@
  * - `stdin`: a durable job's input FIFO, when it was started with `stdin: true`;
  * - `kill-requested`: written before procward signals the job, so any host that then sees
  *   the job gone records it as `killed`, not `exited`.
+ *
+ * Everything here is untrusted input. Paths come from the session id, never from a record.
+ * Files are read without following a symlink (`O_NOFOLLOW`) and written by a temporary file
+ * and a rename (never through a link); `sessions` and `sessions/<id>` must be real
+ * directories before anything is created, written or removed below them. Node has no
+ * `openat`, so a component could still be swapped between the check and the use; the state
+ * directory is owner-only (see `ensureStateDir`), so only this user could do that.
  */
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
