@@ -3,18 +3,18 @@
 // broken by ANSI sequences, and the shape of the masks.
 import { describe, expect, it } from 'vitest';
 import { plainText } from '../ts/output.js';
-import { redact } from '../ts/redact.js';
+import { redact, redactCommand } from '../ts/redact.js';
 import { BENIGN, SECRETS, type Sample } from './fixtures/redaction-corpus.js';
 
 /** A short one-line label for a sample, for test names and the failure list. */
 function label(s: Sample, i: number): string {
   const oneLine = s.text.replace(/\r/g, '\\r').replace(/\n/g, '\\n');
   const preview = oneLine.length > 70 ? `${oneLine.slice(0, 70)}…` : oneLine;
-  return `${s.kind} #${i}${s.envDump ? ' (envDump)' : ''}: ${preview}`;
+  return `${s.kind} #${i}${s.command ? ' (command)' : ''}: ${preview}`;
 }
 
 function run(s: Sample): string {
-  return redact(s.text, { envDump: s.envDump });
+  return s.command ? redactCommand(s.text) : redact(s.text, { startsInKeyBlock: s.startsInKeyBlock === true });
 }
 
 /**

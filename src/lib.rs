@@ -301,6 +301,9 @@ pub struct TailStats {
   pub held: f64,
   /// The limit.
   pub limit: f64,
+  /// The dropped bytes ended inside a private-key block: the held text starts inside it
+  /// (redaction masks it up to its END line).
+  pub starts_in_key_block: bool,
 }
 
 /// Terminal size in character cells.
@@ -377,9 +380,15 @@ impl NativeJob {
   pub fn tail_stats(&self) -> TailStats {
     #[cfg(unix)]
     if let Ok(t) = self.tail.lock() {
-      return TailStats { total: t.total() as f64, dropped: t.dropped() as f64, held: t.held() as f64, limit: t.limit() as f64 };
+      return TailStats {
+        total: t.total() as f64,
+        dropped: t.dropped() as f64,
+        held: t.held() as f64,
+        limit: t.limit() as f64,
+        starts_in_key_block: t.starts_in_key_block(),
+      };
     }
-    TailStats { total: 0.0, dropped: 0.0, held: 0.0, limit: 0.0 }
+    TailStats { total: 0.0, dropped: 0.0, held: 0.0, limit: 0.0, starts_in_key_block: false }
   }
 
   /// Changes how many bytes the tail keeps (trims at once when it shrinks).

@@ -10,6 +10,7 @@
 import { type FileHandle, open, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
+import { insideKeyBlockAt } from './redact.js';
 
 /** What was lost to the log's cap. */
 export interface LogDrops {
@@ -172,24 +173,32 @@ export const LARGE_LOG_BYTES = 16 * 1024 * 1024;
  * Pages a large log without reading it into memory: counts its lines and keeps the page's
  * lines plus up to `context` lines before them (so a secret that starts before the page is
  * still recognised by redaction). `offset` undefined means the last `limit` lines.
+ * The scan also follows private-key BEGIN/END markers from the log's start, so
+ * `startsInKeyBlock` says whether the first returned line lies inside a block whose BEGIN
+ * line came earlier: a page at any offset masks a key whatever its size, in the one pass
+ * the page already costs.
  */
 export async function streamLogPage(
   path: string,
   opts: { offset?: number; limit: number; context: number },
-): Promise<{ lines: string[]; before: number; totalLines: number; offset: number; drops: LogDrops }> {
+): Promise<{ lines: string[]; before: number; totalLines: number; offset: number; drops: LogDrops; startsInKeyBlock: boolean }> {
   return withLog(path, async (log) => {
     const decoder = new StringDecoder('utf8');
     const keep = opts.limit + opts.context;
     let partial = '';
     let index = 0;
-    const ring: { i: number; line: string }[] = [];
+    // Whether the next line starts inside a private-key block.
+    let inKey = false;
+    const ring: { i: number; line: string; inKey: boolean }[] = [];
     const take = (line: string) => {
       const i = index++;
+      const entry = { i, line, inKey };
+      if (line.includes('PRIVATE KEY')) inKey = insideKeyBlockAt(`${line}\n`, line.length + 1, inKey);
       if (opts.offset === undefined) {
-        ring.push({ i, line });
+        ring.push(entry);
         if (ring.length > keep) ring.shift();
       } else if (i >= opts.offset - opts.context && i < opts.offset + opts.limit) {
-        ring.push({ i, line });
+        ring.push(entry);
       }
     };
     for await (const chunk of chunks(log, log.start)) {
@@ -202,6 +211,13 @@ export async function streamLogPage(
     const totalLines = index;
     const offset = opts.offset ?? Math.max(0, totalLines - opts.limit);
     const lines = ring.filter((e) => e.i >= offset - opts.context && e.i < offset + opts.limit);
-    return { lines: lines.map((e) => e.line), before: lines.filter((e) => e.i < offset).length, totalLines, offset, drops: log.drops };
+    return {
+      lines: lines.map((e) => e.line),
+      before: lines.filter((e) => e.i < offset).length,
+      totalLines,
+      offset,
+      drops: log.drops,
+      startsInKeyBlock: lines[0]?.inKey ?? false,
+    };
   });
 }

@@ -1,3 +1,5 @@
+import { KeyBlockTracker, insideKeyBlockAt } from './redact.js';
+
 /**
  * Output views: a bounded rolling tail of a session's output, the plain view used for
  * previews (ANSI escapes removed, carriage-return progress shown as its latest frame), and
@@ -23,6 +25,8 @@ export class OutputTail {
   private size = 0;
   /** Bytes ever appended. */
   totalChars = 0;
+  /** Whether the dropped front ended inside a private-key block. */
+  private readonly keyBlocks = new KeyBlockTracker();
 
   constructor(public maxChars: number = DEFAULT_TAIL_CHARS) {}
 
@@ -39,6 +43,7 @@ export class OutputTail {
     this.totalChars += chunk.length;
     while (this.head < this.chunks.length - 1 && this.size - (this.chunks[this.head] as Buffer).length >= this.maxChars) {
       this.size -= (this.chunks[this.head] as Buffer).length;
+      this.keyBlocks.drop((this.chunks[this.head] as Buffer).toString('utf8'));
       this.chunks[this.head++] = EMPTY;
     }
     if (this.head > 1024) {
@@ -65,12 +70,18 @@ export class OutputTail {
       let start = all.length - this.maxChars;
       // Never start inside a UTF-8 sequence.
       while (start < all.length && ((all[start] as number) & 0xc0) === 0x80) start++;
+      this.keyBlocks.drop(all.subarray(0, start).toString('utf8'));
       all = all.subarray(start);
     }
     this.chunks = all.length ? [all] : [];
     this.head = 0;
     this.size = all.length;
     return all.toString('utf8');
+  }
+
+  /** Whether {@link text} starts inside a private-key block whose BEGIN line was dropped. */
+  get startsInKeyBlock(): boolean {
+    return this.keyBlocks.insideBefore(this.text());
   }
 }
 
@@ -84,6 +95,8 @@ export interface TailView {
   readonly droppedChars: number;
   readonly heldChars: number;
   readonly maxChars: number;
+  /** Whether `text()` starts inside a private-key block whose BEGIN line was dropped (for redaction). */
+  readonly startsInKeyBlock: boolean;
   shrinkTo(maxChars: number): void;
 }
 
@@ -92,7 +105,7 @@ export class NativeTail implements TailView {
   constructor(
     private readonly job: {
       tailText(): string;
-      tailStats(): { total: number; dropped: number; held: number; limit: number };
+      tailStats(): { total: number; dropped: number; held: number; limit: number; startsInKeyBlock: boolean };
       setTailLimit(bytes: number): void;
     },
   ) {}
@@ -118,6 +131,10 @@ export class NativeTail implements TailView {
 
   get maxChars(): number {
     return this.job.tailStats().limit;
+  }
+
+  get startsInKeyBlock(): boolean {
+    return this.job.tailStats().startsInKeyBlock;
   }
 
   shrinkTo(maxChars: number): void {
@@ -151,9 +168,17 @@ const REDACTION_MARGIN = 4096;
 /**
  * The last `maxChars` characters of the plain view, passed through `clean` (redaction)
  * *before* the window is cut: a token that straddles the window's start would otherwise
- * lose the prefix that identifies it and leak its rest.
+ * lose the prefix that identifies it and leak its rest. `clean` also learns whether the
+ * window starts inside a private-key block (found by one backward search from the cut,
+ * from `startsInKeyBlock`, the state at the start of `text`), so a key of any size is
+ * masked whole.
  */
-export function preview(text: string, maxChars = 2000, clean: (s: string) => string = (s) => s): string {
+export function preview(
+  text: string,
+  maxChars = 2000,
+  clean: (s: string, startsInKeyBlock: boolean) => string = (s) => s,
+  startsInKeyBlock = false,
+): string {
   // Widen the raw window until its plain view (escape sequences removed) is long enough,
   // so the cut never falls inside a token whose prefix would then be lost.
   let size = maxChars + REDACTION_MARGIN;
@@ -162,7 +187,8 @@ export function preview(text: string, maxChars = 2000, clean: (s: string) => str
     size *= 4;
     plain = plainText(text.length > size ? text.slice(text.length - size) : text);
   }
-  const cleaned = clean(plain);
+  const cut = Math.max(0, text.length - size);
+  const cleaned = clean(plain, cut === 0 ? startsInKeyBlock : insideKeyBlockAt(text, cut, startsInKeyBlock));
   return cleaned.length > maxChars ? cleaned.slice(cleaned.length - maxChars) : cleaned;
 }
 

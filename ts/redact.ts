@@ -2,21 +2,50 @@
  * Redaction: the one function every command written to disk and every output or
  * notification leaving through a surface (tool, CLI, MCP) passes through.
  *
- * Masked: vendor tokens (OpenAI/Anthropic, GitHub, GitLab, Slack, AWS, Google, npm,
- * Hugging Face, Stripe), `Authorization`/`X-Api-Key` credentials (the scheme is kept),
- * private key blocks, passwords in URLs, JWTs; and, for env dumps (`env`, `printenv`,
- * `export`, `set`, `declare`, reads of `.env` files), any `NAME=value` whose name looks like
- * a credential. Long tokens keep a short prefix and suffix so they stay recognisable.
+ * Masked in output: private-key blocks whole, whatever their size and wherever the text
+ * starts (`redact/keyblock.ts`); credential-named values by the shape of the text, whatever
+ * command printed them (`NAME=value` lines, `env -0`, JSON, YAML: `redact/assignments.ts`);
+ * vendor tokens (OpenAI/Anthropic, GitHub, GitLab, Slack, AWS, Google, npm, Hugging Face,
+ * Stripe, ...), `Authorization`/`X-Api-Key` credentials (the scheme is kept), passwords in
+ * URLs (any characters, with or without a scheme), JWTs. Commands additionally lose the
+ * values of password flags and credential prefixes (`redact/command.ts`). Long tokens keep a
+ * short prefix and suffix so they stay recognisable.
  *
- * The patterns are a hand-kept list rather than secretlint's rules: redaction runs
- * synchronously on every preview and page, and secretlint's engine is asynchronous and
- * built for whole files (see the issue notes for the evaluation).
+ * URL credentials: `scheme://user:password@host` masks everything between the first `:`
+ * after the user and the last `@` before the host, so a password may hold `/`, `:` or `@`
+ * and the user may hold `@` (`smtp://me@example.com:pw@mail`); `host:8080/path@v1` (a port
+ * then a path) is not a password. Without a scheme, `user:password@host.domain` (or
+ * `@localhost`, or an IP) is taken for credentials; `git@github.com:org/repo` has no
+ * password and stays, as does `image:tag@sha256:…` (the host has no dot).
+ *
+ * The patterns are a hand-kept list rather than gitleaks' rules, secretlint or
+ * secrets-patterns-db: redaction runs synchronously on every preview and page, secretlint's
+ * engine is asynchronous and built for whole files, and gitleaks' and secrets-patterns-db's
+ * rules are Go/PCRE expressions (several hundred, many with keyword prefilters and entropy
+ * checks) that would each cost a pass over every page; their vendor prefixes informed the
+ * list below.
  */
+
+import { maskAssignments } from './redact/assignments.js';
+import { maskCommandFlags } from './redact/command.js';
+import { maskKeyBlocks } from './redact/keyblock.js';
+
+export { CREDENTIAL_NAME, isCredentialName } from './redact/assignments.js';
+export { insideKeyBlockAt, KeyBlockTracker, KEY_MASK, leadsWithKeyMaterial } from './redact/keyblock.js';
 
 /** Options of {@link redact}. */
 export interface RedactOptions {
-  /** The text is an environment dump or a `.env` file: also mask credential-like `NAME=value`. */
+  /**
+   * Kept for compatibility and ignored: credential-named `NAME=value` lines are masked in
+   * every text now, whatever command printed them.
+   */
   envDump?: boolean;
+  /**
+   * The text starts inside a private-key block whose BEGIN line came before it (a tail whose
+   * front was dropped, a page of a log, a preview window): everything up to the block's END
+   * is masked. Default false.
+   */
+  startsInKeyBlock?: boolean;
 }
 
 /** Masks a secret, keeping a short prefix and suffix of long tokens. */
@@ -35,21 +64,18 @@ interface Rule {
 
 const RULES: Rule[] = [
   {
-    // A BEGIN line followed by key material (optionally after PEM header lines, or after a
-    // JSON-escaped `\n` as in service-account files); a mention of the BEGIN line in prose or
-    // code is not a key.
-    name: 'private-key',
-    pattern: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?=(?:\s*[A-Za-z-]+:[^\n]*\n)*(?:\s|\\n)*[A-Za-z0-9+/]{16})[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)/g,
-    group: 0,
-  },
-  {
     name: 'authorization',
     pattern: /\b(?:Proxy-)?Authorization["']?\s*[:=]\s*["']?(?:Bearer|Basic|Token|Bot|Digest|ApiKey)\s+([A-Za-z0-9._~+/=:-]{8,})/gi,
     group: 1,
   },
   { name: 'bearer', pattern: /\bBearer\s+([A-Za-z0-9._~+/-]{16,}=*)/g, group: 1 },
   { name: 'api-key-header', pattern: /\b(?:X-Api-Key|Api-Key|X-Auth-Token|X-Access-Token|Private-Token)["']?\s*[:=]\s*["']?([A-Za-z0-9._~+/=-]{12,})/gi, group: 1 },
-  { name: 'url-credentials', pattern: /\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@]*:([^\s@/]+)@/gi, group: 1 },
+  // scheme://user:password@host: the password runs to the last `@` before the host (see the module docs).
+  { name: 'url-credentials', pattern: /\b[a-z][a-z0-9+.-]*:\/\/[^\s:/?#]*:(?!\d+(?:[/?#\s]|$))(\S+?)@(?=[\w[.-]+(?:[:/?#\s'")\]]|$))(?![^\s@/]*@)/gim, group: 1 },
+  // user:password@host.domain without a scheme; not after `/`, `:` or `@` (part of a URL or a path).
+  { name: 'bare-credentials', pattern: /(?<![\w/:@.%+-])[A-Za-z0-9._%+-]+:([^\s:@/'"]+)@(?=(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b|localhost\b|\d{1,3}(?:\.\d{1,3}){3}\b)/g, group: 1 },
+  // ?password=…&token=… in URLs and form bodies.
+  { name: 'query-credentials', pattern: /[?&](?:password|passwd|pwd|pass|secret|token|access_token|api_key|apikey|client_secret|auth)=([^&\s#'"]+)/gi, group: 1 },
   { name: 'jwt', pattern: /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, group: 0 },
   { name: 'anthropic', pattern: /sk-ant-[a-z0-9]{2,8}-[A-Za-z0-9_-]{20,}/g, group: 0 },
   { name: 'openai', pattern: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, group: 0 },
@@ -74,58 +100,43 @@ const RULES: Rule[] = [
   { name: 'stripe', pattern: /(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, group: 0 },
 ];
 
-/** Names that look like credentials (`*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*_API_KEY`, ...). */
-export const CREDENTIAL_NAME =
-  /(?:^|_)(?:TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|API_?KEY|ACCESS_?KEY|SECRET_?KEY|PRIVATE_?KEY|CLIENT_SECRET|CREDENTIALS?|AUTH_?TOKEN|SESSION_?KEY|SIGNING_?KEY|WEBHOOK_?SECRET|DSN)(?:_|$)|(?:PASSWORD|PASSWD)$/i;
-
-/** A value that cannot be a secret worth masking: empty, a short number, a boolean, a placeholder, a file path. */
-function trivialValue(value: string): boolean {
-  const v = value.replace(/^["']|["']$/g, '');
-  return (
-    v === '' ||
-    /^\d{1,7}$/.test(v) ||
-    /^(true|false|yes|no|on|off|null|none)$/i.test(v) ||
-    /^\*+$/.test(v) ||
-    /^\$\{?[A-Za-z_]\w*\}?$/.test(v) ||
-    /^(?:\/|\.{1,2}\/|~\/)[\w./-]*$/.test(v)
-  );
+/** Returns `text` with every secret the rules recognise masked (see the module docs). */
+export function redact(text: string, opts: RedactOptions = {}): string {
+  return maskAssignments(maskTokens(text, opts.startsInKeyBlock === true), mask);
 }
 
-const ENV_LINE = /^(\s*(?:export\s+|declare\s+-[a-zA-Z]+\s+|set\s+)?)([A-Za-z_][A-Za-z0-9_]*)=(.*)$/gm;
-
-/** Returns `text` with every secret the rules recognise masked. */
-export function redact(text: string, opts: RedactOptions = {}): string {
-  let out = text;
+/** Key blocks and the token rules. */
+function maskTokens(text: string, startsInKeyBlock: boolean): string {
+  let out = maskKeyBlocks(text, startsInKeyBlock);
   for (const rule of RULES) {
     out = out.replace(rule.pattern, (match: string, ...groups: unknown[]) => {
-      if (rule.group === 0) return rule.name === 'private-key' ? '[REDACTED PRIVATE KEY]' : mask(match);
+      if (rule.group === 0) return mask(match);
       const secret = groups[rule.group - 1];
-      return typeof secret === 'string' ? match.replace(secret, mask(secret)) : match;
+      if (typeof secret !== 'string' || secret === '' || secret.includes('…')) return match;
+      // Every group rule's secret sits at the end of its match (before a closing `@` for URLs).
+      const at = match.lastIndexOf(secret);
+      return match.slice(0, at) + mask(secret) + match.slice(at + secret.length);
     });
-  }
-  if (opts.envDump) {
-    out = out.replace(ENV_LINE, (line, lead: string, name: string, value: string) =>
-      CREDENTIAL_NAME.test(name) && !trivialValue(value) && !value.includes('…') ? `${lead}${name}=${mask(value)}` : line,
-    );
   }
   return out;
 }
 
-const ASSIGNMENT = /(^|[\s;&|(])((?:export\s+|declare\s+-\w+\s+)?)([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|'[^']*'|[^\s;&|)]+)/g;
-
 /**
- * Redacts a command line: everything {@link redact} masks, plus the values of
- * credential-like variable assignments (`PGPASSWORD=… psql`, `export API_TOKEN=…`).
+ * Redacts a command line: everything {@link redact} masks, plus password flags of common
+ * clients and the values of credential-named prefixes (`PGPASSWORD=123 psql`, `export
+ * API_TOKEN=…`), where any literal value is the secret (see `redact/command.ts`).
  */
 export function redactCommand(command: string): string {
-  return redact(command).replace(ASSIGNMENT, (match, lead: string, kw: string, name: string, value: string) =>
-    CREDENTIAL_NAME.test(name) && !trivialValue(value) && !value.includes('…') ? `${lead}${kw}${name}=${mask(value.replace(/^["']|["']$/g, ''))}` : match,
-  );
+  // Flags first: the shape rules would take `PGPASSWORD=123 psql` for a line whose value is `123 psql`.
+  return maskAssignments(maskTokens(maskCommandFlags(command, mask), false), mask, false);
 }
 
 const ENV_DUMP_COMMAND = /(?:^|[;&|(]\s*|\bsudo\s+)(?:env|printenv|export|set|declare(?:\s+-[a-zA-Z]+)?)\s*(?:$|[|;&>)])|\b(?:cat|less|more|head|tail|bat|grep)\b[^|;&]*\.env\b/m;
 
-/** Whether the output of `command` is an environment dump or a `.env` file (see {@link RedactOptions.envDump}). */
+/**
+ * Whether the output of `command` is an environment dump or a `.env` file. Redaction no longer
+ * depends on it (credential-named values are masked by shape); kept for callers of the API.
+ */
 export function isEnvDumpCommand(command: string): boolean {
   return ENV_DUMP_COMMAND.test(command);
 }

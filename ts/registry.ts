@@ -30,7 +30,7 @@ import {
 } from './jobfiles.js';
 import { native, supervisorPath, type JobEvent, type NativeJob } from './native.js';
 import { inputOf, newLive, settle, summary, untilEnd, writeInput, type Live } from './live.js';
-import { DEFAULT_TAIL_CHARS, DEFAULT_TOTAL_OUTPUT_CHARS, type LinePage, NativeTail, pageLines, plainText, preview, showing } from './output.js';
+import { DEFAULT_TAIL_CHARS, DEFAULT_TOTAL_OUTPUT_CHARS, type LinePage, NativeTail, pageLines, plainText, preview, showing, type TailView } from './output.js';
 import {
   checkPatterns,
   COMPLETION_TAIL_CHARS,
@@ -44,7 +44,7 @@ import {
   type ProcwardEvent,
   type WatchEvent,
 } from './notifications.js';
-import { isEnvDumpCommand, redact, redactCommand } from './redact.js';
+import { insideKeyBlockAt, leadsWithKeyMaterial, redact, redactCommand } from './redact.js';
 import { readSessionFile, scanOrphanSessions } from './recovery.js';
 import { killRemote, launch, SandboxPoller, sandboxDir, shq } from './sandbox.js';
 import type { ExecutionEnvironment } from './environments.js';
@@ -227,9 +227,12 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     return this.options.maxOutputChars ?? DEFAULT_TAIL_CHARS;
   }
 
-  /** Redacts text leaving the registry (env dumps too when the session's command is one). */
-  private clean(text: string, record?: SessionRecord): string {
-    return this.options.redact === false ? text : redact(text, { envDump: record !== undefined && isEnvDumpCommand(record.command) });
+  /**
+   * Redacts text leaving the registry. `startsInKeyBlock`: the text begins inside a
+   * private-key block whose BEGIN line came before it (see `redact`).
+   */
+  private clean(text: string, startsInKeyBlock = false): string {
+    return this.options.redact === false ? text : redact(text, { startsInKeyBlock });
   }
 
   /**
@@ -237,10 +240,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * in colour codes is still recognised. Raw: redacted as written, and when a secret shows
    * only once the escapes are gone, the plain view is returned instead (never a leak).
    */
-  private redactView(text: string, record: SessionRecord, view: 'plain' | 'raw'): string {
-    const plain = this.clean(plainText(text), record);
+  private redactView(text: string, view: 'plain' | 'raw', startsInKeyBlock = false): string {
+    const plain = this.clean(plainText(text), startsInKeyBlock);
     if (view === 'plain' || this.options.redact === false) return view === 'plain' ? plain : text;
-    const raw = this.clean(text, record);
+    const raw = this.clean(text, startsInKeyBlock);
     return plainText(raw) === plain ? raw : plain;
   }
 
@@ -256,7 +259,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const r = live.record;
     const hits = text === null ? live.watcher.flush(r.watchFired ?? 0) : live.watcher.feed(text, r.watchFired ?? 0);
     if (hits.length === 0) return;
-    const cleaned = hits.map((h) => ({ ...h, line: this.clean(h.line, r) }));
+    const cleaned = hits.map((h) => ({ ...h, line: this.clean(h.line) }));
     r.watchEvents = [...(r.watchEvents ?? []), ...cleaned].slice(-50);
     r.watchFired = (r.watchFired ?? 0) + hits.length;
     r.updatedAt = Date.now();
@@ -551,7 +554,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     // session.json keeps it should checkpoint.json be lost or damaged.
     if (!r.durable && !live.foreign && r.pidScope !== 'sandbox') this.recordSessionFile(live);
     this.watch(live, null);
-    if (r.notifyOnComplete && r.completionTail === undefined) r.completionTail = preview(live.tail.text(), COMPLETION_TAIL_CHARS, (t) => this.clean(t, r));
+    if (r.notifyOnComplete && r.completionTail === undefined) r.completionTail = preview(live.tail.text(), COMPLETION_TAIL_CHARS, (t, k) => this.clean(t, k), live.tail.startsInKeyBlock);
     delete live.watcher;
     this.rebalance();
     // Close the input side now: descriptors must not wait for the garbage collector. The
@@ -682,15 +685,25 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (this.closed) throw new ProcwardError('REGISTRY_CLOSED', 'the registry is closed');
   }
 
-  private async output(live: Live): Promise<string> {
+  /** The output a preview is cut from, and whether it starts inside a private-key block. */
+  private async output(live: Live): Promise<{ text: string; startsInKeyBlock: boolean }> {
     if (live.record.durable && live.record.logPath && (live.detached || live.tail.heldChars === 0)) {
-      return readLogTail(live.record.logPath, 16 * 1024);
+      // Where the log's last 16 KiB start is not known without reading the log: key material
+      // at their head is taken for the inside of a block.
+      const text = await readLogTail(live.record.logPath, 16 * 1024);
+      return { text, startsInKeyBlock: leadsWithKeyMaterial(text) };
     }
-    return live.tail.text();
+    const text = live.tail.text();
+    return { text, startsInKeyBlock: live.tail.startsInKeyBlock };
   }
 
   private async pollResult(live: Live): Promise<PollResult> {
-    return { ...summary(live), ...this.readOnlyFlag(live), outputPreview: preview(await this.output(live), 2000, (t) => this.clean(t, live.record)) };
+    return { ...summary(live), ...this.readOnlyFlag(live), outputPreview: await this.outputPreview(live) };
+  }
+
+  private async outputPreview(live: Live): Promise<string> {
+    const out = await this.output(live);
+    return preview(out.text, 2000, (t, k) => this.clean(t, k), out.startsInKeyBlock);
   }
 
   /** Marks the session's completion event delivered (wait, end-reaching readLog, kill, acknowledged poll). */
@@ -755,10 +768,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     let drops: LogDrops = NO_DROPS;
     try {
       // A log too large to read whole (null) is paged by streaming.
-      const log = fromFile ? await readLog(live.record.logPath as string, LARGE_LOG_BYTES) : { text: wholeLines(live.tail.text(), live.tail.droppedChars), drops: NO_DROPS };
+      const log = fromFile ? await readLog(live.record.logPath as string, LARGE_LOG_BYTES) : tailLines(live.tail);
       if (log) {
         drops = log.drops;
-        page = pageLines(this.redactView(log.text, live.record, opts.view ?? 'plain'), { ...opts, view: 'raw' });
+        page = pageLines(this.redactView(log.text, opts.view ?? 'plain', (log as { startsInKeyBlock?: boolean }).startsInKeyBlock === true), { ...opts, view: 'raw' });
       } else ({ page, drops } = await this.pageLargeLog(live, opts));
     } catch (err) {
       if (err instanceof RangeError) throw new ProcwardError('INVALID_ARGUMENT', err.message);
@@ -777,13 +790,16 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     };
   }
 
-  /** Pages a log too large to read whole (see `streamLogPage`), redacting the page with some context before it. */
+  /**
+   * Pages a log too large to read whole (see `streamLogPage`), redacting the page with some
+   * context before it and the private-key state the pager tracked up to that context.
+   */
   private async pageLargeLog(live: Live, opts: { offset?: number; limit?: number; view?: 'plain' | 'raw' }): Promise<{ page: LinePage; drops: LogDrops }> {
     const limit = opts.limit ?? 200;
     if (!Number.isInteger(limit) || limit <= 0) throw new RangeError(`limit must be a positive integer, got ${limit}`);
     if (opts.offset !== undefined && (!Number.isInteger(opts.offset) || opts.offset < 0)) throw new RangeError(`offset must be a non-negative integer, got ${opts.offset}`);
     const got = await streamLogPage(live.record.logPath as string, { ...(opts.offset !== undefined && { offset: opts.offset }), limit, context: 64 });
-    const redacted = this.redactView(got.lines.join('\n'), live.record, opts.view ?? 'plain').split('\n');
+    const redacted = this.redactView(got.lines.join('\n'), opts.view ?? 'plain', got.startsInKeyBlock).split('\n');
     const lines = redacted.slice(got.before, got.before + limit);
     return { page: { lines, totalLines: got.totalLines, offset: got.offset, showing: showing(got.offset, lines.length, got.totalLines) }, drops: got.drops };
   }
@@ -1130,4 +1146,11 @@ function droppedNote(bytes: number, drops: LogDrops, cap: string): string {
 function wholeLines(text: string, dropped: number): string {
   const nl = dropped > 0 ? text.indexOf('\n') : -1;
   return nl >= 0 && nl < text.length - 1 ? text.slice(nl + 1) : text;
+}
+
+/** The in-memory tail from its first whole line, and whether that line starts inside a private-key block. */
+function tailLines(tail: TailView): { text: string; drops: LogDrops; startsInKeyBlock: boolean } {
+  const all = tail.text();
+  const text = wholeLines(all, tail.droppedChars);
+  return { text, drops: NO_DROPS, startsInKeyBlock: insideKeyBlockAt(all, all.length - text.length, tail.startsInKeyBlock) };
 }
