@@ -248,6 +248,11 @@ export interface TailStats {
   held: number
   /** The limit. */
   limit: number
+  /**
+   * The dropped bytes ended inside a private-key block: the held text starts inside it
+   * (redaction masks it up to its END line).
+   */
+  startsInKeyBlock: boolean
 }
 
 /**

@@ -58,12 +58,12 @@ fn marker_at(buf: &[u8], at: usize) -> Option<(bool, usize)> {
     return None;
   };
   let start = i - 5;
-  if begin {
-    let tail = &buf[end..];
-    let ends_line = tail.is_empty() || tail[0] == b'\n' || tail[0] == b'\r' || tail.starts_with(b"\\n");
-    if !ends_line {
-      return None;
-    }
+  // A marker ends its line (an END also its quoted string), or it is prose.
+  let tail = &buf[end..];
+  let ends_line =
+    tail.is_empty() || matches!(tail[0], b'\n' | b'\r') || tail.starts_with(b"\\n") || (!begin && matches!(tail[0], b'"' | b'\''));
+  if !ends_line {
+    return None;
   }
   Some((begin, start))
 }
