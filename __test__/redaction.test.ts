@@ -1,10 +1,15 @@
 // Redaction against a corpus of realistic fake secrets and benign look-alikes
 // (fixtures/redaction-corpus.ts), plus the streaming cases: tokens split across chunks or
 // broken by ANSI sequences, and the shape of the masks.
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ProcessRegistry } from '../dist/index.mjs';
 import { plainText } from '../ts/output.js';
 import { redact, redactCommand } from '../ts/redact.js';
 import { BENIGN, SECRETS, type Sample } from './fixtures/redaction-corpus.js';
+import { cleanupGroup, tempDir, until } from './support.js';
 
 /** A short one-line label for a sample, for test names and the failure list. */
 function label(s: Sample, i: number): string {
@@ -163,5 +168,128 @@ describe('previews are redacted before they are cut', () => {
     expect(redact('curl -u deploy:s3cr3tPassw0rd https://example.com')).not.toContain('s3cr3tPassw0rd');
     expect(redact('//registry.npmjs.org/:_authToken=4f6e0c1a-2b3d-4e5f-8a9b-0c1d2e3f4a5b')).not.toContain('4f6e0c1a-2b3d');
     expect(redact('aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYa')).not.toContain('wJalrXUtnFEMI/K7MDENG');
+  });
+});
+
+// Issue 12, findings 6 and 7, against real jobs: what leaves through every surface.
+describe('secrets through the registry (issue 12)', () => {
+  /** A fake private key of `lines` lines of 64 random base64 characters (never a real key). */
+  function fakeKey(lines: number, label = 'RSA'): { pem: string; body: string[] } {
+    const body = Array.from({ length: lines }, () => randomBytes(48).toString('base64'));
+    return { pem: `-----BEGIN ${label} PRIVATE KEY-----\n${body.join('\n')}\n-----END ${label} PRIVATE KEY-----\n`, body };
+  }
+  const shown = (text: string, body: string[]) => body.filter((l) => text.includes(l.slice(8, 40)));
+
+  it('an 8192-bit-sized key whose BEGIN fell off the in-memory tail stays masked in previews, pages, the completion event and checkpoint.json', async () => {
+    const dir = tempDir();
+    const { pem, body } = fakeKey(98);
+    writeFileSync(join(dir, 'id_rsa'), pem);
+    const r = await ProcessRegistry.open({ stateDir: join(dir, 'state'), durable: false, maxOutputChars: 3000 });
+    const events: unknown[] = [];
+    r.on('completion', (e) => events.push(e));
+    try {
+      const s = await r.spawn(`cat ${join(dir, 'id_rsa')}; echo done`, { notifyOnComplete: true });
+      cleanupGroup(s.pid);
+      const w = await r.wait(s.id, { timeoutMs: 20_000 });
+      expect(w.exitCode).toBe(0);
+      expect(w.outputPreview).toContain('done');
+      expect(w.outputPreview).toContain('[REDACTED PRIVATE KEY]');
+      expect(shown(w.outputPreview, body)).toEqual([]);
+      expect(shown((await r.poll(s.id)).outputPreview, body)).toEqual([]);
+      const whole = await r.readLog(s.id, { limit: 1000 });
+      expect(whole.droppedChars).toBeGreaterThan(0);
+      for (let offset = 0; offset < whole.totalLines; offset += 7) {
+        for (const view of ['plain', 'raw'] as const) {
+          expect(shown((await r.readLog(s.id, { offset, limit: 5, view })).text, body)).toEqual([]);
+        }
+      }
+      await until(() => events.length > 0, 10_000, 'the completion event');
+      expect(JSON.stringify(events)).toContain('done');
+      expect(shown(JSON.stringify(events), body)).toEqual([]);
+    } finally {
+      await r.close();
+    }
+    // The completion tail is kept in the checkpoint until the event is delivered.
+    expect(shown(readFileSync(join(dir, 'state', 'checkpoint.json'), 'utf8'), body)).toEqual([]);
+  });
+
+  it('a page of a large durable log at any offset inside a key block masks it', async () => {
+    const dir = tempDir();
+    const { pem, body } = fakeKey(120, 'OPENSSH');
+    writeFileSync(join(dir, 'key'), pem);
+    const r = await ProcessRegistry.open({ stateDir: join(dir, 'state') });
+    try {
+      // More than LARGE_LOG_BYTES (16 MiB) before the key, so the log is paged by streaming.
+      const s = await r.spawn(`head -c 17000000 /dev/zero | tr '\\0' a | fold -w 100; cat ${join(dir, 'key')}; seq 1 300`);
+      cleanupGroup(s.pid);
+      expect((await r.wait(s.id, { timeoutMs: 60_000 })).exitCode).toBe(0);
+      const last = await r.readLog(s.id, { limit: 500 });
+      expect(last.totalLines).toBeGreaterThan(170_000);
+      const keyStart = last.totalLines - 300 - 122;
+      for (const offset of [keyStart - 3, keyStart + 1, keyStart + 40, keyStart + 100, keyStart + 119]) {
+        const page = await r.readLog(s.id, { offset, limit: 20 });
+        expect(shown(page.text, body), `offset ${offset}`).toEqual([]);
+        expect(page.lines.length).toBe(20);
+      }
+      expect(shown(last.text, body)).toEqual([]);
+      expect(last.lines.at(-1)).toBe('300');
+      expect(shown((await r.poll(s.id)).outputPreview, body)).toEqual([]);
+    } finally {
+      await r.close();
+    }
+  }, 120_000);
+
+  it('credential-named values in env dumps and JSON are masked whatever printed them', async () => {
+    const r = await ProcessRegistry.open({});
+    const secret = 'Xq7vTn3pLw9sKd2m';
+    try {
+      for (const command of ['/usr/bin/env', 'env -0', 'echo "X_PASSWORD=$X_PASSWORD"', 'printf \'{"password": "%s"}\\n\' "$X_PASSWORD"', 'node -e "console.log(JSON.stringify({apiKey: process.env.X_PASSWORD}))"']) {
+        const s = await r.spawn(command, { env: { X_PASSWORD: secret } });
+        cleanupGroup(s.pid);
+        const w = await r.wait(s.id, { timeoutMs: 20_000 });
+        expect(w.exitCode, command).toBe(0);
+        expect(w.outputPreview, command).not.toContain(secret);
+        expect((await r.readLog(s.id)).text, command).not.toContain(secret);
+      }
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('password flags and credential prefixes never reach checkpoint.json, session.json or list', async () => {
+    const dir = tempDir();
+    const r = await ProcessRegistry.open({ stateDir: dir, durable: false });
+    const commands = [
+      'true --password=Pw1SecretValue',
+      'mysql -u root -pPw2SecretValue db; mariadb --password=Pw3SecretValue || true',
+      'curl --user=u:Pw4SecretValue http://127.0.0.1:9 || true',
+      'curl -uu:Pw5SecretValue http://127.0.0.1:9 || true',
+      'sshpass -p Pw6SecretValue true || true',
+      'docker login -p Pw7SecretValue registry.example || true',
+      'openssl enc -k Pw8SecretValue -in /dev/null || true',
+      'PGPASSWORD=123 true',
+      'PGPASSWORD=/tmp/Pw9 true',
+      'echo postgres://app:Pw10/Secret@db.internal/x',
+      'echo admin:Pw11SecretValue@db.internal',
+    ];
+    try {
+      for (const c of commands) {
+        const s = await r.spawn(c);
+        cleanupGroup(s.pid);
+        await r.wait(s.id, { timeoutMs: 20_000 });
+      }
+      let stored = readFileSync(join(dir, 'checkpoint.json'), 'utf8') + JSON.stringify(await r.list());
+      const sessions = join(dir, 'sessions');
+      for (const d of readdirSync(sessions)) {
+        const f = join(sessions, d, 'session.json');
+        if (existsSync(f)) stored += readFileSync(f, 'utf8');
+      }
+      for (const secret of ['Pw1Secret', 'Pw2Secret', 'Pw3Secret', 'Pw4Secret', 'Pw5Secret', 'Pw6Secret', 'Pw7Secret', 'Pw8Secret', 'PGPASSWORD=123', '/tmp/Pw9', 'Pw10/Secret', 'Pw11Secret']) {
+        expect(stored).not.toContain(secret);
+      }
+      expect(stored).toContain('docker login -p ');
+    } finally {
+      await r.close();
+    }
   });
 });
