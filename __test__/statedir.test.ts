@@ -326,6 +326,17 @@ describe('entries this version does not understand are kept read-only', () => {
     expect(existsSync(join(state, 'sessions', e.id as string))).toBe(true);
   });
 
+  it('a second, damaged entry with the id of a valid one does not make the valid one read-only', async () => {
+    const e = entry();
+    const r = await ProcessRegistry.open({ stateDir: stateWith([e, { ...e, status: 'paused' }]) });
+    try {
+      expect((await r.poll(e.id as string)).readOnly).toBeUndefined();
+      expect((await r.kill(e.id as string)).outcome).toBe('already_exited');
+    } finally {
+      await r.close();
+    }
+  });
+
   it('a session.json this version does not understand is listed read-only', async () => {
     const state = tempDir();
     const e = entry({ status: 'running', exitedAt: null, reason: null, exitCode: null, futureField: 1 });

@@ -149,7 +149,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const orphans = scanOrphanSessions(this.checkpoint.dir, new Set([...sessions, ...readOnly].map((r) => r.id)), (r) => this.isForeign(r));
     this.diagnostics.push(...diagnostics, ...orphans.diagnostics);
     // Entries this version does not understand are listed, never refreshed, acted on or written.
+    const understood = new Set(sessions.map((r) => r.id));
     for (const record of [...readOnly, ...orphans.readOnly]) {
+      // A second entry for a session this version understands changes nothing.
+      if (understood.has(record.id)) continue;
       this.readOnly.add(record.id);
       this.sessions.set(record.id, newLive(record, this.tailChars, true, true));
     }
