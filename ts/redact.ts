@@ -70,8 +70,9 @@ const RULES: Rule[] = [
   },
   { name: 'bearer', pattern: /\bBearer\s+([A-Za-z0-9._~+/-]{16,}=*)/g, group: 1 },
   { name: 'api-key-header', pattern: /\b(?:X-Api-Key|Api-Key|X-Auth-Token|X-Access-Token|Private-Token)["']?\s*[:=]\s*["']?([A-Za-z0-9._~+/=-]{12,})/gi, group: 1 },
-  // scheme://user:password@host: the password runs to the last `@` before the host (see the module docs).
-  { name: 'url-credentials', pattern: /\b[a-z][a-z0-9+.-]*:\/\/[^\s:/?#]*:(?!\d+(?:[/?#\s]|$))(\S+?)@(?=[\w[.-]+(?:[:/?#\s'")\]]|$))(?![^\s@/]*@)/gim, group: 1 },
+  // scheme://user:password@host: the password runs to the last `@` before the host (see the
+  // module docs). Lengths are bounded so a line of `a://b:` repeats stays linear.
+  { name: 'url-credentials', pattern: /\b[a-z][a-z0-9+.-]{0,30}:\/\/[^\s:/?#]{0,256}:(?!\d+(?:[/?#\s]|$))(\S{1,256}?)@(?=[\w[.-]+(?:[:/?#\s'")\]]|$))(?![^\s@/]{0,256}@)/gim, group: 1 },
   // user:password@host.domain without a scheme; not after `/`, `:` or `@` (part of a URL or a path).
   { name: 'bare-credentials', pattern: /(?<![\w/:@.%+-])[A-Za-z0-9._%+-]+:([^\s:@/'"]+)@(?=(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b|localhost\b|\d{1,3}(?:\.\d{1,3}){3}\b)/g, group: 1 },
   // ?password=…&token=… in URLs and form bodies.

@@ -209,6 +209,7 @@ function segmentSpans(words: Word[]): Span[] {
           // htpasswd -b[c] FILE USER PASSWORD, htpasswd -nb USER PASSWORD: the last argument.
           const positional = args.slice(k + 1).filter((x) => !x.value.startsWith('-'));
           spans.push(whole(positional[positional.length - 1]));
+          k = args.length;
         }
         break;
       default:

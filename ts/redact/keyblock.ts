@@ -22,6 +22,7 @@ const NEEDLE = 'PRIVATE KEY';
 const BEGIN = /-----BEGIN [A-Z0-9 ]{0,40}$/;
 const END = /-----END [A-Z0-9 ]{0,40}$/;
 const CLOSE = /^(?: BLOCK)?-----/;
+const TRAILER = /(?:[ \t]|\u001b\[[0-?]*[ -/]*[@-~])*/y;
 
 interface Marker {
   kind: 'begin' | 'end';
@@ -38,18 +39,15 @@ function markerAt(text: string, at: number): Marker | undefined {
   if (!close) return undefined;
   const end = at + NEEDLE.length + close[0].length;
   const b = BEGIN.exec(before);
-  if (b) {
-    // A BEGIN marker opens a block only when it ends its line.
-    const rest = text.slice(end, end + 2);
-    if (rest === '' || rest[0] === '\n' || rest === '\r\n' || rest === '\r' || rest === '\\n') {
-      return { kind: 'begin', start: at - b[0].length, end };
-    }
-    return undefined;
-  }
+  // A marker ends its line (an END also its quoted string: `…\n-----END PRIVATE KEY-----"`);
+  // trailing blanks and colour codes (`grep --color`) do not count.
+  TRAILER.lastIndex = end;
+  const after = end + (TRAILER.exec(text)?.[0].length ?? 0);
+  const next = text[after];
+  const endsLine = next === undefined || next === '\n' || next === '\r' || text.startsWith('\\n', after);
+  if (b) return endsLine ? { kind: 'begin', start: at - b[0].length, end } : undefined;
   const e = END.exec(before);
-  // An END marker too ends its line, or its quoted string (`…\n-----END PRIVATE KEY-----"`).
-  const next = text[end];
-  if (!e || !(next === undefined || next === '\n' || next === '\r' || next === '"' || next === "'" || text.startsWith('\\n', end))) return undefined;
+  if (!e || !(endsLine || next === '"' || next === "'")) return undefined;
   return { kind: 'end', start: at - e[0].length, end };
 }
 

@@ -59,7 +59,19 @@ fn marker_at(buf: &[u8], at: usize) -> Option<(bool, usize)> {
   };
   let start = i - 5;
   // A marker ends its line (an END also its quoted string), or it is prose.
-  let tail = &buf[end..];
+  // Trailing blanks and colour codes (`grep --color`) do not count.
+  let mut tail = &buf[end..];
+  loop {
+    if let [b' ' | b'\t', rest @ ..] = tail {
+      tail = rest;
+    } else if let [0x1b, b'[', rest @ ..] = tail {
+      // CSI: parameter and intermediate bytes, then one final byte.
+      let n = rest.iter().position(|b| (0x40..=0x7e).contains(b)).map_or(rest.len(), |p| p + 1);
+      tail = &rest[n..];
+    } else {
+      break;
+    }
+  }
   let ends_line =
     tail.is_empty() || matches!(tail[0], b'\n' | b'\r') || tail.starts_with(b"\\n") || (!begin && matches!(tail[0], b'"' | b'\''));
   if !ends_line {
@@ -227,6 +239,13 @@ mod tests {
         assert_eq!(t.starts_in_key_block(), cut > begin && cut <= end, "piece {piece}, cut {cut}");
       }
     }
+  }
+
+  #[test]
+  fn a_coloured_begin_line_still_opens_a_block() {
+    let mut t = Tail::new(8);
+    t.append("\x1b[01;31m-----BEGIN RSA PRIVATE KEY-----\x1b[m\x1b[K\nMIIEpAIBAAKCAQEA44AKKB/PRg0UpksGh9iiRlcFmgZvEg\n");
+    assert!(t.starts_in_key_block());
   }
 
   #[test]
