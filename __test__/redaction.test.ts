@@ -213,6 +213,30 @@ describe('secrets through the registry (issue 12)', () => {
     expect(shown(readFileSync(join(dir, 'state', 'checkpoint.json'), 'utf8'), body)).toEqual([]);
   });
 
+  it('a running job in the middle of a key larger than the tail (no BEGIN, no END held) shows none of it', async () => {
+    const dir = tempDir();
+    const { pem, body } = fakeKey(98);
+    writeFileSync(join(dir, 'id_rsa'), pem);
+    const r = await ProcessRegistry.open({ maxOutputChars: 3000 });
+    try {
+      // BEGIN and 79 lines, then the job waits: the tail holds only key material.
+      const s = await r.spawn(`head -n 80 ${join(dir, 'id_rsa')}; exec sleep 30`);
+      cleanupGroup(s.pid);
+      let preview = '';
+      await until(async () => (preview = (await r.poll(s.id)).outputPreview).includes('[REDACTED PRIVATE KEY]'), 10_000, 'the key in the preview');
+      await until(async () => (await r.readLog(s.id)).droppedChars > 0, 10_000, 'the BEGIN line dropped');
+      expect(shown((await r.poll(s.id)).outputPreview, body)).toEqual([]);
+      const page = await r.readLog(s.id, { limit: 1000 });
+      expect(page.text).not.toContain('BEGIN');
+      expect(page.lines.length).toBeGreaterThan(20);
+      expect(shown(page.text, body)).toEqual([]);
+      expect(shown((await r.readLog(s.id, { offset: 10, limit: 5, view: 'raw' })).text, body)).toEqual([]);
+      await r.kill(s.id, { graceMs: 100 });
+    } finally {
+      await r.close();
+    }
+  });
+
   it('a page of a large durable log at any offset inside a key block masks it', async () => {
     const dir = tempDir();
     const { pem, body } = fakeKey(120, 'OPENSSH');

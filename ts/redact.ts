@@ -22,8 +22,10 @@
  * secrets-patterns-db: redaction runs synchronously on every preview and page, secretlint's
  * engine is asynchronous and built for whole files, and gitleaks' and secrets-patterns-db's
  * rules are Go/PCRE expressions (several hundred, many with keyword prefilters and entropy
- * checks) that would each cost a pass over every page; their vendor prefixes informed the
- * list below.
+ * checks) that would each cost a pass over every page, and whose generic rule wants high
+ * entropy (a password like `hunter2` passes) and knows no command-line flags. Their vendor
+ * prefixes informed the list below, and their keyword prefilter the shape rules (only lines
+ * holding a credential word are matched).
  */
 
 import { maskAssignments } from './redact/assignments.js';
