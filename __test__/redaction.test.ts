@@ -222,8 +222,7 @@ describe('secrets through the registry (issue 12)', () => {
       // BEGIN and 79 lines, then the job waits: the tail holds only key material.
       const s = await r.spawn(`head -n 80 ${join(dir, 'id_rsa')}; exec sleep 30`);
       cleanupGroup(s.pid);
-      let preview = '';
-      await until(async () => (preview = (await r.poll(s.id)).outputPreview).includes('[REDACTED PRIVATE KEY]'), 10_000, 'the key in the preview');
+      await until(async () => (await r.poll(s.id)).outputPreview.includes('[REDACTED PRIVATE KEY]'), 10_000, 'the key in the preview');
       await until(async () => (await r.readLog(s.id)).droppedChars > 0, 10_000, 'the BEGIN line dropped');
       expect(shown((await r.poll(s.id)).outputPreview, body)).toEqual([]);
       const page = await r.readLog(s.id, { limit: 1000 });
