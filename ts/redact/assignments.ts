@@ -13,7 +13,7 @@
 
 /** Names that look like credentials (`*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*_API_KEY`, ...), upper snake case. */
 export const CREDENTIAL_NAME =
-  /(?:^|_)(?:TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|PWD|API_?KEY|ACCESS_?KEY|SECRET_?KEY|PRIVATE_?KEY|CLIENT_SECRET|CREDENTIALS?|AUTH_?TOKEN|SESSION_?KEY|SIGNING_?KEY|WEBHOOK_?SECRET|DSN)(?:_|$)|(?:PASSWORD|PASSWD)$/i;
+  /(?:^|_)(?:TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|API_?KEY|ACCESS_?KEY|SECRET_?KEY|PRIVATE_?KEY|CLIENT_SECRET|CREDENTIALS?|AUTH_?TOKEN|SESSION_?KEY|SIGNING_?KEY|WEBHOOK_?SECRET|DSN)(?:_|$)|(?:PASSWORD|PASSWD)$/i;
 
 /** Suffixes that name something about a credential rather than the credential (`TOKEN_TTL`, `PASSWORD_FILE`). */
 const ABOUT_A_CREDENTIAL =
@@ -21,7 +21,7 @@ const ABOUT_A_CREDENTIAL =
 
 /**
  * Whether `name` names a credential. Accepts `UPPER_SNAKE`, `lower_snake`, `camelCase` and
- * `kebab-case` (`apiKey`, `client-secret`). `PWD` alone is the working directory.
+ * `kebab-case` (`apiKey`, `client-secret`).
  */
 export function isCredentialName(name: string): boolean {
   // Output repeats the same few names: remember the answers (bounded).
@@ -38,7 +38,9 @@ const verdicts = new Map<string, boolean>();
 
 function credentialName(name: string): boolean {
   const snake = name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/-/g, '_').toUpperCase();
-  return snake !== 'PWD' && snake !== 'OLDPWD' && CREDENTIAL_NAME.test(snake) && !ABOUT_A_CREDENTIAL.test(snake);
+  // `MYSQL_PWD` is a password; `PWD` and `OLDPWD` are directories.
+  const pwd = /_PWD$/.test(snake) && snake !== 'OLDPWD';
+  return (pwd || CREDENTIAL_NAME.test(snake)) && !ABOUT_A_CREDENTIAL.test(snake);
 }
 
 /**
