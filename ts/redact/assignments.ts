@@ -64,7 +64,9 @@ export function notASecret(raw: string, command = false): boolean {
 const LINE = /(^|\0)([ \t]*(?:export[ \t]+|declare[ \t]+-[a-zA-Z]+[ \t]+|set[ \t]+|-[ \t]+)?)([A-Za-z_][A-Za-z0-9_]*)=([^\n\0]*)/gm;
 const WORD = /(^|[\s,;([{'"?&])([A-Za-z_][A-Za-z0-9_]*)=("[^"\n]*"|'[^'\n]*'|[^\s,;'"&)\]}]+)/g;
 const QUOTED = /(["'])([A-Za-z_][\w-]*)\1(\s*:\s*)(["'])((?:\\.|(?!\4)[^\\\n])*)\4/g;
-const YAML = /^([ \t]*(?:-[ \t]+)?)([A-Za-z_][\w-]*)(:[ \t]+)("[^"\n]*"|'[^'\n]*'|[^\s#|>&*!{[][^\s#]*)([ \t]*)$/gm;
+// An indented key (inside a mapping) may have a value of several words; at column 0 only one
+// (`passwd: password updated successfully` is a message, not YAML).
+const YAML = /^((?:[ \t]+(?:-[ \t]+)?|-[ \t]+)?)([A-Za-z_][\w-]*)(:[ \t]+)("[^"\n]*"|'[^'\n]*'|[^\s#|>&*!{[][^\s#]*|(?<=^[ \t]+[\w-]+:[ \t]+)[^\s#|>&*!{[][^#\n]*?)([ \t]*)$/gm;
 
 /**
  * Masks credential-named values in `text` by its shape (see the module docs). `lines`:

@@ -15,6 +15,8 @@
  *   7z `-p<pw>`, docker/podman/nerdctl/helm/buildah/skopeo/oras `login -p`, openssl `-k`,
  *   `-K` and `pass:` of `-pass`/`-passin`/`-passout`, keytool `-storepass`/`-keypass`,
  *   htpasswd `-b` (its last argument), smbclient `-U user%pw`.
+ * - The same inside a command another runs: a client named later in the line (`docker exec
+ *   db mysql -p…`, `ssh host curl -u …`) or a quoted word holding a command (`bash -c "…"`).
  */
 import { isCredentialName } from './assignments.js';
 
@@ -64,6 +66,11 @@ function segments(line: string): Word[][] {
   return out.filter((s) => s.length);
 }
 
+/** Programs with rules of their own below (found after a wrapper or inside another command). */
+const CLIENTS = new Set(
+  'mysql mysqldump mysqladmin mysqlimport mysqlshow mysqlcheck mariadb mariadb-dump mariadb-admin curl wget redis-cli mongo mongosh mongodump mongorestore mongoexport mongoimport sshpass ldapsearch ldapadd ldapmodify ldapdelete ldappasswd ldapwhoami zip unzip 7z 7za 7zz smbclient openssl keytool htpasswd psql pg_dump'.split(' '),
+);
+
 const WRAPPERS = new Set(['sudo', 'env', 'nohup', 'time', 'exec', 'command', 'nice', 'ionice', 'timeout', 'stdbuf', 'xargs', 'doas', 'builtin']);
 const ASSIGN = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s;
 
@@ -72,6 +79,8 @@ interface Span {
   start: number;
   end: number;
   secret: string;
+  /** What the span becomes (default: the mask of its text). */
+  replacement?: string;
 }
 
 /** The span of `secret` at the end of `word` (the value part of `-pSECRET`, `--password=SECRET`). */
@@ -118,6 +127,12 @@ function segmentSpans(words: Word[]): Span[] {
   for (let k = 0; k < args.length; k++) {
     const w = args[k] as Word;
     const v = w.value;
+    // A client run by another program (`docker exec db mysql -p…`, `ssh host curl -u …`,
+    // `kubectl exec pod -- redis-cli -a …`): the rest is its command line.
+    if (k > 0 && CLIENTS.has(v.replace(/^.*\//, ''))) {
+      spans.push(...segmentSpans(args.slice(k)));
+      break;
+    }
     // export-style assignments after the program (`export A=1 B_TOKEN=x`).
     const a = ASSIGN.exec(v);
     if (a && isCredentialName(a[1] as string) && (prog === 'export' || prog === 'declare')) spans.push(whole({ ...w, value: a[2] as string }));
@@ -221,15 +236,26 @@ function segmentSpans(words: Word[]): Span[] {
 }
 
 /** Masks the password flags and credential prefixes of a command line (see the module docs). */
-export function maskCommandFlags(line: string, mask: (s: string) => string): string {
-  const spans = segments(line)
-    .flatMap(segmentSpans)
-    .sort((a, b) => a.start - b.start);
+export function maskCommandFlags(line: string, mask: (s: string) => string, depth = 0): string {
+  const words = segments(line);
+  const spans: Span[] = words.flatMap(segmentSpans);
+  // A quoted word holding a command (`bash -c "mysql -p…"`, `ssh host 'curl -u …'`) is
+  // masked as a command line of its own, a few levels deep.
+  if (depth < 3) {
+    for (const w of words.flat()) {
+      const q = w.raw[0];
+      if ((q !== '"' && q !== "'") || w.raw.length < 3 || w.raw[w.raw.length - 1] !== q || !/\s/.test(w.value)) continue;
+      const inner = w.raw.slice(1, -1);
+      const masked = maskCommandFlags(inner, mask, depth + 1);
+      if (masked !== inner) spans.push({ start: w.start, end: w.end, secret: '', replacement: `${q}${masked}${q}` });
+    }
+  }
+  spans.sort((a, b) => a.start - b.start);
   let out = '';
   let at = 0;
   for (const s of spans) {
     if (s.start < at) continue;
-    out += line.slice(at, s.start) + mask(line.slice(s.start, s.end));
+    out += line.slice(at, s.start) + (s.replacement ?? mask(line.slice(s.start, s.end)));
     at = s.end;
   }
   return out + line.slice(at);
