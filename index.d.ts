@@ -56,6 +56,25 @@ export declare class NativeJob {
 }
 
 /**
+ * A session's watch patterns, compiled into one linear-time `regex` set
+ * (`procward_core::patterns`).
+ */
+export declare class WatchMatcher {
+  /**
+   * Compiles `patterns` (`regex` crate syntax). Throws `EINVAL` for more than
+   * `MAX_WATCH_PATTERNS` patterns, an empty one, one longer than `MAX_WATCH_PATTERN_CHARS`
+   * characters, one the engine rejects (look-around, backreferences, syntax: the engine's
+   * reason is in the message) or a set that compiles too big.
+   */
+  constructor(patterns: Array<string>)
+  /**
+   * For each line, the index of the first pattern that matches in its first
+   * `MAX_WATCH_LINE_BYTES` bytes, or -1.
+   */
+  matchLines(lines: Array<string>): Array<number>
+}
+
+/**
  * Descendants of `pid` (not including it), from one pass over the process table.
  * Empty when `pid` does not exist.
  */
@@ -167,6 +186,15 @@ export interface ProcessEntry {
 
 /** Terminal size in character cells. */
 export interface PtySize {
+/** Bytes (UTF-8) at the start of a line that watch patterns are matched against. */
+export declare const MAX_WATCH_LINE_BYTES: number
+
+/** Characters a watch pattern may have. */
+export declare const MAX_WATCH_PATTERN_CHARS: number
+
+/** Watch patterns a session may have. */
+export declare const MAX_WATCH_PATTERNS: number
+
   /** Columns. Default 120. */
   cols?: number
   /** Rows. Default 40. */

@@ -620,6 +620,42 @@ impl FileLock {
   }
 }
 
+/// Watch patterns a session may have.
+#[napi]
+pub const MAX_WATCH_PATTERNS: u32 = core::patterns::MAX_PATTERNS as u32;
+/// Characters a watch pattern may have.
+#[napi]
+pub const MAX_WATCH_PATTERN_CHARS: u32 = core::patterns::MAX_PATTERN_CHARS as u32;
+/// Bytes (UTF-8) at the start of a line that watch patterns are matched against.
+#[napi]
+pub const MAX_WATCH_LINE_BYTES: u32 = core::patterns::MAX_LINE_BYTES as u32;
+
+/// A session's watch patterns, compiled into one linear-time `regex` set
+/// (`procward_core::patterns`).
+#[napi]
+pub struct WatchMatcher {
+  inner: core::patterns::WatchPatterns,
+}
+
+#[napi]
+impl WatchMatcher {
+  /// Compiles `patterns` (`regex` crate syntax). Throws `EINVAL` for more than
+  /// `MAX_WATCH_PATTERNS` patterns, an empty one, one longer than `MAX_WATCH_PATTERN_CHARS`
+  /// characters, one the engine rejects (look-around, backreferences, syntax: the engine's
+  /// reason is in the message) or a set that compiles too big.
+  #[napi(constructor)]
+  pub fn new(patterns: Vec<String>) -> Result<Self> {
+    Ok(WatchMatcher { inner: core::patterns::WatchPatterns::compile(&patterns).map_err(map_error)? })
+  }
+
+  /// For each line, the index of the first pattern that matches in its first
+  /// `MAX_WATCH_LINE_BYTES` bytes, or -1.
+  #[napi]
+  pub fn match_lines(&self, lines: Vec<String>) -> Vec<i32> {
+    lines.iter().map(|l| self.inner.first_match(l).map_or(-1, |i| i as i32)).collect()
+  }
+}
+
 /// Removes a job's cgroup directory if it is empty; returns whether it is gone. Best effort.
 #[napi]
 pub fn remove_cgroup(path: String) -> bool {

@@ -33,6 +33,7 @@ export type {
   JobEvent,
   NativeJob,
   PtySize,
+  WatchMatcher,
 } from '../index.js';
 
 /**

@@ -9,7 +9,8 @@
  * with a per-session cooldown, a per-session lifetime cap and a registry-wide rate limit,
  * so a chatty process cannot flood the agent.
  */
-import isSafeRegex from 'safe-regex2';
+import { fromNative, ProcwardError } from './errors.js';
+import { native, type WatchMatcher } from './native.js';
 import { plainText } from './output.js';
 import type { SessionRecord } from './session.js';
 
@@ -133,29 +134,47 @@ export class RateLimit {
   }
 }
 
+/** Patterns a session may have (from the core: `procward_core::patterns`). */
+export const MAX_WATCH_PATTERNS: number = native.MAX_WATCH_PATTERNS;
+/** Characters a watch pattern may have. */
+export const MAX_WATCH_PATTERN_CHARS: number = native.MAX_WATCH_PATTERN_CHARS;
+/**
+ * Characters at the start of a line that are kept for matching; the core then matches at
+ * most `MAX_WATCH_LINE_BYTES` (64 KiB) of their UTF-8 form. A UTF-16 unit is never less
+ * than one UTF-8 byte, so this cut never hides a byte the core would have matched.
+ */
+const LINE_CHARS: number = native.MAX_WATCH_LINE_BYTES;
+/** Characters of the matching line carried by a watch event. */
+const EVENT_LINE_CHARS = 4096;
+
 /** Splits a session's output into whole lines and matches them against its patterns. */
 export class LineWatcher {
+  /** The head of the line not yet ended, at most `LINE_CHARS` characters. */
   private partial = '';
   private lastAt = 0;
-  private readonly regexes: [string, RegExp][];
+  private readonly matcher: WatchMatcher;
 
+  /** Throws `INVALID_ARGUMENT` for patterns {@link checkPatterns} refuses. */
   constructor(
-    patterns: string[],
+    private readonly patterns: string[],
     private readonly limits: Required<WatchLimits>,
     private readonly rate: RateLimit,
   ) {
-    this.regexes = patterns.map((p) => [p, new RegExp(p)]);
+    this.matcher = compile(patterns);
   }
 
   /**
    * Feeds output; returns the matches that passed the limits. `fired` is the session's
    * lifetime count so far. Lines are matched in their plain form (escape sequences removed,
-   * a progress line's latest frame), at most the first 4096 characters of each.
+   * a progress line's latest frame), on the first 64 KiB of each: the rest of a longer line
+   * is dropped as it arrives, so a line without end costs memory and time only for its head.
    */
   feed(text: string, fired: number): { pattern: string; line: string; at: number }[] {
-    const lines = (this.partial + text).split(/\r?\n/);
-    this.partial = lines.pop() ?? '';
-    if (this.partial.length > 64 * 1024) this.partial = this.partial.slice(-64 * 1024);
+    const pieces = text.split('\n');
+    const rest = pieces.pop() ?? '';
+    const lines = pieces.map((p, i) => (i === 0 ? this.extend(p) : p.slice(0, LINE_CHARS)));
+    if (lines.length > 0) this.partial = '';
+    this.partial = this.extend(rest);
     return this.match(lines, fired);
   }
 
@@ -166,34 +185,82 @@ export class LineWatcher {
     return last ? this.match([last], fired) : [];
   }
 
+  /** The partial line with `piece` appended, cut to `LINE_CHARS` (a full head ignores more). */
+  private extend(piece: string): string {
+    const room = LINE_CHARS - this.partial.length;
+    return room > 0 ? this.partial + piece.slice(0, room) : this.partial;
+  }
+
   private match(rawLines: string[], fired: number): { pattern: string; line: string; at: number }[] {
+    // A session that used up its lifetime cap can raise nothing more: no line is matched.
+    if (rawLines.length === 0 || fired >= this.limits.maxPerSession) return [];
+    const lines = rawLines.map(plainText);
+    const hits = this.matcher.matchLines(lines);
     const out: { pattern: string; line: string; at: number }[] = [];
-    for (const raw of rawLines) {
-      const line = plainText(raw).slice(0, 4096);
-      const hit = this.regexes.find(([, re]) => re.test(line));
-      if (!hit) continue;
+    for (const [i, hit] of hits.entries()) {
+      if (hit < 0) continue;
       const now = Date.now();
       if (fired + out.length >= this.limits.maxPerSession || now - this.lastAt < this.limits.cooldownMs || !this.rate.take(now)) continue;
       this.lastAt = now;
-      out.push({ pattern: hit[0], line, at: now });
+      out.push({ pattern: this.patterns[hit] as string, line: (lines[i] as string).slice(0, EVENT_LINE_CHARS), at: now });
     }
     return out;
   }
 }
 
+/** Compiles patterns in the core; its `EINVAL` becomes `INVALID_ARGUMENT`. */
+function compile(patterns: string[]): WatchMatcher {
+  try {
+    return new native.WatchMatcher(patterns);
+  } catch (err) {
+    throw new ProcwardError('INVALID_ARGUMENT', fromNative(err).message.replace(/^invalid input: /, ''));
+  }
+}
+
 /**
- * Compiles watch patterns, throwing a readable error for an invalid one. Patterns come from
- * agents, so ones that can backtrack catastrophically (`^(a+)+$`, star height above one, as
- * judged by safe-regex2) are refused: one would freeze the host on a single line.
+ * Checks watch patterns, throwing `INVALID_ARGUMENT` with a readable reason. Patterns come
+ * from agents, and JavaScript's backtracking `RegExp` can take exponential time on one
+ * short line, so they are compiled and matched by the Rust `regex` crate, in time linear in
+ * the line: at most {@link MAX_WATCH_PATTERNS} non-empty patterns of at most
+ * {@link MAX_WATCH_PATTERN_CHARS} characters, in that crate's syntax (no look-around, no
+ * backreferences), compiling to at most 4 MiB.
  */
 export function checkPatterns(patterns: unknown): string[] {
   if (patterns === undefined) return [];
-  if (!Array.isArray(patterns) || !patterns.every((p) => typeof p === 'string' && p.length > 0 && p.length <= 512)) {
-    throw new TypeError('watchPatterns must be an array of non-empty strings of at most 512 characters');
+  compile(checkShape(patterns));
+  return patterns as string[];
+}
+
+/** An array of at most `MAX_WATCH_PATTERNS` strings, counted before anything is converted (a record may hold any number). */
+function checkShape(patterns: unknown): string[] {
+  if (!Array.isArray(patterns)) throw new ProcwardError('INVALID_ARGUMENT', 'watchPatterns must be an array of strings');
+  if (patterns.length > MAX_WATCH_PATTERNS) {
+    throw new ProcwardError('INVALID_ARGUMENT', `${patterns.length} watch patterns given, at most ${MAX_WATCH_PATTERNS} per session`);
   }
-  for (const p of patterns) {
-    new RegExp(p);
-    if (!isSafeRegex(p)) throw new TypeError(`watch pattern ${JSON.stringify(p)} may backtrack catastrophically; simplify its nested quantifiers`);
-  }
+  if (!patterns.every((p) => typeof p === 'string')) throw new ProcwardError('INVALID_ARGUMENT', 'watchPatterns must be an array of strings');
   return patterns;
+}
+
+/** Why a record's patterns were refused, kept per array so a refresh does not compile them again. */
+const refused = new WeakMap<readonly string[], string>();
+
+/**
+ * A watcher for patterns read back from a record (untrusted: they never went through
+ * `spawn`), or why there is none. `fresh` is true the first time an array is refused, so the
+ * caller reports it once.
+ */
+export function watcherForRecord(
+  patterns: string[],
+  limits: Required<WatchLimits>,
+  rate: RateLimit,
+): LineWatcher | { refused: string; fresh: boolean } {
+  const known = refused.get(patterns);
+  if (known !== undefined) return { refused: known, fresh: false };
+  try {
+    return new LineWatcher(checkShape(patterns), limits, rate);
+  } catch (err) {
+    const reason = (err as Error).message;
+    refused.set(patterns, reason);
+    return { refused: reason, fresh: true };
+  }
 }

@@ -40,6 +40,7 @@ import {
   pendingWatchEvents,
   RateLimit,
   takeOwned,
+  watcherForRecord,
   type CompletionEvent,
   type ProcwardEvent,
   type WatchEvent,
@@ -253,7 +254,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   private watcherFor(record: SessionRecord): LineWatcher | undefined {
     if (!record.watchPatterns?.length || record.status === 'exited') return undefined;
     const w = this.options.watch ?? {};
-    return new LineWatcher(record.watchPatterns, { cooldownMs: w.cooldownMs ?? 2000, maxPerSession: w.maxPerSession ?? 20, maxPerMinute: w.maxPerMinute ?? 30 }, this.watchRate);
+    const watcher = watcherForRecord(record.watchPatterns, { cooldownMs: w.cooldownMs ?? 2000, maxPerSession: w.maxPerSession ?? 20, maxPerMinute: w.maxPerMinute ?? 30 }, this.watchRate);
+    if (watcher instanceof LineWatcher) return watcher;
+    if (watcher.fresh) this.diagnostics.push(`${record.id}: watch patterns ignored: ${watcher.refused}`);
+    return undefined;
   }
 
   /** Feeds output to the session's watcher (`null`: the output ended); queues, persists and emits what matched. */
@@ -274,7 +278,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * Starts `command` with `<shell> -c` in a new session; resolves once the session is
    * recorded (in the checkpoint too, when there is one).
    *
-   * Errors: `INVALID_ARGUMENT` (empty command, durable without `stateDir`), `ENOENT` (shell or
+   * Errors: `INVALID_ARGUMENT` (empty command, durable without `stateDir`, watch patterns
+   * refused: see `SpawnOptions.watchPatterns`), `ENOENT` (shell or
    * cwd missing), `EMFILE` (out of file descriptors), `REGISTRY_CLOSED`.
    */
   async spawn(command: string, opts: SpawnOptions = {}): Promise<SessionSummary> {
@@ -293,12 +298,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       if (v !== undefined && !(Number.isInteger(v) && v >= 1 && v <= 65535)) throw new ProcwardError('INVALID_ARGUMENT', `pty.${key} must be an integer from 1 to 65535, got ${String(v)}`);
     }
     const env = childEnvironment(process.env, opts.env, opts.allowEnv);
-    let watchPatterns: string[];
-    try {
-      watchPatterns = checkPatterns(opts.watchPatterns);
-    } catch (err) {
-      throw new ProcwardError('INVALID_ARGUMENT', (err as Error).message);
-    }
+    const watchPatterns = checkPatterns(opts.watchPatterns);
     // A sandbox's cwd is a path on the far side; only a host cwd is checked here.
     const sandbox = opts.environment !== undefined ? this.spawnEnvironment(opts.environment) : undefined;
     const cwd = opts.environment ? (opts.cwd ?? '~') : resolvePath(opts.cwd ?? process.cwd());
@@ -668,6 +668,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (!this.checkpoint) return;
     const fresh = (await this.checkpointView()).get(live.record.id);
     if (fresh && fresh.updatedAt > live.record.updatedAt) {
+    if (!live.watcher) return;
       Object.assign(live.record, fresh);
       if (fresh.status === 'exited') {
         for (const w of live.waiters) w();

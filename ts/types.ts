@@ -75,7 +75,17 @@ export interface SpawnOptions {
   allowEnv?: string[];
   /** Queue a completion event when the job ends (see `drainNotifications`). */
   notifyOnComplete?: boolean;
-  /** Regular expressions; a whole output line that matches one queues a watch event. */
+  /**
+   * Regular expressions in the Rust `regex` crate's syntax, matched in time linear in the
+   * line; a whole output line (plain text: escape sequences removed) that matches one
+   * queues a watch event naming the first pattern that matched, with the line's first 4096
+   * characters. Only the first 64 KiB (UTF-8) of a line is matched. At most 32 non-empty
+   * patterns of at most 512 characters each, compiling to at most 4 MiB together.
+   *
+   * Errors (`INVALID_ARGUMENT`, from `spawn`): too many, empty or too long patterns, one
+   * the engine rejects (look-around, backreferences, a syntax error; the message gives the
+   * engine's reason), or a set that compiles too big. Default: no patterns.
+   */
   watchPatterns?: string[];
   /**
    * Keep the job's stdin open for `write`/`submit`/`closeStdin`. Default false (stdin is

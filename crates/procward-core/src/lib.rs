@@ -17,6 +17,7 @@
 //! - [`logfile`]: a durable job's log, capped by rotation, and a follower for it.
 //! - [`lockfile`]: `flock` locks that die with their holder (for the checkpoint).
 //! - [`status`]: how a job ended (exit code or terminating signal).
+//! - [`patterns`]: watch patterns, compiled into one linear-time `regex` set per session.
 //!
 //! `kill`, `spawn` and `reader` are Unix-only for now; Windows (Job Objects, ConPTY) is not
 //! written yet. Identity, probe and tree compile on Linux, macOS and Windows (see `sys`).
@@ -37,6 +38,7 @@ pub mod probe;
 #[cfg(unix)]
 pub mod pty;
 #[cfg(unix)]
+pub mod patterns;
 pub mod reader;
 #[cfg(unix)]
 pub mod spawn;

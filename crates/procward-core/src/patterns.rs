@@ -1,0 +1,182 @@
+//! Watch patterns: the regular expressions a session's output lines are matched against.
+//!
+//! Patterns come from agents and from records in the state directory, so both are hostile
+//! input. A backtracking engine (JavaScript's `RegExp`) can take exponential time on one
+//! short line (`(a|a)*c` against 28 `a`s froze the host for 40 s), so patterns run in the
+//! `regex` crate, whose matching time is linear in the line's length for every pattern.
+//! What is left to bound is the size of each factor of that product:
+//!
+//! - at most [`MAX_PATTERNS`] patterns per session, each at most [`MAX_PATTERN_CHARS`]
+//!   characters, compiled into at most [`COMPILED_SIZE_LIMIT`] bytes (so `\w{500}{500}`
+//!   is refused instead of building a huge automaton);
+//! - only the first [`MAX_LINE_BYTES`] bytes of a line are matched;
+//! - all patterns of a session are one [`regex::RegexSet`]: a line costs one pass, however
+//!   many patterns there are.
+//!
+//! The syntax is the `regex` crate's: look-around and backreferences are refused (they have
+//! no linear-time algorithm), with the engine's reason in the error.
+
+use crate::error::{Error, Result};
+use regex::{RegexSet, RegexSetBuilder};
+
+/// Patterns a session may have.
+pub const MAX_PATTERNS: usize = 32;
+/// Characters (Unicode scalar values) a pattern may have.
+pub const MAX_PATTERN_CHARS: usize = 512;
+/// Bytes the compiled program of one session's patterns may take (`RegexSetBuilder::size_limit`).
+pub const COMPILED_SIZE_LIMIT: usize = 4 << 20;
+/// Bytes of the lazy DFA's cache per session: past it the engine falls back to a slower
+/// automaton that is still linear, so this bounds memory, not correctness.
+const DFA_CACHE_LIMIT: usize = 1 << 20;
+/// Bytes of a line that are matched; the rest of a longer line is never looked at.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// A session's compiled watch patterns.
+#[derive(Debug, Clone)]
+pub struct WatchPatterns {
+  set: RegexSet,
+}
+
+impl WatchPatterns {
+  /// Compiles `patterns` (in their order: the first match wins).
+  ///
+  /// Errors: [`Error::InvalidInput`] when there are more than [`MAX_PATTERNS`], when one is
+  /// empty or longer than [`MAX_PATTERN_CHARS`], when the engine rejects one (look-around,
+  /// backreferences, a syntax error: the engine's reason is in the message) or when the set
+  /// compiles to more than [`COMPILED_SIZE_LIMIT`] bytes.
+  pub fn compile<S: AsRef<str>>(patterns: &[S]) -> Result<Self> {
+    if patterns.len() > MAX_PATTERNS {
+      return Err(Error::InvalidInput(format!("{} watch patterns given, at most {MAX_PATTERNS} per session", patterns.len())));
+    }
+    for (i, p) in patterns.iter().enumerate() {
+      let p = p.as_ref();
+      if p.is_empty() {
+        return Err(Error::InvalidInput(format!("watch pattern {} is empty (it would match every line)", i + 1)));
+      }
+      // Counting stops at the limit: a record may hold a pattern of any length.
+      if p.chars().nth(MAX_PATTERN_CHARS).is_some() {
+        return Err(Error::InvalidInput(format!("watch pattern {} is longer than {MAX_PATTERN_CHARS} characters", i + 1)));
+      }
+      // Compiled alone first, so the error names the pattern at fault.
+      RegexSetBuilder::new([p])
+        .size_limit(COMPILED_SIZE_LIMIT)
+        .dfa_size_limit(DFA_CACHE_LIMIT)
+        .build()
+        .map_err(|e| Error::InvalidInput(format!("watch pattern {} ({}) is not accepted: {}", i + 1, quoted(p), reason(&e))))?;
+    }
+    let set = RegexSetBuilder::new(patterns.iter().map(AsRef::as_ref))
+      .size_limit(COMPILED_SIZE_LIMIT)
+      .dfa_size_limit(DFA_CACHE_LIMIT)
+      .build()
+      .map_err(|e| Error::InvalidInput(format!("the watch patterns together are not accepted: {}", reason(&e))))?;
+    Ok(WatchPatterns { set })
+  }
+
+  /// The number of patterns.
+  pub fn len(&self) -> usize {
+    self.set.len()
+  }
+
+  /// Whether there are no patterns (such a set never matches).
+  pub fn is_empty(&self) -> bool {
+    self.set.is_empty()
+  }
+
+  /// The index of the first pattern that matches somewhere in the first [`MAX_LINE_BYTES`]
+  /// bytes of `line` (cut back to a character boundary), or `None`.
+  pub fn first_match(&self, line: &str) -> Option<usize> {
+    let line = head(line, MAX_LINE_BYTES);
+    // Most lines match nothing: `is_match` may stop early, `matches` always reads the line.
+    if !self.set.is_match(line) {
+      return None;
+    }
+    self.set.matches(line).iter().next()
+  }
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
+fn head(s: &str, max: usize) -> &str {
+  if s.len() <= max {
+    return s;
+  }
+  let mut end = max;
+  while !s.is_char_boundary(end) {
+    end -= 1;
+  }
+  &s[..end]
+}
+
+/// A pattern as JSON-like quoted text, cut to 80 characters (the message must stay readable).
+fn quoted(p: &str) -> String {
+  let cut: String = p.chars().take(80).collect();
+  format!("{:?}{}", cut, if cut.len() < p.len() { "…" } else { "" })
+}
+
+/// The engine's error on one line: its parse errors draw the pattern with a caret below.
+fn reason(e: &regex::Error) -> String {
+  match e {
+    regex::Error::Syntax(text) => {
+      text.lines().filter(|l| l.starts_with("error:")).map(|l| l.trim_start_matches("error:").trim()).collect::<Vec<_>>().join("; ")
+    }
+    regex::Error::CompiledTooBig(limit) => format!("it compiles to more than {limit} bytes"),
+    other => other.to_string(),
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn invalid(patterns: &[&str]) -> String {
+    match WatchPatterns::compile(patterns) {
+      Err(Error::InvalidInput(msg)) => msg,
+      other => panic!("expected InvalidInput, got {other:?}"),
+    }
+  }
+
+  #[test]
+  fn the_first_matching_pattern_wins() {
+    let set = WatchPatterns::compile(&["ready", "error", "err"]).unwrap();
+    assert_eq!(set.first_match("an error here"), Some(1));
+    assert_eq!(set.first_match("server ready, no error"), Some(0));
+    assert_eq!(set.first_match("nothing"), None);
+  }
+
+  #[test]
+  fn patterns_that_backtrack_in_javascript_answer_on_hostile_lines() {
+    let set = WatchPatterns::compile(&["(a|a)*c", r"(\w|\d)*!x"]).unwrap();
+    assert_eq!(set.first_match(&"a".repeat(28)), None);
+    assert_eq!(set.first_match(&"a".repeat(MAX_LINE_BYTES)), None);
+    assert_eq!(set.first_match(&format!("{}c", "a".repeat(28))), Some(0));
+    assert_eq!(set.first_match(&format!("{}!x", "1a".repeat(14))), Some(1));
+  }
+
+  #[test]
+  fn only_the_head_of_a_long_line_is_matched() {
+    let set = WatchPatterns::compile(&["END"]).unwrap();
+    assert_eq!(set.first_match(&format!("{}END", "x".repeat(MAX_LINE_BYTES - 3))), Some(0));
+    assert_eq!(set.first_match(&format!("{}END", "x".repeat(MAX_LINE_BYTES))), None);
+    // A cut inside a multi-byte character moves back to its start instead of panicking.
+    let s = format!("{}é", "x".repeat(MAX_LINE_BYTES - 1));
+    assert_eq!(head(&s, MAX_LINE_BYTES).len(), MAX_LINE_BYTES - 1);
+  }
+
+  #[test]
+  fn look_around_and_backreferences_are_refused_with_the_engines_reason() {
+    assert!(invalid(&["ok", "(?=a)b"]).contains("watch pattern 2"));
+    assert!(invalid(&["(?<!a)b"]).contains("look-around"));
+    assert!(invalid(&[r"(a)\1"]).contains("backreferences are not supported"));
+    assert!(invalid(&["(unclosed"]).contains("unclosed group"));
+  }
+
+  #[test]
+  fn count_length_and_compiled_size_are_capped() {
+    let many = vec!["a"; MAX_PATTERNS + 1];
+    assert!(invalid(&many).contains("at most 32"));
+    assert!(WatchPatterns::compile(&vec!["a"; MAX_PATTERNS]).is_ok());
+    assert!(invalid(&[&"a".repeat(MAX_PATTERN_CHARS + 1)]).contains("longer than 512"));
+    assert!(WatchPatterns::compile(&[&"a".repeat(MAX_PATTERN_CHARS)]).is_ok());
+    assert!(invalid(&[r"\w{500}{500}"]).contains("compiles to more than"));
+    assert!(invalid(&[""]).contains("empty"));
+  }
+}
