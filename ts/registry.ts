@@ -775,7 +775,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       const log = fromFile ? await readLog(live.record.logPath as string, LARGE_LOG_BYTES) : tailLines(live.tail);
       if (log) {
         drops = log.drops;
-        page = pageLines(this.redactView(log.text, opts.view ?? 'plain', (log as { startsInKeyBlock?: boolean }).startsInKeyBlock === true), { ...opts, view: 'raw' });
+        // A log whose front was rotated away may start inside a key whose BEGIN went with it.
+        const inKey = fromFile ? log.drops.bytes > 0 && leadsWithKeyMaterial(log.text) : (log as { startsInKeyBlock?: boolean }).startsInKeyBlock === true;
+        page = pageLines(this.redactView(log.text, opts.view ?? 'plain', inKey), { ...opts, view: 'raw' });
       } else ({ page, drops } = await this.pageLargeLog(live, opts));
     } catch (err) {
       if (err instanceof RangeError) throw new ProcwardError('INVALID_ARGUMENT', err.message);
