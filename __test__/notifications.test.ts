@@ -1,4 +1,6 @@
 // DESIGN section 7 (notifications) and the scoping operations of section 5.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
 import { cleanupGroup, crashHost, startHost, tempDir, until, perTestRegistry } from './support.js';
@@ -132,6 +134,112 @@ describe('watch patterns', () => {
     await expect(ctx.registry.spawn('true', { watchPatterns: ['('] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 });
+
+describe('watch patterns run in a linear-time engine (issue 12, finding 8)', () => {
+  it('(a|a)*c and (\\w|\\d)*!x answer 28-character and 64 KiB hostile lines: wait resolves with the right events', async () => {
+    const r = await ProcessRegistry.open({ watch: { cooldownMs: 0 } });
+    // The 28-character lines froze a backtracking engine for 40 s and 7 s; 64 KiB would never end.
+    const s = await r.spawn(
+      `printf '%s\\n' ${'a'.repeat(28)} ${'1'.repeat(28)}; head -c 65536 /dev/zero | tr '\\0' a; echo; head -c 65536 /dev/zero | tr '\\0' 1; echo; echo aaac; echo '12ab!x'`,
+      { watchPatterns: ['(a|a)*c', '(\\w|\\d)*!x'] },
+    );
+    cleanupGroup(s.pid);
+    const done = await r.wait(s.id, { timeoutMs: 20_000 });
+    expect(done).toMatchObject({ status: 'exited', exitCode: 0 });
+    const events = (await r.drainNotifications()).map((e) => [(e as { pattern: string }).pattern, (e as { line: string }).line]);
+    expect(events).toEqual([
+      ['(a|a)*c', 'aaac'],
+      ['(\\w|\\d)*!x', '12ab!x'],
+    ]);
+    await r.close();
+  });
+
+  it('only the first 64 KiB of a line is matched, and the line in an event is cut to 4096 characters', async () => {
+    const r = await ProcessRegistry.open({ watch: { cooldownMs: 0 } });
+    const s = await r.spawn(`head -c 70000 /dev/zero | tr '\\0' x; echo END; head -c 5000 /dev/zero | tr '\\0' y; echo END; echo END here`, { watchPatterns: ['END'] });
+    cleanupGroup(s.pid);
+    await r.wait(s.id, { timeoutMs: 10_000 });
+    const lines = (await r.drainNotifications()).map((e) => (e as { line: string }).line);
+    expect(lines).toEqual(['y'.repeat(4096), 'END here']);
+    await r.close();
+  });
+
+  it('more than 32 patterns, a pattern over 512 characters, an empty one and a set that compiles too big are INVALID_ARGUMENT; 32 of 512 are accepted', async () => {
+    const spawn = (watchPatterns: unknown) => ctx.registry.spawn('true', { watchPatterns: watchPatterns as string[] });
+    await expect(spawn(Array.from({ length: 33 }, (_, i) => `p${i}`))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('at most 32') });
+    await expect(spawn(Array.from({ length: 10_000 }, (_, i) => `p${i}`))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(spawn(['a'.repeat(513)])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('longer than 512') });
+    await expect(spawn([''])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('empty') });
+    await expect(spawn(['\\w{500}{500}'])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('compiles to more than') });
+    await expect(spawn([42])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(spawn('ERROR')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    const ok = await start('true', { watchPatterns: [...Array.from({ length: 31 }, (_, i) => `p${i}`), 'b'.repeat(512)] });
+    expect(ok.status).toBeDefined();
+  });
+
+  it('look-around and backreferences are INVALID_ARGUMENT with the engine\'s reason', async () => {
+    const refused = (p: string) => ctx.registry.spawn('true', { watchPatterns: ['ok', p] });
+    await expect(refused('(?=a)b')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/watch pattern 2 .*look-around/) });
+    await expect(refused('(?<!x)y')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('look-around') });
+    await expect(refused('(a)\\1')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('backreferences') });
+  });
+
+  it('nested quantifiers are accepted and a hostile line does not freeze the host: ^(a+)+$ on 60 000 a then b', async () => {
+    const r = await ProcessRegistry.open({ watch: { cooldownMs: 0 } });
+    const s = await r.spawn(`head -c 60000 /dev/zero | tr '\\0' a; echo b; echo aaaa`, { watchPatterns: ['^(a+)+$'] });
+    cleanupGroup(s.pid);
+    expect(await r.wait(s.id, { timeoutMs: 20_000 })).toMatchObject({ status: 'exited' });
+    expect((await r.drainNotifications()).map((e) => (e as { line: string }).line)).toEqual(['aaaa']);
+    await r.close();
+  });
+
+  it('patterns recovered from a record (10 000 of them, or a look-around) leave the session unwatched with one diagnostic, and the job is still followed', async () => {
+    const state = tempDir();
+    const body = `const a = await r.spawn("sleep 1; echo ok a", { watchPatterns: ["ok"] });
+const b = await r.spawn("sleep 1; echo ok b", { watchPatterns: ["ok"] });
+console.log(JSON.stringify([a, b]));`;
+    const { line: started, host } = await startHost(state, body);
+    const [a, b] = started as [{ id: string; pid: number }, { id: string; pid: number }];
+    cleanupGroup(a.pid);
+    cleanupGroup(b.pid);
+    await settle(300);
+    await crashHost(host);
+    const hostile: Record<string, string[]> = { [a.id]: Array.from({ length: 10_000 }, () => '(a|a)*c'), [b.id]: ['(?=o)ok'] };
+    rewriteRecords(state, (rec) => {
+      if (typeof rec.id === 'string' && hostile[rec.id] && Array.isArray(rec.watchPatterns)) rec.watchPatterns = hostile[rec.id];
+    });
+    const r = await ProcessRegistry.open({ stateDir: state, watch: { cooldownMs: 0 } });
+    await r.wait(a.id, { timeoutMs: 10_000 });
+    await r.wait(b.id, { timeoutMs: 10_000 });
+    await r.poll(a.id);
+    const refused = (id: string) => r.diagnostics.filter((d) => d.startsWith(`${id}: watch patterns ignored`));
+    expect(refused(a.id)).toHaveLength(1);
+    expect(refused(a.id)[0]).toContain('at most 32');
+    expect(refused(b.id)).toHaveLength(1);
+    expect(refused(b.id)[0]).toContain('look-around');
+    expect((await r.poll(a.id)).status).toBe('exited');
+    expect((await r.drainNotifications()).filter((e) => e.type === 'watch')).toEqual([]);
+    await r.close();
+  });
+});
+
+/** Applies `edit` to every session record in the state directory's JSON files (checkpoint and session files). */
+function rewriteRecords(dir: string, edit: (record: Record<string, unknown>) => void): void {
+  const walk = (value: unknown): void => {
+    if (Array.isArray(value)) value.forEach(walk);
+    else if (value && typeof value === 'object') {
+      edit(value as Record<string, unknown>);
+      Object.values(value).forEach(walk);
+    }
+  };
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.json')) continue;
+    const path = join(entry.parentPath, entry.name);
+    const doc = JSON.parse(readFileSync(path, 'utf8'));
+    walk(doc);
+    writeFileSync(path, JSON.stringify(doc));
+  }
+}
 
 describe('scoping', () => {
   it('killAll spares excluded ids and other tasks; killStartedSince kills only what started after the baseline', async () => {
