@@ -51,9 +51,14 @@ describe('notifications across hosts', () => {
 });
 
 describe('watch patterns', () => {
-  it('a pattern that can backtrack catastrophically is refused', async () => {
-    await expect(ctx.registry.spawn('true', { watchPatterns: ['^(a+)+$'] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    expect(await handleToolCall(ctx.registry, 'process_start', { command: 'true', watch_patterns: ['(x+x+)+y'] })).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
+  // Watch patterns run in a linear-time engine (issue 12, finding 8): patterns that would
+  // backtrack catastrophically elsewhere are matched; what the engine cannot run in linear
+  // time (backreferences, look-around) is refused.
+  it('a pattern that backtracks catastrophically elsewhere runs without freezing the host; a backreference is refused', async () => {
+    const s = await start(`printf '%s!\\n' ${'a'.repeat(40)}`, { watchPatterns: ['^(a+)+$', '(a|a)*c'] });
+    expect((await ctx.registry.wait(s.id, { timeoutMs: 10_000 })).timedOut).toBe(false);
+    await expect(ctx.registry.spawn('true', { watchPatterns: ['(a)\\1'] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(await handleToolCall(ctx.registry, 'process_start', { command: 'true', watch_patterns: ['(?=x)y'] })).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
   });
 
   it('match the plain line (colours, progress frames) and the last line without a newline', async () => {
