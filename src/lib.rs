@@ -608,6 +608,29 @@ pub fn try_lock_file(path: String) -> Result<Option<FileLock>> {
   }
 }
 
+/// Takes the exclusive lock on `path` (created 0600) on a dedicated thread (never libuv's
+/// pool), waiting at most `timeout_ms` milliseconds in a blocking `flock`; the callback gets
+/// `(error, lock)` once, `lock` being `null` after the timeout. Errors as `tryLockFile`.
+#[napi]
+pub fn lock_file(path: String, timeout_ms: u32, callback: ThreadsafeFunction<Option<FileLock>, UnknownReturnValue>) -> Result<()> {
+  #[cfg(not(unix))]
+  {
+    let _ = (path, timeout_ms, callback);
+    return Err(map_error(core::Error::Unsupported("file locks")));
+  }
+  #[cfg(unix)]
+  {
+    std::thread::Builder::new()
+      .name("procward-lock-wait".into())
+      .spawn(move || {
+        let got = core::lockfile::lock_timeout(std::path::Path::new(&path), Duration::from_millis(timeout_ms.into()));
+        callback.call(got.map_err(map_error).map(|l| l.map(|l| FileLock { inner: Some(l) })), ThreadsafeFunctionCallMode::Blocking);
+      })
+      .map_err(|e| map_error(core::Error::Io { context: "starting the lock thread".into(), source: e }))?;
+    Ok(())
+  }
+}
+
 #[napi]
 impl FileLock {
   /// Releases the lock (idempotent).

@@ -4,10 +4,10 @@
  *
  * - Writes are atomic and durable: a uniquely named temp file in the same directory,
  *   fsync, rename, then an fsync of the directory. A previous generation is kept as
- *   `checkpoint.prev.json` (renamed from the current file just before a new one lands, at
- *   most every 5 s).
+ *   `checkpoint.prev.json` (a hard link to the current file renamed into place, at most
+ *   every 5 s), so `checkpoint.json` never goes missing, also when a write fails.
  * - Every write holds `checkpoint.lock` (`flock(2)`, released by the kernel if the holder
- *   dies) and merges with what other hosts wrote: their entries are kept and, for a session
+ *   dies; waiters block in the kernel, so none is starved) and merges with what other hosts wrote: their entries are kept and, for a session
  *   both sides know, the newer `updatedAt` wins. Temp files of writers that died mid-write
  *   are removed under the lock.
  * - Reads validate each entry on its own. An entry this version does not fully understand
@@ -23,11 +23,11 @@
  *   writer drop other hosts' entries.
  */
 import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, statSync, unlinkSync } from 'node:fs';
-import { open, rename } from 'node:fs/promises';
+import { link, open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { z } from 'zod';
-import { ProcwardError } from './errors.js';
+import { fromNative, ProcwardError } from './errors.js';
 import { native } from './native.js';
 import { confinePaths } from './jobfiles.js';
 import { scanOrphanSessions } from './recovery.js';
@@ -123,8 +123,6 @@ function fsyncDir(dir: string): void {
     closeSync(fd);
   }
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The checkpoint of one state directory. */
 export class Checkpoint {
@@ -228,14 +226,24 @@ export class Checkpoint {
   /** The checkpoint was written by a newer procward (seen by the last `load`): this host only reads it. */
   newer = false;
 
-  private async lock(): Promise<{ release(): void }> {
-    const end = Date.now() + LOCK_TIMEOUT_MS;
-    for (let delay = 1; ; delay = Math.min(delay * 2, 20)) {
-      const lock = native.tryLockFile(this.lockPath);
-      if (lock) return lock;
-      if (Date.now() > end) throw new ProcwardError('LOCK_TIMEOUT', `${this.lockPath} stayed locked for ${LOCK_TIMEOUT_MS} ms`);
-      await sleep(delay);
-    }
+  /**
+   * Takes `checkpoint.lock`, waiting at most LOCK_TIMEOUT_MS in a blocking `flock` on a
+   * native thread of its own: the kernel wakes a waiter when the holder releases, so a host
+   * is not starved by others that re-take the lock at once (polling was). Errors:
+   * `LOCK_TIMEOUT`.
+   */
+  private lock(): Promise<{ release(): void }> {
+    return new Promise((resolve, reject) => {
+      try {
+        native.lockFile(this.lockPath, LOCK_TIMEOUT_MS, (err, lock) => {
+          if (err) reject(fromNative(err));
+          else if (lock) resolve(lock);
+          else reject(new ProcwardError('LOCK_TIMEOUT', `${this.lockPath} stayed locked for ${LOCK_TIMEOUT_MS} ms`));
+        });
+      } catch (err) {
+        reject(fromNative(err));
+      }
+    });
   }
 
   /** Removes temp files of writers that died mid-write. Only call while holding the lock. */
@@ -245,15 +253,27 @@ export class Checkpoint {
     }
   }
 
-  /** Writes a new generation (only while holding the lock). */
+  /**
+   * Writes a new generation (only while holding the lock). `checkpoint.json` is never
+   * missing, not even for a moment or when the write fails (a full disk): the previous
+   * generation is kept by a hard link (current → temp name, renamed over
+   * `checkpoint.prev.json`), and the new one lands by temp file + fsync + rename over the
+   * current file. A failed write leaves the current file as it was.
+   */
   private async writeGeneration(hasCurrent: boolean, sessions: SessionRecord[]): Promise<void> {
-    // The current generation becomes the previous one by a rename (no copy), at most once
-    // per PREV_EVERY_MS: a rename costs about as much as the write itself. The new file
-    // lands by an atomic rename, so the previous generation is only needed when the
-    // current one was damaged from outside.
+    // At most once per PREV_EVERY_MS: the previous generation is only needed when the
+    // current one was damaged from outside, and the link and rename cost a directory update.
     if (hasCurrent && Date.now() - this.prevAt >= PREV_EVERY_MS) {
-      await rename(this.path, this.prevPath).catch(() => undefined);
-      this.prevAt = Date.now();
+      const temp = `${this.prevPath}.${process.pid}${Date.now() % 1_000_000}`;
+      try {
+        await link(this.path, temp);
+        await rename(temp, this.prevPath);
+        this.prevAt = Date.now();
+      } catch {
+        // Best effort (no current file, or no room for a directory entry): the current
+        // file is untouched either way, and the temp name is removed under the lock.
+        await unlink(temp).catch(() => undefined);
+      }
     }
     const doc = { version: CHECKPOINT_VERSION, writtenAt: Date.now(), sessions };
     await writeFileAtomic(this.path, `${JSON.stringify(doc, null, 1)}\n`, { mode: 0o600, fsync: true });
@@ -290,9 +310,11 @@ export class Checkpoint {
 
   /**
    * Merges `records` into the checkpoint under the lock (see the module docs); finished
-   * sessions past their retention are dropped. Returns the merged list and diagnostics.
+   * sessions past their retention are dropped, but only those `mayPrune` allows (a writer
+   * passes "mine, or no live host's": another live host's entries are its to expire).
+   * Returns the merged list and diagnostics.
    */
-  async save(records: SessionRecord[], retention: RetentionOptions = {}): Promise<LoadResult> {
+  async save(records: SessionRecord[], retention: RetentionOptions = {}, mayPrune: (r: SessionRecord) => boolean = () => true): Promise<LoadResult> {
     const lock = await this.lock();
     try {
       this.removeStaleTemps();
@@ -312,7 +334,7 @@ export class Checkpoint {
         const other = merged.get(rec.id);
         if (!other || other.updatedAt <= rec.updatedAt) merged.set(rec.id, rec);
       }
-      const expired = expiredIds(merged.values(), retention);
+      const expired = expiredIds(merged.values(), retention, Date.now(), mayPrune);
       const sessions = [...merged.values()].filter((s) => !expired.has(s.id)).sort((a, b) => a.startedAt - b.startedAt);
       const kept = keptEntries(current, sessions);
       await this.writeGeneration(current !== null, [...sessions, ...kept] as SessionRecord[]);

@@ -1,0 +1,131 @@
+// The checkpoint under contention and on a full disk (DESIGN sections 3 and 11; issue 12,
+// findings 9 and 10): `checkpoint.json` never goes missing, a write that fails leaves the
+// last one whole, and hosts on one directory all get the lock.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Checkpoint } from '../ts/checkpoint.js';
+import type { SessionRecord } from '../ts/session.js';
+import { ROOT, cleanupPid, tempDir } from './support.js';
+
+const mounts: string[] = [];
+afterEach(() => {
+  for (const dir of mounts.splice(0)) {
+    execFileSync('umount', ['-l', dir]);
+    rmdirSync(dir);
+  }
+});
+
+/** A small tmpfs of `kib` KiB (owner-only, as a state directory must be), unmounted after the test. */
+function smallDisk(kib: number): string {
+  const dir = mkdtempSync(join(tmpdir(), 'procward-full-'));
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${kib}k,mode=0700`, 'tmpfs', dir]);
+  mounts.push(dir);
+  return dir;
+}
+
+/** Fills the file system holding `dir` with `dir/filler` until it is full. */
+function fill(dir: string): void {
+  execFileSync('sh', ['-c', `dd if=/dev/zero of=${join(dir, 'filler')} bs=4k 2>/dev/null; true`]);
+}
+
+let serial = 0;
+/** A finished session's entry as a registry writes it (ids are `proc_` and 12 hex digits). */
+function record(note = ''): SessionRecord {
+  const now = Date.now();
+  const id = `proc_${(++serial).toString(16).padStart(12, '0')}`;
+  const ended = { status: 'exited', exitCode: 0, signal: null, reason: 'exited', terminationSource: 'process', exitedAt: now };
+  const files = { durable: false, logPath: null, exitPath: null };
+  return {
+    schemaVersion: 2,
+    id,
+    command: `echo ${note}`,
+    cwd: '/',
+    ...{ pid: null, identity: null, startedAt: now, updatedAt: now },
+    ...ended,
+    ...files,
+    writer: { pid: process.pid, startTime: '0', bootId: 'unknown' },
+  } as unknown as SessionRecord;
+}
+
+describe('checkpoint.json is always there', () => {
+  it('a watcher stat-ing it during 50 parallel writes from 50 writers never sees ENOENT', async () => {
+    const dir = tempDir();
+    await new Checkpoint(dir).save([record()]);
+    const path = join(dir, 'checkpoint.json');
+    const stop = join(dir, 'stop-watching');
+    // A separate process, so its stats interleave with the writes (this thread is busy writing).
+    const script = `const fs = require('fs'); let missing = 0, looks = 0;
+while (!fs.existsSync(${JSON.stringify(stop)})) { looks++; try { fs.statSync(${JSON.stringify(path)}); } catch (e) { if (e.code === 'ENOENT') missing++; } }
+console.log(JSON.stringify({ missing, looks }));`;
+    const watcher = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    cleanupPid(watcher.pid);
+    let out = '';
+    watcher.stdout.on('data', (d) => (out += String(d)));
+    const done = new Promise((r) => watcher.once('exit', r));
+    // Every new writer keeps the previous generation on its first write: 50 of them.
+    await Promise.all(Array.from({ length: 50 }, () => new Checkpoint(dir).save([record()])));
+    writeFileSync(stop, '');
+    await done;
+    const { missing, looks } = JSON.parse(out);
+    expect(looks).toBeGreaterThan(0);
+    expect(missing).toBe(0);
+    expect(existsSync(join(dir, 'checkpoint.prev.json'))).toBe(true);
+    const ids = JSON.parse(readFileSync(path, 'utf8')).sessions.map((s: { id: string }) => s.id);
+    expect(ids).toHaveLength(51);
+  }, 60_000);
+
+  it('a write that fails on a full disk leaves the last checkpoint.json whole', async () => {
+    const dir = smallDisk(256);
+    const cp = new Checkpoint(dir);
+    const kept = record();
+    await cp.save([kept]);
+    const before = readFileSync(join(dir, 'checkpoint.json'), 'utf8');
+    fill(dir);
+    // A new writer keeps the previous generation first (a link: no data blocks needed).
+    const err = await new Checkpoint(dir).save([record('x'.repeat(64 * 1024))]).catch((e) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(err.code).toBe('ENOSPC');
+    expect(readFileSync(join(dir, 'checkpoint.json'), 'utf8')).toBe(before);
+    const loaded = await new Checkpoint(dir).load();
+    expect(loaded.sessions.map((s) => s.id)).toEqual([kept.id]);
+    expect(loaded.diagnostics).toEqual([]);
+  });
+});
+
+describe('the checkpoint lock is fair', () => {
+  it('three hosts writing in a loop on one directory: no LOCK_TIMEOUT, every write lands', async () => {
+    const dir = tempDir();
+    const index = join(ROOT, 'dist', 'index.js');
+    // Each host spawns and finishes short jobs, each spawn a checkpoint write, for 8 s.
+    const script = `const { ProcessRegistry } = require(${JSON.stringify(index)});
+(async () => {
+  const r = await ProcessRegistry.open({ stateDir: ${JSON.stringify(dir)} });
+  let writes = 0, timeouts = 0, worst = 0; const end = Date.now() + 8000;
+  while (Date.now() < end) {
+    const t = Date.now();
+    try { const s = await r.spawn('true'); await r.wait(s.id); writes++; }
+    catch (e) { if (e.code === 'LOCK_TIMEOUT') timeouts++; else throw e; }
+    worst = Math.max(worst, Date.now() - t);
+  }
+  await r.close();
+  console.log(JSON.stringify({ writes, timeouts, worst, diagnostics: r.diagnostics.filter((d) => /LOCK_TIMEOUT|stayed locked/.test(d)).length }));
+})();`;
+    const run = (n: number) =>
+      new Promise<{ writes: number; timeouts: number; worst: number; diagnostics: number }>((resolve, reject) => {
+        const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+        cleanupPid(child.pid);
+        let out = '';
+        child.stdout.on('data', (d) => (out += String(d)));
+        child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`host ${n} exited with ${code}: ${out}`))));
+      });
+    const results = await Promise.all([1, 2, 3].map(run));
+    for (const r of results) {
+      expect(r.timeouts, JSON.stringify(results)).toBe(0);
+      expect(r.diagnostics, JSON.stringify(results)).toBe(0);
+      expect(r.writes).toBeGreaterThan(0);
+    }
+  }, 60_000);
+});
