@@ -236,6 +236,25 @@ describe('secrets through the registry (issue 12)', () => {
     }
   });
 
+  it('watch-pattern events never carry a line of key material', async () => {
+    const dir = tempDir();
+    const { pem, body } = fakeKey(30);
+    writeFileSync(join(dir, 'id_rsa'), pem);
+    const r = await ProcessRegistry.open({ watch: { cooldownMs: 0 } });
+    const events: unknown[] = [];
+    r.on('watch', (e) => events.push(e));
+    try {
+      const s = await r.spawn(`cat ${join(dir, 'id_rsa')}`, { watchPatterns: ['[A-Za-z0-9+/]{40}'] });
+      cleanupGroup(s.pid);
+      await r.wait(s.id, { timeoutMs: 20_000 });
+      await until(() => events.length > 0, 10_000, 'a watch event');
+      expect(JSON.stringify(events)).toContain('[REDACTED PRIVATE KEY]');
+      expect(shown(JSON.stringify(events), body)).toEqual([]);
+    } finally {
+      await r.close();
+    }
+  });
+
   it('a page of a large durable log at any offset inside a key block masks it', async () => {
     const dir = tempDir();
     const { pem, body } = fakeKey(120, 'OPENSSH');

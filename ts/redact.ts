@@ -33,7 +33,7 @@ import { maskCommandFlags } from './redact/command.js';
 import { maskKeyBlocks } from './redact/keyblock.js';
 
 export { CREDENTIAL_NAME, isCredentialName } from './redact/assignments.js';
-export { insideKeyBlockAt, KeyBlockTracker, KEY_MASK, leadsWithKeyMaterial } from './redact/keyblock.js';
+export { insideKeyBlockAt, isKeyMaterialLine, KeyBlockTracker, KEY_MASK, leadsWithKeyMaterial } from './redact/keyblock.js';
 
 /** Options of {@link redact}. */
 export interface RedactOptions {

@@ -45,7 +45,7 @@ import {
   type ProcwardEvent,
   type WatchEvent,
 } from './notifications.js';
-import { insideKeyBlockAt, leadsWithKeyMaterial, redact, redactCommand } from './redact.js';
+import { insideKeyBlockAt, isKeyMaterialLine, KEY_MASK, leadsWithKeyMaterial, redact, redactCommand } from './redact.js';
 import { readSessionFile, scanOrphanSessions } from './recovery.js';
 import { killRemote, launch, SandboxPoller, sandboxDir, shq } from './sandbox.js';
 import type { ExecutionEnvironment } from './environments.js';
@@ -266,7 +266,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const r = live.record;
     const hits = text === null ? live.watcher.flush(r.watchFired ?? 0) : live.watcher.feed(text, r.watchFired ?? 0);
     if (hits.length === 0) return;
-    const cleaned = hits.map((h) => ({ ...h, line: this.clean(h.line) }));
+    // A hit is one line without its neighbours: a line of key material is masked on its own.
+    const cleaned = hits.map((h) => ({ ...h, line: this.options.redact !== false && isKeyMaterialLine(h.line) ? KEY_MASK : this.clean(h.line) }));
     r.watchEvents = [...(r.watchEvents ?? []), ...cleaned].slice(-50);
     r.watchFired = (r.watchFired ?? 0) + hits.length;
     r.updatedAt = Date.now();

@@ -115,6 +115,15 @@ export function maskKeyBlocks(text: string, startsInside = false): string {
 const KEY_LINE = /^[A-Za-z0-9+/]{60,76}={0,2}\r?$/;
 
 /**
+ * Whether one line, seen alone (a watch-pattern hit), looks like a line of key material: 60–76
+ * base64 characters. Masked whole ({@link KEY_MASK}): alone, nothing tells whether its block
+ * was a private key's.
+ */
+export function isKeyMaterialLine(line: string): boolean {
+  return KEY_LINE.test(line);
+}
+
+/**
  * Whether `text`, whose start is not known to be inside or outside a block (the last bytes
  * of a log), begins with key material: after its first (possibly cut) line, two or more
  * full lines of 60–76 base64 characters, and no marker before them. Such text is masked
