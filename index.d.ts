@@ -119,13 +119,44 @@ export interface KillOptions {
   graceMs?: number
   /** First signal by name (`SIGTERM`, `TERM`, `SIGINT`, ...). Default `SIGTERM`. */
   signal?: string
-  /** How long to wait for processes to vanish after the last signal. Default 500. */
+  /**
+   * How long to wait for processes to vanish after the last signal. Default 500. The
+   * window stretches up to `settleMaxMs` while survivors are still dying.
+   */
   settleMs?: number
   /**
-   * The job's cgroup directory (from `NativeJob.cgroup`): its members are part of the tree
-   * and escalation uses `cgroup.kill`. Linux only; ignored elsewhere.
+   * Longest the settle window stretches while survivors are still dying (SIGKILL pending,
+   * exit under way, or still disappearing). Default 5000.
+   */
+  settleMaxMs?: number
+  /**
+   * The job's cgroup as recorded: its name (the session id, `proc_` + 12 hex digits) or
+   * the directory an earlier version recorded. Used only when procward created it, directly
+   * below its own cgroup root and named for `sessionId`; otherwise refused
+   * (`cgroup_not_ours`) and never read or written. Linux only; ignored elsewhere.
    */
   cgroup?: string
+  /** The session the cgroup must be named for. Default: `cgroup` itself. */
+  sessionId?: string
+  /**
+   * Refuse the whole kill (`not_session_leader`) unless the root leads its own session,
+   * as every procward job does. Default false: the root and its descendants are signalled
+   * one by one, without the group signal.
+   */
+  requireSessionLeader?: boolean
+}
+
+/** Something a kill refused to signal, and why. */
+export interface KillRefusal {
+  /** The PID refused (or whose group was refused); absent for a cgroup. */
+  pid?: number
+  /** The cgroup refused, as it was recorded; absent for a PID. */
+  cgroup?: string
+  /**
+   * `pid_le_1`, `host`, `host_group`, `host_session`, `host_ancestor`,
+   * `not_session_leader` or `cgroup_not_ours`.
+   */
+  reason: string
 }
 
 /** What a tree kill did (PIDs). */
@@ -142,6 +173,11 @@ export interface KillReport {
   survivorIdentities: Array<Identity>
   /** Whether SIGKILL was sent. */
   escalated: boolean
+  /**
+   * What the guard refused to signal: never in `signalled`, `alreadyGone` or `survivors`.
+   * A refused root means the kill did nothing.
+   */
+  refused: Array<KillRefusal>
 }
 
 /**
@@ -201,8 +237,13 @@ export declare const MAX_WATCH_PATTERNS: number
   rows?: number
 }
 
-/** Removes a job's cgroup directory if it is empty; returns whether it is gone. Best effort. */
-export declare function removeCgroup(path: string): boolean
+/**
+ * Removes a job's cgroup if it is empty; returns whether it is gone. `cgroup` is as
+ * recorded (the session id, or the directory an earlier version recorded), `sessionId` the
+ * session it must be named for (default: `cgroup` itself). A cgroup procward did not
+ * create (another place, another name, a link) is never removed: false. Best effort.
+ */
+export declare function removeCgroup(cgroup: string, sessionId?: string | undefined | null): boolean
 
 /** The conventional name of a signal number (`SIGKILL` for 9). */
 export declare function signalName(signal: number): string

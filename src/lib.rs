@@ -170,11 +170,35 @@ pub struct KillOptions {
   pub grace_ms: Option<u32>,
   /// First signal by name (`SIGTERM`, `TERM`, `SIGINT`, ...). Default `SIGTERM`.
   pub signal: Option<String>,
-  /// How long to wait for processes to vanish after the last signal. Default 500.
+  /// How long to wait for processes to vanish after the last signal. Default 500. The
+  /// window stretches up to `settleMaxMs` while survivors are still dying.
   pub settle_ms: Option<u32>,
-  /// The job's cgroup directory (from `NativeJob.cgroup`): its members are part of the tree
-  /// and escalation uses `cgroup.kill`. Linux only; ignored elsewhere.
+  /// Longest the settle window stretches while survivors are still dying (SIGKILL pending,
+  /// exit under way, or still disappearing). Default 5000.
+  pub settle_max_ms: Option<u32>,
+  /// The job's cgroup as recorded: its name (the session id, `proc_` + 12 hex digits) or
+  /// the directory an earlier version recorded. Used only when procward created it, directly
+  /// below its own cgroup root and named for `sessionId`; otherwise refused
+  /// (`cgroup_not_ours`) and never read or written. Linux only; ignored elsewhere.
   pub cgroup: Option<String>,
+  /// The session the cgroup must be named for. Default: `cgroup` itself.
+  pub session_id: Option<String>,
+  /// Refuse the whole kill (`not_session_leader`) unless the root leads its own session,
+  /// as every procward job does. Default false: the root and its descendants are signalled
+  /// one by one, without the group signal.
+  pub require_session_leader: Option<bool>,
+}
+
+/// Something a kill refused to signal, and why.
+#[napi(object)]
+pub struct KillRefusal {
+  /// The PID refused (or whose group was refused); absent for a cgroup.
+  pub pid: Option<i32>,
+  /// The cgroup refused, as it was recorded; absent for a PID.
+  pub cgroup: Option<String>,
+  /// `pid_le_1`, `host`, `host_group`, `host_session`, `host_ancestor`,
+  /// `not_session_leader` or `cgroup_not_ours`.
+  pub reason: String,
 }
 
 /// What a tree kill did (PIDs).
@@ -192,6 +216,9 @@ pub struct KillReport {
   pub survivor_identities: Vec<Identity>,
   /// Whether SIGKILL was sent.
   pub escalated: bool,
+  /// What the guard refused to signal: never in `signalled`, `alreadyGone` or `survivors`.
+  /// A refused root means the kill did nothing.
+  pub refused: Vec<KillRefusal>,
 }
 
 #[cfg(unix)]
@@ -204,7 +231,14 @@ fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
     if let Some(s) = o.settle_ms {
       opts.settle = Duration::from_millis(s.into());
     }
-    opts.cgroup = o.cgroup.map(Into::into);
+    if let Some(s) = o.settle_max_ms {
+      opts.settle_max = Duration::from_millis(s.into());
+    }
+    opts.cgroup = o.cgroup.map(|recorded| {
+      let session = o.session_id.unwrap_or_else(|| recorded.clone());
+      core::kill::CgroupClaim { recorded, session }
+    });
+    opts.require_session_leader = o.require_session_leader.unwrap_or(false);
     if let Some(name) = o.signal {
       let n = core::status::signal_number(&name).ok_or_else(|| invalid(format!("unknown signal {name:?}")))?;
       opts.signal = n.try_into().map_err(|_| invalid(format!("unknown signal {name:?}")))?;
@@ -240,6 +274,7 @@ pub fn kill_tree(
           survivors: r.survivors,
           survivor_identities: r.survivor_identities.into_iter().map(Identity::from).collect(),
           escalated: r.escalated,
+          refused: r.refused.into_iter().map(|x| KillRefusal { pid: x.pid, cgroup: x.cgroup, reason: x.reason.as_str().into() }).collect(),
         });
         callback.call(result, ThreadsafeFunctionCallMode::Blocking);
       })
@@ -679,14 +714,17 @@ impl WatchMatcher {
   }
 }
 
-/// Removes a job's cgroup directory if it is empty; returns whether it is gone. Best effort.
+/// Removes a job's cgroup if it is empty; returns whether it is gone. `cgroup` is as
+/// recorded (the session id, or the directory an earlier version recorded), `sessionId` the
+/// session it must be named for (default: `cgroup` itself). A cgroup procward did not
+/// create (another place, another name, a link) is never removed: false. Best effort.
 #[napi]
-pub fn remove_cgroup(path: String) -> bool {
+pub fn remove_cgroup(cgroup: String, session_id: Option<String>) -> bool {
   #[cfg(target_os = "linux")]
-  return core::cgroup::remove(std::path::Path::new(&path));
+  return core::cgroup::remove(&cgroup, session_id.as_deref().unwrap_or(&cgroup));
   #[cfg(not(target_os = "linux"))]
   {
-    let _ = path;
+    let _ = (cgroup, session_id);
     true
   }
 }

@@ -8,8 +8,32 @@ import { native, type Identity, type NativeKillReport, type ProbeResult, type Pr
 
 export type { Identity, ProbeResult, ProcessEntry, Verdict };
 
-/** Result of {@link killTree}: PIDs signalled, already gone, refused (reused PID), and survivors. */
-export type KillReport = NativeKillReport;
+/**
+ * Why a kill refused to signal something, whatever a record said:
+ * - `pid_le_1`: PID 1 (init, or a PID namespace's reaper), 0 or negative (`kill(-1)` reaches every process);
+ * - `host`, `host_group`, `host_session`, `host_ancestor`: the host process, a member of its
+ *   process group or session, or one of its ancestors (or a group holding one);
+ * - `not_session_leader`: a group signal (or, with `requireSessionLeader`, any signal) to a
+ *   root that does not lead its own session, as every job procward starts does;
+ * - `cgroup_not_ours`: a cgroup procward did not create for the session, directly below its
+ *   own cgroup root (never read, written or removed).
+ */
+export type KillRefusalReason = 'pid_le_1' | 'host' | 'host_group' | 'host_session' | 'host_ancestor' | 'not_session_leader' | 'cgroup_not_ours';
+
+/** One refusal of a kill: a PID (`pid`) or a cgroup as recorded (`cgroup`), and why. */
+export interface KillRefusal {
+  pid?: number;
+  cgroup?: string;
+  reason: KillRefusalReason;
+}
+
+/**
+ * Result of {@link killTree}: PIDs signalled, already gone, refused because reused
+ * (`refusedReused`), refused by the kill guard (`refused`, with reasons), and survivors.
+ * A refused PID is never listed as signalled, gone or surviving; a refused root means the
+ * kill did nothing.
+ */
+export type KillReport = Omit<NativeKillReport, 'refused'> & { refused: KillRefusal[] };
 
 /** Longest grace period or settle window a kill accepts, in milliseconds (one hour). */
 export const MAX_GRACE_MS = 3_600_000;
@@ -22,8 +46,27 @@ export interface KillTreeOptions {
   signal?: string;
   /** Milliseconds to wait for processes to vanish after the last signal. Default 500. */
   settleMs?: number;
-  /** The job's cgroup directory (Linux): its members are part of the tree; escalation uses `cgroup.kill`. */
+  /**
+   * Longest the settle window stretches, in milliseconds, while survivors are still dying
+   * (SIGKILL pending, exit under way, or still disappearing): a loaded machine can take
+   * seconds to tear down hundreds of processes. Default 5000.
+   */
+  settleMaxMs?: number;
+  /**
+   * The job's cgroup (Linux), as recorded: its name (the session id) or the directory an
+   * earlier version recorded. Its members are part of the tree and escalation uses
+   * `cgroup.kill`, only when procward created it directly below its own cgroup root, named
+   * for `sessionId`; otherwise it is refused (`cgroup_not_ours`) and never touched.
+   */
   cgroup?: string;
+  /** The session the cgroup must be named for (`proc_` + 12 hex digits). Default: `cgroup` itself. */
+  sessionId?: string;
+  /**
+   * Refuse the whole kill (`not_session_leader`) unless the root leads its own session, as
+   * every job procward starts does. Default false: such a root and its descendants are
+   * signalled one by one, without the group signal.
+   */
+  requireSessionLeader?: boolean;
 }
 
 /** Throws `INVALID_ARGUMENT` unless `pid` is an integer from 1 to 2^31 - 1. */
@@ -73,10 +116,12 @@ export function descendants(pid: number): ProcessEntry[] {
 /**
  * Kills the tree rooted at `root` on a native thread: snapshot, signal, grace period,
  * SIGKILL of survivors after a fresh identity check. Resolves with the report even when
- * there are survivors (check `survivors`); rejects only on misuse (`EINVAL`).
+ * there are survivors (check `survivors`) or the guard refused (check `refused`: PID <= 1,
+ * the host, its group, session or ancestors are never signalled, nor a group whose leader
+ * does not lead its own session); rejects only on misuse (`EINVAL`).
  */
 export function killTree(root: Identity, options: KillTreeOptions = {}): Promise<KillReport> {
-  for (const key of ['graceMs', 'settleMs'] as const) {
+  for (const key of ['graceMs', 'settleMs', 'settleMaxMs'] as const) {
     const v = options[key];
     if (v !== undefined && !(Number.isInteger(v) && v >= 0 && v <= MAX_GRACE_MS)) {
       return Promise.reject(new ProcwardError('INVALID_ARGUMENT', `${key} must be an integer from 0 to ${MAX_GRACE_MS} (milliseconds), got ${v}`));
@@ -85,7 +130,7 @@ export function killTree(root: Identity, options: KillTreeOptions = {}): Promise
   return new Promise((resolve, reject) => {
     try {
       checkPid(root?.pid);
-      native.killTree(root, options, (err, report) => (err ? reject(fromNative(err)) : resolve(report)));
+      native.killTree(root, options, (err, report) => (err ? reject(fromNative(err)) : resolve(report as KillReport)));
     } catch (err) {
       reject(fromNative(err));
     }

@@ -69,7 +69,7 @@ const SUPERVISOR_START_MS = 3_000;
 
 /** Default of `logMaxBytes`: 64 MiB per durable session (two parts of 32 MiB). */
 const LOG_MAX_BYTES = 64 * 1024 * 1024;
-const EMPTY_REPORT = { signalled: [], alreadyGone: [], refusedReused: [], survivors: [], survivorIdentities: [], escalated: false };
+const EMPTY_REPORT = { signalled: [], alreadyGone: [], refusedReused: [], survivors: [], survivorIdentities: [], escalated: false, refused: [] };
 
 /** Events a registry emits: `completion` and `watch` (see `notifications.ts`). */
 export interface RegistryEvents {
@@ -564,7 +564,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     // Close the input side now: descriptors must not wait for the garbage collector. The
     // native job stays: it holds the output tail.
     live.job?.release();
-    if (r.cgroup) native.removeCgroup(r.cgroup);
+    if (r.cgroup) native.removeCgroup(r.cgroup, r.id);
     for (const w of live.waiters) w();
     live.waiters.clear();
     const completion = pendingCompletion(r);
@@ -815,8 +815,15 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * Tree kill (snapshot, SIGTERM, grace period, SIGKILL) of the session's process group and descendants, with the
    * recorded identity: never signals a reused PID. `already_exited` for ended sessions.
    *
+   * Whatever the record says, the kill guard never signals PID <= 1, the host, its group,
+   * session or ancestors, a root that does not lead its own session, nor a cgroup procward
+   * did not create for the session; refusals are listed in `refused`.
+   *
    * Errors: `KILL_SURVIVORS` (details: the report) when processes outlived SIGKILL and the
-   * settle window; `IDENTITY_UNKNOWN` when the process table cannot be read.
+   * settle window (which stretches up to 5 s while they are still dying); `KILL_REFUSED`
+   * (details: the report) when the session is running and the guard refused its root, so
+   * nothing was signalled (an ended session gives `already_exited` with the refusal listed);
+   * `IDENTITY_UNKNOWN` when the process table cannot be read.
    */
   async kill(id: string, opts: { graceMs?: number } = {}): Promise<KillResult> {
     this.assertOpen();
@@ -843,7 +850,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const signalAt = Date.now();
     let report: KillReport;
     try {
-      report = await killTree(r.identity, { graceMs, ...(r.cgroup && { cgroup: r.cgroup }) });
+      // Every job leads its own session: a root that does not is no job of ours.
+      report = await killTree(r.identity, { graceMs, requireSessionLeader: true, ...(r.cgroup && { cgroup: r.cgroup, sessionId: r.id }) });
     } finally {
       live.killsInFlight--;
     }
@@ -869,12 +877,18 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       this.consume(live);
       return { id: r.id, outcome, ...report, exitCode: r.exitCode, signal: r.signal };
     };
+    const rootRefused = report.refused.find((x) => x.pid === r.identity?.pid);
+    if (rootRefused && wasRunning) {
+      throw new ProcwardError('KILL_REFUSED', `the kill of ${r.id} was refused (${rootRefused.reason}): its record names PID ${rootRefused.pid}, which procward never signals; nothing was signalled`, { report });
+    }
+    // The guard already judged the recorded cgroup: the background kill takes it by name.
+    const cgroupOurs = r.cgroup !== undefined && !report.refused.some((x) => x.cgroup !== undefined);
     if (report.survivors.length > 0) {
       const controller = new AbortController();
       live.finisher = controller;
       finishKillInBackground(report.survivorIdentities, {
         graceMs,
-        ...(r.cgroup && { cgroup: r.cgroup }),
+        ...(cgroupOurs && { cgroup: r.id }),
         signal: controller.signal,
         onDone: () => {
           if (r.identity && verdict(r.identity) !== 'current') this.finish(live, { exitCode: null, signal: 'SIGKILL', reason: 'killed', source: 'kill' });
@@ -891,7 +905,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     else await settle(live, 2000);
     // The leader had ended on its own (or its PID was reused) before the kill reached it.
     if (!reachedLeader) return result('already_exited');
-    if (r.cgroup) native.removeCgroup(r.cgroup);
+    if (r.cgroup) native.removeCgroup(r.cgroup, r.id);
     // Still not published (a slow reader): what we know is that our kill ended it.
     this.finish(live, { exitCode: null, signal: report.escalated ? 'SIGKILL' : 'SIGTERM', reason: 'killed', source: 'kill' });
     return result('killed');
@@ -1033,7 +1047,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const prunable = [...this.sessions.values()].filter((l) => !this.readOnly.has(l.record.id)).map((l) => l.record);
     for (const id of expiredIds(prunable, this.options)) {
       const pruned = this.sessions.get(id)?.record;
-      if (pruned?.cgroup) native.removeCgroup(pruned.cgroup);
+      if (pruned?.cgroup) native.removeCgroup(pruned.cgroup, pruned.id);
       const env = pruned?.pidScope === 'sandbox' ? this.environmentFor(pruned) : null;
       // Best effort: the far side's session directory (derived from the id and the host's
       // own configuration) goes with the session.

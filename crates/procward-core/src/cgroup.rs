@@ -42,17 +42,62 @@ fn detect() -> Option<PathBuf> {
   ok.then_some(base)
 }
 
-/// Creates the cgroup for a job (named after its session) and returns its directory.
+/// Whether `name` is a session id (`proc_` + 12 lowercase hex digits), the only names
+/// procward gives its cgroups.
+pub fn is_session_name(name: &str) -> bool {
+  name.len() == 17 && name.starts_with("proc_") && name[5..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Creates the cgroup for a job, named after its session (`proc_` + 12 hex digits), and
+/// returns its directory. `None` for any other name, or where this host has no containment.
 pub fn create(name: &str) -> Option<PathBuf> {
-  if name.is_empty() || name.contains('/') || name.starts_with('.') {
+  if !is_session_name(name) {
     return None;
   }
   let dir = base()?.join(name);
   match fs::create_dir(&dir) {
     Ok(()) => Some(dir),
-    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Some(dir),
+    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => owned_dir(&dir).then_some(dir),
     Err(_) => None,
   }
+}
+
+/// What a recorded cgroup turns out to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owned {
+  /// procward's cgroup for the session: this directory, derived from [`base`] and the
+  /// session id (never the recorded path).
+  Ours(PathBuf),
+  /// Named for the session and below our root, but no longer there (already removed).
+  Absent,
+  /// Not procward's: another name, another place, or a link. Never read, written or removed.
+  NotOurs,
+}
+
+/// Judges a recorded cgroup: `recorded` is what a record says (the session id, or the
+/// directory an earlier version stored), `session` the session it must be named for.
+/// It is procward's only when `session` is a session id, `recorded` is that name or
+/// exactly `base()/<session>`, and that entry is a real directory (not a symlink).
+pub fn owned(recorded: &str, session: &str) -> Owned {
+  let Some(base) = base() else { return Owned::NotOurs };
+  if !is_session_name(session) {
+    return Owned::NotOurs;
+  }
+  let dir = base.join(session);
+  if recorded != session && Path::new(recorded) != dir {
+    return Owned::NotOurs;
+  }
+  match fs::symlink_metadata(&dir) {
+    Ok(m) if m.file_type().is_dir() => Owned::Ours(dir),
+    Ok(_) => Owned::NotOurs,
+    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Owned::Absent,
+    Err(_) => Owned::NotOurs,
+  }
+}
+
+/// A directory entry that is a directory itself, not a link to one.
+fn owned_dir(dir: &Path) -> bool {
+  fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_dir())
 }
 
 /// PIDs currently in the cgroup (`cgroup.procs`); empty when it cannot be read.
@@ -65,20 +110,78 @@ pub fn kill_all(dir: &Path) -> bool {
   fs::OpenOptions::new().write(true).open(dir.join("cgroup.kill")).and_then(|mut f| f.write_all(b"1")).is_ok()
 }
 
-/// Removes the cgroup if it is empty (the kernel refuses otherwise). Returns whether it is gone.
-pub fn remove(dir: &Path) -> bool {
-  fs::remove_dir(dir).is_ok() || !dir.exists()
+/// Removes a job's cgroup if it is empty (the kernel refuses otherwise), judged by
+/// [`owned`]: a cgroup that is not procward's is never removed. Returns whether it is gone
+/// (false for one that is not ours).
+pub fn remove(recorded: &str, session: &str) -> bool {
+  match owned(recorded, session) {
+    Owned::Ours(dir) => fs::remove_dir(&dir).is_ok() || !dir.exists(),
+    Owned::Absent => true,
+    Owned::NotOurs => false,
+  }
 }
 
-/// Removes every empty job cgroup under [`base`] (jobs that ended, whatever host started
-/// them). The kernel refuses to remove a cgroup that still has members, so a running job's
-/// cgroup is never touched. Returns how many were removed.
+/// Removes every empty job cgroup directly below [`base`] (jobs that ended, whatever host
+/// started them): only directories named for a session, never through a link. The kernel
+/// refuses to remove a cgroup that still has members, so a running job's cgroup is never
+/// touched. Returns how many were removed.
 pub fn sweep_empty() -> usize {
   let Some(base) = base() else { return 0 };
   let Ok(entries) = fs::read_dir(base) else { return 0 };
   entries
     .filter_map(Result::ok)
-    .filter(|e| e.path().is_dir() && members(&e.path()).is_empty())
+    // `file_type` of a directory entry does not follow links.
+    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && e.file_name().to_str().is_some_and(is_session_name))
+    .filter(|e| members(&e.path()).is_empty())
     .filter(|e| fs::remove_dir(e.path()).is_ok())
     .count()
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn only_session_ids_name_a_cgroup() {
+    assert!(is_session_name("proc_0123456789ab"));
+    for bad in ["", "proc_", "proc_0123456789AB", "proc_0123456789abc", "proc_0123456789a/", "../procward", "probe-12", "proc_01234567890g"]
+    {
+      assert!(!is_session_name(bad), "{bad}");
+      assert!(create(bad).is_none(), "{bad}");
+    }
+  }
+
+  #[test]
+  fn a_recorded_path_elsewhere_or_for_another_session_is_not_ours() {
+    assert_eq!(owned("/tmp", "proc_0123456789ab"), Owned::NotOurs);
+    assert_eq!(owned("/tmp/proc_0123456789ab", "proc_0123456789ab"), Owned::NotOurs);
+    assert_eq!(owned("proc_0123456789ab", "proc_ba9876543210"), Owned::NotOurs);
+    assert_eq!(owned("proc_0123456789ab", "/tmp"), Owned::NotOurs);
+    assert!(!remove("/tmp", "proc_0123456789ab"));
+    if let Some(base) = base() {
+      assert_eq!(owned("proc_0123456789ab", "proc_0123456789ab"), Owned::Absent);
+      let path = base.join("proc_0123456789ab");
+      assert_eq!(owned(path.to_str().unwrap(), "proc_0123456789ab"), Owned::Absent);
+      // `..` in a recorded path is compared as text, never resolved.
+      let dotted = format!("{}/../procward/proc_0123456789ab", base.display());
+      assert_eq!(owned(&dotted, "proc_0123456789ab"), Owned::NotOurs);
+    }
+  }
+
+  #[test]
+  fn a_link_below_the_root_is_not_ours_and_is_never_swept() {
+    let Some(base) = base() else { return };
+    let name = format!("proc_{:012x}", 0xfeed_0000_0000u64 + u64::from(std::process::id()));
+    let link = base.join(&name);
+    let target = std::env::temp_dir().join(format!("procward-cg-target-{}", std::process::id()));
+    fs::create_dir_all(&target).unwrap();
+    // cgroupfs refuses symlinks; where it does, there is nothing to follow.
+    if std::os::unix::fs::symlink(&target, &link).is_ok() {
+      assert_eq!(owned(&name, &name), Owned::NotOurs);
+      sweep_empty();
+      assert!(target.exists());
+      let _ = fs::remove_file(&link);
+    }
+    fs::remove_dir(&target).unwrap();
+  }
 }

@@ -7,6 +7,8 @@
 //! - [`probe`]: batched state reads (state, ppid, pgid, start time) and the process table.
 //! - [`tree`]: descendants from one pass over the process table.
 //! - [`kill`]: tree kill — snapshot, SIGTERM, grace period, SIGKILL after a fresh identity check.
+//! - [`guard`]: what a kill refuses to signal (PID <= 1, the host, its group, session and
+//!   ancestors, a group whose leader does not lead its session), whatever a record says.
 //! - [`spawn`]: `<shell> -c <command>` in a new session, with pipe or durable file capture.
 //! - [`reader`]: orphan-safe output capture (pipe drain and log-file tail).
 //! - [`launch`]: starting a job's first process (`clone(CLONE_VM | CLONE_VFORK)` on Linux).
@@ -25,6 +27,8 @@
 #[cfg(target_os = "linux")]
 pub mod cgroup;
 pub mod error;
+#[cfg(unix)]
+pub mod guard;
 pub mod identity;
 #[cfg(unix)]
 pub mod kill;

@@ -271,7 +271,9 @@ fn output_of_a_process_substitution_after_the_shell_exits_arrives_before_the_exi
 #[cfg(target_os = "linux")]
 #[test]
 fn with_a_cgroup_a_double_forked_setsid_daemon_of_a_pipe_job_is_still_killed() {
-  let Some(cgroup) = procward_core::cgroup::create(&format!("test-{}", std::process::id())) else {
+  // Cgroups are named for a session: `proc_` + 12 hex digits.
+  let name = format!("proc_{:012x}", 0x7e57_0000_0000u64 + u64::from(std::process::id()));
+  let Some(cgroup) = procward_core::cgroup::create(&name) else {
     eprintln!("skipped: this host may not create cgroups (containment falls back to the snapshot)");
     return;
   };
@@ -294,13 +296,14 @@ fn with_a_cgroup_a_double_forked_setsid_daemon_of_a_pipe_job_is_still_killed() {
   };
   let tree: Vec<i32> = procward_core::tree::descendants(job.pid).unwrap().iter().map(|p| p.pid).collect();
   assert!(!tree.contains(&daemon));
-  let opts = procward_core::kill::KillOptions { cgroup: Some(cgroup.clone()), grace: Duration::from_millis(300), ..Default::default() };
+  let claim = procward_core::kill::CgroupClaim { recorded: name.clone(), session: name.clone() };
+  let opts = procward_core::kill::KillOptions { cgroup: Some(claim), grace: Duration::from_millis(300), ..Default::default() };
   let report = procward_core::kill::kill_tree(&job.identity, &opts).unwrap();
   assert!(report.signalled.contains(&daemon), "daemon {daemon}: {report:?}");
   assert!(report.survivors.is_empty());
   until_exit(&rx);
   let deadline = Instant::now() + Duration::from_secs(3);
-  while !procward_core::cgroup::remove(&cgroup) && Instant::now() < deadline {
+  while !procward_core::cgroup::remove(&name, &name) && Instant::now() < deadline {
     std::thread::sleep(Duration::from_millis(20));
   }
   assert!(!cgroup.exists());
