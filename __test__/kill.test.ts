@@ -1,10 +1,10 @@
 // DESIGN section 3 (process trees and tree kill), with real process trees.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { descendants, identity, killTree, ProcessRegistry, probe, verdict } from '../dist/index.mjs';
-import { cleanupGroup, cleanupPid, isAlive, until, perTestRegistry } from './support.js';
+import { cleanupGroup, cleanupPid, isAlive, until, perTestRegistry, tempDir } from './support.js';
 
 const ctx = perTestRegistry();
 
@@ -132,5 +132,55 @@ describe('timed-out stops finish in the background', () => {
     const w = await ctx.registry.wait(s.id, { timeoutMs: 5000 });
     expect(w).toMatchObject({ status: 'exited', reason: 'killed', signal: 'SIGKILL' });
     expect(isAlive(s.pid!)).toBe(false);
+  });
+});
+
+describe('end reasons are true', () => {
+  it('a kill rejected for a bad graceMs leaves no marker: a later natural exit 5 is `exited` with code 5', async () => {
+    const dir = tempDir();
+    const r = await ProcessRegistry.open({ stateDir: dir });
+    try {
+      for (const durable of [false, true]) {
+        const s = await r.spawn('sleep 0.5; exit 5', { durable });
+        cleanupGroup(s.pid);
+        for (const graceMs of [-1, 1.5, Number.NaN, '100' as unknown as number]) {
+          await expect(r.kill(s.id, { graceMs })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+        }
+        expect(existsSync(join(dir, 'sessions', s.id, 'kill-requested'))).toBe(false);
+        expect(await r.wait(s.id, { timeoutMs: 10_000 })).toMatchObject({ status: 'exited', reason: 'exited', exitCode: 5 });
+      }
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('kill of a finished session is `already_exited`, and its end stays as it was', async () => {
+    const s = await start('exit 3');
+    await ctx.registry.wait(s.id, { timeoutMs: 5000 });
+    const k = await ctx.registry.kill(s.id, { graceMs: 100 });
+    expect(k).toMatchObject({ outcome: 'already_exited', exitCode: 3, signal: null });
+    expect(await ctx.registry.poll(s.id)).toMatchObject({ reason: 'exited', exitCode: 3 });
+  });
+
+  it('a job that ended on its own before the kill (its end published, not yet delivered) is `already_exited`', async () => {
+    for (let i = 0; i < 10; i++) {
+      const s = await start('exit 4');
+      // Until the reader has published the end; the event loop has not delivered it yet
+      // when kill starts (no await between the check and the call).
+      await until(() => isAlive(s.pid!) === false, 5000, 'the job to end');
+      const k = await ctx.registry.kill(s.id, { graceMs: 100 });
+      expect(k.outcome).toBe('already_exited');
+      expect(await ctx.registry.poll(s.id)).toMatchObject({ reason: 'exited', exitCode: 4 });
+    }
+  });
+
+  it('a killed job that exits by its own trap still records the kill’s signal, never `signal: null`', async () => {
+    const s = await start("trap 'exit 143' TERM; while :; do sleep 0.05; done");
+    await new Promise((res) => setTimeout(res, 200));
+    const k = await ctx.registry.kill(s.id, { graceMs: 5000 });
+    expect(k.outcome).toBe('killed');
+    const p = await ctx.registry.poll(s.id);
+    expect(p.reason).toBe('killed');
+    expect(p.signal).toMatch(/^SIG(TERM|KILL)$/);
   });
 });

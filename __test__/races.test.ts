@@ -1,23 +1,63 @@
 // Races and bad input (DESIGN sections 3 and 5): outcomes that must not depend on timing,
 // and clear errors that lose nothing. Several of these came from adversarial testing.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessRegistry, probe } from '../dist/index.mjs';
-import { cleanupGroup, ROOT, tempDir, perTestRegistry } from './support.js';
+import { cleanupGroup, cleanupPid, ROOT, tempDir, perTestRegistry } from './support.js';
 
 const ctx = perTestRegistry();
 
 describe('kill races', () => {
-  it('two kills at once: the session ends killed, once', async () => {
+  it('two kills at once: the session ends killed, once, and exactly one kill says `killed`', async () => {
     for (let i = 0; i < 20; i++) {
       const s = await ctx.registry.spawn('sleep 30');
       cleanupGroup(s.pid);
       const [k1, k2] = await Promise.all([ctx.registry.kill(s.id, { graceMs: 500 }), new Promise((r) => setTimeout(r, i % 4)).then(() => ctx.registry.kill(s.id, { graceMs: 500 }))]);
-      expect([k1.outcome, k2.outcome]).toContain('killed');
-      expect(await ctx.registry.poll(s.id)).toMatchObject({ status: 'exited', reason: 'killed' });
+      expect([k1.outcome, k2.outcome].sort()).toEqual(['already_exited', 'killed']);
+      expect(await ctx.registry.poll(s.id)).toMatchObject({ status: 'exited', reason: 'killed', signal: 'SIGTERM' });
     }
   });
+
+  it('two hosts killing one job at once: exactly one says `killed`, and the record names the signal', async () => {
+    const dir = tempDir();
+    const owner = await ProcessRegistry.open({ stateDir: dir });
+    const index = join(ROOT, 'dist', 'index.js');
+    // A killer host: opens the registry, waits for the go file, kills, prints the outcome.
+    const killer = (id: string, go: string) => `const fs = require('fs'); const { ProcessRegistry } = require(${JSON.stringify(index)});
+ProcessRegistry.open({ stateDir: ${JSON.stringify(dir)} }).then(async (r) => {
+  process.stdout.write('ready\\n');
+  while (!fs.existsSync(${JSON.stringify(go)})) await new Promise((res) => setTimeout(res, 2));
+  const k = await r.kill(${JSON.stringify(id)}, { graceMs: 2000 });
+  await r.close();
+  process.stdout.write(JSON.stringify({ outcome: k.outcome }) + '\\n');
+});`;
+    try {
+      for (let i = 0; i < 5; i++) {
+        const s = await owner.spawn('sleep 30', { durable: i % 2 === 1 });
+        cleanupGroup(s.pid);
+        const go = join(dir, `go-${i}`);
+        const hosts = [0, 1].map(() => {
+          const child = spawn(process.execPath, ['-e', killer(s.id, go)], { stdio: ['ignore', 'pipe', 'inherit'] });
+          cleanupPid(child.pid);
+          let out = '';
+          const ready = new Promise<void>((res) => child.stdout.on('data', (d) => { out += String(d); if (out.includes('ready')) res(); }));
+          const done = new Promise<string>((res, rej) => child.once('exit', (code) => (code === 0 ? res(out) : rej(new Error(`killer exited with ${code}: ${out}`)))));
+          return { ready, done };
+        });
+        await Promise.all(hosts.map((h) => h.ready));
+        writeFileSync(go, '');
+        const outcomes = (await Promise.all(hosts.map((h) => h.done))).map((o) => JSON.parse(o.split('\n').filter(Boolean).pop() as string).outcome);
+        expect(outcomes.sort(), `round ${i}`).toEqual(['already_exited', 'killed']);
+        const w = await owner.wait(s.id, { timeoutMs: 10_000 });
+        expect(w, `round ${i}`).toMatchObject({ status: 'exited', reason: 'killed' });
+        expect(w.signal, `round ${i}`).toMatch(/^SIG(TERM|KILL)$/);
+      }
+    } finally {
+      await owner.close();
+    }
+  }, 90_000);
 
   it('a kill racing the job’s own exit never labels a self-exit as killed', async () => {
     for (let i = 0; i < 20; i++) {

@@ -1,13 +1,15 @@
 // DESIGN section 5: finished sessions are pruned after a TTL and beyond the size cap,
 // oldest finished first; running sessions are never evicted.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
 import { expiredIds } from '../ts/retention.js';
 import type { SessionRecord } from '../ts/session.js';
-import { cleanupGroup } from './support.js';
+import { cleanupGroup, cli, crashHost, startHost, tempDir } from './support.js';
 
-function rec(id: string, status: 'running' | 'exited', exitedAt: number | null): SessionRecord {
-  return { id, status, exitedAt } as SessionRecord;
+function rec(id: string, status: 'running' | 'exited', exitedAt: number | null, fields: Partial<SessionRecord> = {}): SessionRecord {
+  return { id, status, exitedAt, ...fields } as SessionRecord;
 }
 
 describe('retention', () => {
@@ -35,4 +37,51 @@ describe('retention', () => {
     await expect(r.poll(a.id)).rejects.toMatchObject({ code: 'UNKNOWN_SESSION' });
     await r.close();
   });
+
+  it('prunes only what the caller may prune; the cap never takes an undelivered completion', () => {
+    const now = 1_000_000;
+    const records = [
+      rec('theirs', 'exited', now - 50),
+      rec('undelivered', 'exited', now - 40, { notifyOnComplete: true }),
+      rec('delivered', 'exited', now - 30, { notifyOnComplete: true, notificationDelivered: true }),
+      rec('mine', 'exited', now - 20),
+    ];
+    const mine = (r: SessionRecord) => r.id !== 'theirs';
+    // TTL: everything finished long ago, except what another live host owns.
+    expect([...expiredIds(records, { finishedTtlMs: 1 }, now, mine)].sort()).toEqual(['delivered', 'mine', 'undelivered']);
+    // Cap of 1: 'theirs' and 'undelivered' stay, so the cap is exceeded (2 kept).
+    expect([...expiredIds(records, { maxSessions: 1 }, now, mine)].sort()).toEqual(['delivered', 'mine']);
+  });
+
+  it('a host with a short retention, and a CLI call with the defaults, never delete a live host’s sessions', async () => {
+    const dir = tempDir();
+    // Host A keeps finished sessions for an hour; its job has ended with output.
+    const { line, host } = await startHost(
+      dir,
+      `const s = await r.spawn('echo kept-by-a', { durable: true }); await r.wait(s.id);
+process.stdout.write(JSON.stringify({ id: s.id }) + '\\n');`,
+      '{ finishedTtlMs: 3600000 }',
+    );
+    try {
+      // Host B prunes everything finished at once, and keeps one session at most.
+      const b = await ProcessRegistry.open({ stateDir: dir, finishedTtlMs: 1, maxSessions: 1 });
+      for (let i = 0; i < 3; i++) {
+        const s = await b.spawn('true');
+        cleanupGroup(s.pid);
+        await b.wait(s.id);
+      }
+      await new Promise((res) => setTimeout(res, 300));
+      await b.spawn('true').then((s) => cleanupGroup(s.pid));
+      await b.close();
+      const listed = await cli(['list', '--json', '--state-dir', dir]);
+      expect(listed.code).toBe(0);
+      expect(existsSync(join(dir, 'sessions', line.id))).toBe(true);
+      const c = await ProcessRegistry.open({ stateDir: dir });
+      const log = await c.readLog(line.id);
+      expect(log.lines).toContain('kept-by-a');
+      await c.close();
+    } finally {
+      await crashHost(host);
+    }
+  }, 30_000);
 });

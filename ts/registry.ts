@@ -52,7 +52,7 @@ import type { ExecutionEnvironment } from './environments.js';
 import { DEFAULT_MAX_SESSIONS, expiredIds } from './retention.js';
 import * as scoping from './scoping.js';
 import type { BulkKillOutcome } from './scoping.js';
-import { finishKillInBackground } from './termination.js';
+import { assertGraceMs, claimKill, endedUnreaped, finishKillInBackground } from './termination.js';
 import { type CompletionReason, SESSION_SCHEMA_VERSION, type SessionRecord } from './session.js';
 import type { KillResult, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
 
@@ -129,6 +129,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       const saved = await this.checkpoint?.save(
         [...this.sessions.values()].filter((l) => !l.foreign && !this.readOnly.has(l.record.id)).map((l) => ({ ...l.record })),
         this.options,
+        this.mayPrune(),
       );
       this.diagnostics.push(...(saved?.diagnostics ?? []));
     });
@@ -169,6 +170,24 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   private isForeign(record: SessionRecord): boolean {
     return isForeign(record, this.writer);
+  }
+
+  /**
+   * Whether this host may prune a session: it owns it, or no live host does. One answer per
+   * writer for the call's lifetime (a check reads the writer's process entry).
+   */
+  private mayPrune(): (record: SessionRecord) => boolean {
+    const byWriter = new Map<string, boolean>();
+    return (record) => {
+      if (this.sessions.get(record.id)?.foreign) return false;
+      const w = record.writer;
+      const key = `${w.pid}:${w.startTime}:${w.bootId}:${w.instance ?? ''}`;
+      const known = byWriter.get(key);
+      if (known !== undefined) return !known;
+      const foreign = this.isForeign(record);
+      byWriter.set(key, foreign);
+      return !foreign;
+    };
   }
 
   /** Sessions kept read-only: entries of a newer schema, or that failed validation (see `session.ts`). */
@@ -520,7 +539,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const killed = live.killed || killRequested(this.files(live));
     const known = end.exitCode !== null || end.signal !== null;
     // An end nobody recorded, after our kill reached the leader: our last signal ended it.
-    const signal = !known && live.killSignal ? live.killSignal : end.signal;
+    // A killed job that exited by itself on the signal (a trap) still names the signal a
+    // kill always sends first: a kill is never recorded without one.
+    const signal = end.signal ?? live.killSignal ?? (killed ? 'SIGTERM' : null);
     this.finish(live, { ...end, signal, reason: killed ? 'killed' : known ? 'exited' : 'lost', source: killed ? 'kill' : known ? 'process' : 'recovery' });
   }
 
@@ -827,10 +848,12 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    */
   async kill(id: string, opts: { graceMs?: number } = {}): Promise<KillResult> {
     this.assertOpen();
+    const graceMs = opts?.graceMs ?? this.options.graceMs ?? 2000;
+    // Every argument is checked before any side effect: a rejected kill leaves no marker.
+    assertGraceMs(graceMs);
     const live = this.actOn(id);
     await this.refresh(live);
     const r = live.record;
-    const graceMs = opts.graceMs ?? this.options.graceMs ?? 2000;
     const wasRunning = r.status === 'running';
     if (r.pidScope === 'sandbox') return this.killSandbox(live, graceMs);
     if (!r.identity) return { id: r.id, outcome: 'already_exited', ...EMPTY_REPORT, exitCode: r.exitCode, signal: r.signal };
@@ -848,6 +871,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     // On an ended session this still cleans up what is left of its process group.
     live.killsInFlight++;
     const signalAt = Date.now();
+    // An end published before the first signal, or a leader already a zombie, is the job's own.
+    const endedFirst = live.job?.exitStatus() != null || (!r.durable && endedUnreaped(r.identity));
     let report: KillReport;
     try {
       // Every job leads its own session: a root that does not is no job of ours.
@@ -855,19 +880,23 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     } finally {
       live.killsInFlight--;
     }
-    let reachedLeader = wasRunning && report.signalled.includes(r.identity.pid);
+    let reachedLeader = wasRunning && !endedFirst && report.signalled.includes(r.identity.pid);
     // A durable job's leader is its supervisor, which outlives SIGTERM and the job: the exit
     // file says whether the job had ended on its own before the first signal.
     if (reachedLeader && r.exitPath) {
       const end = await readExitFile(r.exitPath);
       if (end && !('invalid' in end) && end.exitedAt !== undefined && end.exitedAt < signalAt) reachedLeader = false;
     }
+    // Two kills (two hosts, or two calls here) may both reach the leader: the first to
+    // claim the kill records it, the other finds the job already ended.
+    const otherKill = reachedLeader && (live.killed || !claimKill(files?.dir ?? null));
+    if (otherKill) reachedLeader = false;
     if (reachedLeader) {
       live.killed = true;
       live.killSignal = report.escalated ? 'SIGKILL' : 'SIGTERM';
     }
-    // Another kill of ours may still be on its way to the leader: it needs the marker.
-    else if (files && !live.killed && live.killsInFlight === 0) rmSync(files.killMarkPath, { force: true });
+    // Another kill (ours, still on its way to the leader, or the one that claimed it) needs the marker.
+    else if (files && !otherKill && !live.killed && live.killsInFlight === 0) rmSync(files.killMarkPath, { force: true });
     if (live.pendingExit && live.killsInFlight === 0) {
       const end = live.pendingExit;
       delete live.pendingExit;
@@ -1036,7 +1065,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   private prunedAt = 0;
 
-  /** Drops finished sessions past their retention (and their job files). */
+  /** Drops finished sessions past their retention (and their job files), only those this host may prune (see `retention.ts`). */
   private prune(): void {
     // Retention is checked at most every 250 ms (or TTL) unless the registry is over its
     // size cap: each check sorts every finished session.
@@ -1044,8 +1073,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const every = Math.min(250, this.options.finishedTtlMs ?? 250);
     if (this.sessions.size <= (this.options.maxSessions ?? DEFAULT_MAX_SESSIONS) && now - this.prunedAt < every) return;
     this.prunedAt = now;
+    // Sessions another live host owns are its to prune: it may keep them longer (their
+    // session directories hold the logs its readLog serves).
     const prunable = [...this.sessions.values()].filter((l) => !this.readOnly.has(l.record.id)).map((l) => l.record);
-    for (const id of expiredIds(prunable, this.options)) {
+    for (const id of expiredIds(prunable, this.options, now, this.mayPrune())) {
       const pruned = this.sessions.get(id)?.record;
       if (pruned?.cgroup) native.removeCgroup(pruned.cgroup, pruned.id);
       const env = pruned?.pidScope === 'sandbox' ? this.environmentFor(pruned) : null;
@@ -1077,7 +1108,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   /**
-   * Flushes the checkpoint and stops accepting work; nothing is written after it. Running
+   * Flushes the checkpoint and stops accepting work; nothing is written after it. Never
+   * rejects: a failed final write is added to `diagnostics`. Running
    * jobs are not killed: durable ones live on and the next host recovers them; pipe-mode
    * jobs lose their reader when this process exits.
    */
@@ -1090,9 +1122,16 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     // Empty cgroups of ended jobs go now; one that still holds a process stays.
     if (this.options.containment !== false) native.sweepCgroups();
     releaseWriter(this.writer);
-    await this.persist();
-    this.commits.stop();
-    this.closed = true;
+    // Closed either way: a final write that fails (a full disk, a lock held too long)
+    // becomes a diagnostic, never a half-closed registry.
+    try {
+      await this.persist();
+    } catch (err) {
+      this.reportWriteError(err);
+    } finally {
+      this.commits.stop();
+      this.closed = true;
+    }
   }
 
   /**

@@ -3,6 +3,7 @@
  * registry's public operations.
  */
 import { ProcwardError } from './errors.js';
+import { assertGraceMs } from './termination.js';
 import type { KillResult, SessionSummary } from './types.js';
 
 /** What scoping needs of a registry. */
@@ -37,6 +38,8 @@ export async function snapshotRunningIds(host: ScopeHost, taskId: string): Promi
 /** Kills every running session of the task except `excludeIds`, in parallel; never throws. */
 export async function killAll(host: ScopeHost, opts: { taskId: string; excludeIds?: string[]; graceMs?: number }): Promise<BulkKillOutcome[]> {
   need(opts?.taskId, 'taskId');
+  // Checked once up front: every kill would reject it, one outcome per session.
+  if (opts.graceMs !== undefined) assertGraceMs(opts.graceMs);
   if (opts.excludeIds !== undefined && !Array.isArray(opts.excludeIds)) throw new ProcwardError('INVALID_ARGUMENT', 'excludeIds must be an array of session ids');
   const exclude = opts.excludeIds ?? [];
   const ids = (await snapshotRunningIds(host, opts.taskId)).filter((id) => !named(id, exclude));

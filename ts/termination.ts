@@ -1,9 +1,48 @@
 /**
- * Finishing a kill that timed out: survivors are re-checked by identity
+ * Termination bookkeeping around a tree kill: checking its arguments before any side
+ * effect, deciding which of two racing kills ended the job (`claimKill`), and finishing a
+ * kill that timed out: survivors are re-checked by identity
  * and SIGKILLed with their descendants every 500 ms (first after the grace period), for up
  * to 60 s, until none is left or the caller aborts (a new kill, a rescinded stop, close()).
  */
-import { killTree, type Identity } from './helpers.js';
+import { closeSync, constants, openSync } from 'node:fs';
+import { join } from 'node:path';
+import { ProcwardError } from './errors.js';
+import { killTree, MAX_GRACE_MS, probe, type Identity } from './helpers.js';
+
+/** Throws `INVALID_ARGUMENT` unless `graceMs` is an integer from 0 to `MAX_GRACE_MS` (milliseconds). */
+export function assertGraceMs(graceMs: unknown): asserts graceMs is number {
+  if (!(typeof graceMs === 'number' && Number.isInteger(graceMs) && graceMs >= 0 && graceMs <= MAX_GRACE_MS)) {
+    throw new ProcwardError('INVALID_ARGUMENT', `graceMs must be an integer from 0 to ${MAX_GRACE_MS} (milliseconds), got ${String(graceMs)}`);
+  }
+}
+
+/**
+ * Whether the process `leader` names has ended on its own and waits to be reaped (a
+ * zombie of the same start time): a signal to it succeeds, but ends nothing.
+ */
+export function endedUnreaped(leader: Identity): boolean {
+  const [p] = probe([leader.pid]);
+  return p?.state === 'Z' && p.startTime === leader.startTime;
+}
+
+/**
+ * Claims the kill of a session whose leader a kill reached, by creating `kill-claimed` in
+ * its directory (`O_EXCL`, never following a link): true for the first claimant across all
+ * hosts, false when another kill claimed it (that kill ended the job; this one found it
+ * ending). Without a directory (an in-memory registry), or when the file cannot be created
+ * for another reason (a full disk, a pruned directory), the claim is this process's alone
+ * and succeeds: the caller checks its own earlier kills.
+ */
+export function claimKill(sessionDir: string | null): boolean {
+  if (sessionDir === null) return true;
+  try {
+    closeSync(openSync(join(sessionDir, 'kill-claimed'), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600));
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'EEXIST';
+  }
+}
 
 export interface BackgroundKillOptions {
   graceMs: number;
