@@ -2,13 +2,14 @@
 // findings 9 and 10): `checkpoint.json` never goes missing, a write that fails leaves the
 // last one whole, and hosts on one directory all get the lock.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { descendants, ProcessRegistry } from '../dist/index.mjs';
 import { Checkpoint } from '../ts/checkpoint.js';
 import type { SessionRecord } from '../ts/session.js';
-import { ROOT, cleanupPid, tempDir } from './support.js';
+import { ROOT, cleanupGroup, cleanupPid, isAlive, tempDir, until } from './support.js';
 
 const mounts: string[] = [];
 afterEach(() => {
@@ -128,4 +129,30 @@ describe('the checkpoint lock is fair', () => {
       expect(r.writes).toBeGreaterThan(0);
     }
   }, 60_000);
+});
+
+describe('a job that ends while the disk is full', () => {
+  it('stays running while its supervisor cannot write exit.json, and gets its exact end once it can', async () => {
+    const dir = smallDisk(1024);
+    const go = join(tempDir(), 'go');
+    const r = await ProcessRegistry.open({ stateDir: dir });
+    try {
+      const s = await r.spawn(`while [ ! -e ${go} ]; do sleep 0.05; done; exit 5`, { durable: true });
+      cleanupGroup(s.pid);
+      await until(() => descendants(s.pid).some((d) => d.alive), 5000, 'the job to start');
+      fill(dir);
+      writeFileSync(go, '');
+      // The job is gone; its supervisor (the session's leader) lives on, retrying.
+      await until(() => !descendants(s.pid).some((d) => d.alive), 10_000, 'the job to end');
+      await new Promise((res) => setTimeout(res, 500));
+      expect(isAlive(s.pid)).toBe(true);
+      expect(existsSync(join(dir, 'sessions', s.id, 'exit.json'))).toBe(false);
+      expect(await r.poll(s.id)).toMatchObject({ status: 'running' });
+      rmSync(join(dir, 'filler'));
+      const w = await r.wait(s.id, { timeoutMs: 20_000 });
+      expect(w).toMatchObject({ status: 'exited', reason: 'exited', exitCode: 5 });
+    } finally {
+      await r.close();
+    }
+  }, 40_000);
 });

@@ -55,7 +55,7 @@ mod unix {
   use std::process::{Command, Stdio};
   use std::sync::atomic::{AtomicI32, Ordering};
   use std::sync::mpsc;
-  use std::time::Instant;
+  use std::time::{Duration, Instant};
 
   struct Args {
     log: PathBuf,
@@ -296,11 +296,43 @@ mod unix {
     // Tell the copier the job ended; it answers once the output has settled (or at EOF).
     drop(File::from(exited_w).write_all(b"x"));
     let _ = drained_rx.recv();
-    if let Err(e) = write_new(&args.exit, &info.to_json_at(ended_at)) {
-      eprintln!("procward-supervise: cannot write {}: {e}", args.exit.display());
+    if !write_exit(&args.exit, &info.to_json_at(ended_at)) {
       std::process::exit(70);
     }
     let _ = copier.join();
+  }
+
+  /// Writes the exit file, retrying while it cannot be written (a full disk, no inodes):
+  /// every 50 ms at first, backing off to every 5 s, for as long as this process lives. The
+  /// job's end is known only here, and a host takes a supervisor that is gone without an exit
+  /// file for `lost`; while we retry, hosts see the job running. A failed attempt's partial
+  /// file is removed (readers take it for "not yet" meanwhile). Gives up (false) only when
+  /// the session directory is gone: the session was pruned or removed, and no one will read
+  /// the file.
+  fn write_exit(path: &std::path::Path, text: &str) -> bool {
+    let mut delay = Duration::from_millis(50);
+    let mut reported = false;
+    loop {
+      match write_new(path, text) {
+        Ok(()) => return true,
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+          let _ = writeln!(std::io::stderr(), "procward-supervise: cannot write {}: {e}; the session directory is gone", path.display());
+          return false;
+        }
+        Err(e) => {
+          if !reported {
+            // Not eprintln!, which panics when stderr (the log, on the same full disk) fails.
+            let _ = writeln!(std::io::stderr(), "procward-supervise: cannot write {}: {e}; retrying until it can", path.display());
+            reported = true;
+          }
+          // Ours (a partial write) or not, a file there that is not our end must go: the
+          // supervisor alone writes the exit file.
+          let _ = std::fs::remove_file(path);
+        }
+      }
+      std::thread::sleep(delay);
+      delay = (delay * 2).min(Duration::from_secs(5));
+    }
   }
 
   /// `supervisor.json` and the exit file: one write to a new file (0600). Cheaper than a
@@ -314,10 +346,6 @@ mod unix {
   }
 
   fn finish(args: &Args, info: ExitInfo) -> ! {
-    let code = match write_new(&args.exit, &info.to_json()) {
-      Ok(()) => 0,
-      Err(_) => 70,
-    };
-    std::process::exit(code)
+    std::process::exit(if write_exit(&args.exit, &info.to_json()) { 0 } else { 70 })
   }
 }
