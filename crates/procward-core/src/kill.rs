@@ -580,7 +580,17 @@ mod tests {
   fn a_root_that_does_not_lead_its_session_is_refused_when_a_job_is_required() {
     // A member of the leader's session: a live process with its true start time, not a job.
     let (mut child, leader) = spawn_session("(sleep 30; true) & sleep 30");
-    let sub = wait_for_descendants(leader.pid, 2).into_iter().find(|p| p.ppid == leader.pid).unwrap();
+    // The subshell: the leader's child that has a child of its own (whether or not the shell
+    // exec'd its last command).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let sub = loop {
+      let tree = wait_for_descendants(leader.pid, 2);
+      if let Some(p) = tree.iter().find(|p| p.ppid == leader.pid && tree.iter().any(|c| c.ppid == p.pid)) {
+        break *p;
+      }
+      assert!(Instant::now() < deadline, "no subshell in {tree:?}");
+      std::thread::sleep(Duration::from_millis(10));
+    };
     let id = identity(sub.pid).unwrap().unwrap();
     let opts = KillOptions { grace: Duration::from_millis(100), require_session_leader: true, ..Default::default() };
     let report = kill_tree(&id, &opts).unwrap();
