@@ -52,7 +52,7 @@ import type { ExecutionEnvironment } from './environments.js';
 import { DEFAULT_MAX_SESSIONS, expiredIds } from './retention.js';
 import * as scoping from './scoping.js';
 import type { BulkKillOutcome } from './scoping.js';
-import { assertGraceMs, claimKill, endedUnreaped, finishKillInBackground } from './termination.js';
+import { assertGraceMs, claimKill, createKillMarker, endedUnreaped, finishKillInBackground, killClaimed } from './termination.js';
 import { type CompletionReason, SESSION_SCHEMA_VERSION, type SessionRecord } from './session.js';
 import type { KillResult, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
 
@@ -536,7 +536,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * record in the session directory), else `exited` (`lost` when the status is unknown).
    */
   private finishFromExit(live: Live, end: RecordedExit): void {
-    const killed = live.killed || killRequested(this.files(live));
+    const files = this.files(live);
+    // A kill another host claimed (it reached the leader) counts even if its marker is gone.
+    const killed = live.killed || killRequested(files) || (files !== null && killClaimed(files.dir));
     const known = end.exitCode !== null || end.signal !== null;
     // An end nobody recorded, after our kill reached the leader: our last signal ended it.
     // A killed job that exited by itself on the signal (a trap) still names the signal a
@@ -859,11 +861,13 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (!r.identity) return { id: r.id, outcome: 'already_exited', ...EMPTY_REPORT, exitCode: r.exitCode, signal: r.signal };
     live.finisher?.abort();
     const files = this.files(live);
+    let marked = false;
     if (wasRunning && files) {
       // Best effort: a full disk must not stop a kill (without the marker, a host that sees
       // the end later may record it as `exited` instead of `killed`).
       try {
-        writePrivate(files.killMarkPath, `${Date.now()} ${process.pid}\n`);
+        // Created, never overwritten: only the kill that created it may remove it.
+        marked = createKillMarker(files.killMarkPath);
       } catch (err) {
         this.diagnostics.push(`${r.id}: cannot record the kill request: ${(err as Error).message}`);
       }
@@ -877,6 +881,11 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     try {
       // Every job leads its own session: a root that does not is no job of ours.
       report = await killTree(r.identity, { graceMs, requireSessionLeader: true, ...(r.cgroup && { cgroup: r.cgroup, sessionId: r.id }) });
+    } catch (err) {
+      // The kill failed before it signalled anything (a refused root, an unreadable process
+      // table): the marker it wrote must not make the job's own end look killed.
+      if (marked && files && !live.killed && live.killsInFlight === 1) rmSync(files.killMarkPath, { force: true });
+      throw err;
     } finally {
       live.killsInFlight--;
     }
@@ -894,9 +903,17 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (reachedLeader) {
       live.killed = true;
       live.killSignal = report.escalated ? 'SIGKILL' : 'SIGTERM';
+      // The kill that ended the job keeps the marker there (another kill that found the
+      // leader gone may have removed it just before our claim).
+      try {
+        if (files && !marked && !killRequested(files)) marked = createKillMarker(files.killMarkPath);
+      } catch {
+        // A full disk: the claim file tells the owner as well (see finishFromExit).
+      }
     }
-    // Another kill (ours, still on its way to the leader, or the one that claimed it) needs the marker.
-    else if (files && !otherKill && !live.killed && live.killsInFlight === 0) rmSync(files.killMarkPath, { force: true });
+    // The marker goes only when this kill wrote it and no kill (ours still on its way, or
+    // another host's that claimed the job) needs it.
+    else if (files && marked && !otherKill && !live.killed && live.killsInFlight === 0 && !killClaimed(files.dir)) rmSync(files.killMarkPath, { force: true });
     if (live.pendingExit && live.killsInFlight === 0) {
       const end = live.pendingExit;
       delete live.pendingExit;

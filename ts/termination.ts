@@ -5,7 +5,7 @@
  * and SIGKILLed with their descendants every 500 ms (first after the grace period), for up
  * to 60 s, until none is left or the caller aborts (a new kill, a rescinded stop, close()).
  */
-import { closeSync, constants, openSync } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { ProcwardError } from './errors.js';
 import { killTree, MAX_GRACE_MS, probe, type Identity } from './helpers.js';
@@ -24,6 +24,37 @@ export function assertGraceMs(graceMs: unknown): asserts graceMs is number {
 export function endedUnreaped(leader: Identity): boolean {
   const [p] = probe([leader.pid]);
   return p?.state === 'Z' && p.startTime === leader.startTime;
+}
+
+/**
+ * Creates the session's `kill-requested` marker (`O_EXCL`, never following a link, 0600):
+ * true when this call created it, false when it was already there (another kill's, which
+ * only that kill may remove). Throws what `open`/`write` throw (a full disk).
+ */
+export function createKillMarker(path: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+  try {
+    writeSync(fd, `${Date.now()} ${process.pid}\n`);
+  } finally {
+    closeSync(fd);
+  }
+  return true;
+}
+
+/** Whether a kill of the session in `sessionDir` reached its leader and claimed it (see `claimKill`). */
+export function killClaimed(sessionDir: string): boolean {
+  try {
+    lstatSync(join(sessionDir, 'kill-claimed'));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
