@@ -186,6 +186,13 @@ export interface KillReport {
  */
 export declare function killTree(identity: Identity, options: KillOptions | undefined | null, callback: ((err: Error | null, arg: KillReport) => unknown)): void
 
+/**
+ * Takes the exclusive lock on `path` (created 0600) on a dedicated thread (never libuv's
+ * pool), waiting at most `timeout_ms` milliseconds in a blocking `flock`; the callback gets
+ * `(error, lock)` once, `lock` being `null` after the timeout. Errors as `tryLockFile`.
+ */
+export declare function lockFile(path: string, timeoutMs: number, callback: ((err: Error | null, arg: FileLock | undefined | null) => unknown)): void
+
 /** Probes many PIDs at once (one stat read each). Never throws for a missing PID. */
 export declare function probe(pids: Array<number>): Array<ProbeResult>
 
