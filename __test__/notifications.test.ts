@@ -171,6 +171,9 @@ describe('watch patterns run in a linear-time engine (issue 12, finding 8)', () 
     await expect(spawn(['a'.repeat(513)])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('longer than 512') });
     await expect(spawn([''])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('empty') });
     await expect(spawn(['\\w{500}{500}'])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('compiles to more than') });
+    // 31 811 automaton states: 27 s for one 64 KiB line once the regex crate's lazy DFA gives up.
+    const heavy = Array.from({ length: 32 }, (_, i) => `x{1,${480 + i}}y`);
+    await expect(spawn(heavy)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('automaton states') });
     await expect(spawn([42])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(spawn('ERROR')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     const ok = await start('true', { watchPatterns: [...Array.from({ length: 31 }, (_, i) => `p${i}`), 'b'.repeat(512)] });
@@ -190,6 +193,27 @@ describe('watch patterns run in a linear-time engine (issue 12, finding 8)', () 
     cleanupGroup(s.pid);
     expect(await r.wait(s.id, { timeoutMs: 20_000 })).toMatchObject({ status: 'exited' });
     expect((await r.drainNotifications()).map((e) => (e as { line: string }).line)).toEqual(['aaaa']);
+    await r.close();
+  });
+
+  it('the heaviest accepted set on a flood of 64 KiB lines: wait resolves, the event loop keeps turning, skipped lines are a diagnostic', async () => {
+    const r = await ProcessRegistry.open({ watch: { cooldownMs: 0 } });
+    const heavy = Array.from({ length: 16 }, (_, i) => `x{1,${480 + i}}y`);
+    let last = Date.now();
+    let longestGap = 0;
+    const timer = setInterval(() => {
+      longestGap = Math.max(longestGap, Date.now() - last);
+      last = Date.now();
+    }, 50);
+    const s = await r.spawn(`for i in $(seq 200); do head -c 65536 /dev/zero | tr '\\0' x; echo; done; echo xy`, { watchPatterns: heavy });
+    cleanupGroup(s.pid);
+    expect(await r.wait(s.id, { timeoutMs: 60_000 })).toMatchObject({ status: 'exited', exitCode: 0 });
+    clearInterval(timer);
+    // 200 lines at 20 to 100 ms each would hold the loop for seconds; the budget keeps it turning.
+    expect(longestGap).toBeLessThan(3000);
+    const events = (await r.drainNotifications()).map((e) => (e as { line: string }).line);
+    expect(events.every((l) => l === 'xy')).toBe(true);
+    expect(r.diagnostics.filter((d) => d.startsWith(`${s.id}: `) && d.includes('not matched against watch patterns'))).toHaveLength(1);
     await r.close();
   });
 

@@ -147,12 +147,46 @@ const LINE_CHARS: number = native.MAX_WATCH_LINE_BYTES;
 /** Characters of the matching line carried by a watch event. */
 const EVENT_LINE_CHARS = 4096;
 
+/**
+ * Milliseconds per second of the event loop that watch matching may take, for all sessions
+ * of this process together (one event loop): a flood of output cannot hold the loop longer
+ * than this plus one line (whose cost the core bounds to about 0.1 s). Lines past the
+ * budget are not matched.
+ */
+const MATCH_MS_PER_SECOND = 100;
+
+/** The event loop's matching budget, refilled each second. */
+class MatchBudget {
+  private windowStart = 0;
+  private spent = 0;
+
+  remaining(now: number): number {
+    if (now - this.windowStart >= 1000) {
+      this.windowStart = now;
+      this.spent = 0;
+    }
+    return Math.max(0, MATCH_MS_PER_SECOND - this.spent);
+  }
+
+  spend(ms: number): void {
+    this.spent += ms;
+  }
+}
+
+const loopBudget = new MatchBudget();
+
+/** Matchers compiled by {@link checkPatterns}, by the array it returned (spawn then needs no second compile). */
+const compiled = new WeakMap<readonly string[], WatchMatcher>();
+
 /** Splits a session's output into whole lines and matches them against its patterns. */
 export class LineWatcher {
   /** The head of the line not yet ended, at most `LINE_CHARS` characters. */
   private partial = '';
   private lastAt = 0;
   private readonly matcher: WatchMatcher;
+  /** Lines left unmatched because the loop's budget was spent; see {@link takeSkipped}. */
+  private skipped = 0;
+  private skipReported = false;
 
   /** Throws `INVALID_ARGUMENT` for patterns {@link checkPatterns} refuses. */
   constructor(
@@ -160,14 +194,24 @@ export class LineWatcher {
     private readonly limits: Required<WatchLimits>,
     private readonly rate: RateLimit,
   ) {
-    this.matcher = compile(patterns);
+    this.matcher = compiled.get(patterns) ?? compile(patterns);
+  }
+
+  /** Lines skipped so far, the first time any were (then 0: a caller reports it once). */
+  takeSkipped(): number {
+    if (this.skipReported || this.skipped === 0) return 0;
+    this.skipReported = true;
+    return this.skipped;
   }
 
   /**
    * Feeds output; returns the matches that passed the limits. `fired` is the session's
    * lifetime count so far. Lines are matched in their plain form (escape sequences removed,
-   * a progress line's latest frame), on the first 64 KiB of each: the rest of a longer line
-   * is dropped as it arrives, so a line without end costs memory and time only for its head.
+   * a progress line's latest frame), on the head of each (64 KiB, less for sets with many
+   * automaton states: see `procward_core::patterns`): the rest of a longer line is dropped
+   * as it arrives, so a line without end costs memory and time only for its head. Lines
+   * that arrive while this process's matching budget (100 ms per second) is spent are not
+   * matched (see {@link takeSkipped}).
    */
   feed(text: string, fired: number): { pattern: string; line: string; at: number }[] {
     const pieces = text.split('\n');
@@ -194,10 +238,18 @@ export class LineWatcher {
   private match(rawLines: string[], fired: number): { pattern: string; line: string; at: number }[] {
     // A session that used up its lifetime cap can raise nothing more: no line is matched.
     if (rawLines.length === 0 || fired >= this.limits.maxPerSession) return [];
+    const started = performance.now();
+    const budget = loopBudget.remaining(started);
+    if (budget <= 0) {
+      this.skipped += rawLines.length;
+      return [];
+    }
     const lines = rawLines.map(plainText);
-    const hits = this.matcher.matchLines(lines);
+    const hits = this.matcher.matchLines(lines, budget);
+    loopBudget.spend(performance.now() - started);
     const out: { pattern: string; line: string; at: number }[] = [];
     for (const [i, hit] of hits.entries()) {
+      if (hit === -2) this.skipped++;
       if (hit < 0) continue;
       const now = Date.now();
       if (fired + out.length >= this.limits.maxPerSession || now - this.lastAt < this.limits.cooldownMs || !this.rate.take(now)) continue;
@@ -223,12 +275,14 @@ function compile(patterns: string[]): WatchMatcher {
  * short line, so they are compiled and matched by the Rust `regex` crate, in time linear in
  * the line: at most {@link MAX_WATCH_PATTERNS} non-empty patterns of at most
  * {@link MAX_WATCH_PATTERN_CHARS} characters, in that crate's syntax (no look-around, no
- * backreferences), compiling to at most 4 MiB.
+ * backreferences), compiling to at most 4 MiB and 16 384 automaton states. Returns a copy.
  */
 export function checkPatterns(patterns: unknown): string[] {
   if (patterns === undefined) return [];
-  compile(checkShape(patterns));
-  return patterns as string[];
+  // A copy: the caller's array may change after the check.
+  const list = [...checkShape(patterns)];
+  compiled.set(list, compile(list));
+  return list;
 }
 
 /** An array of at most `MAX_WATCH_PATTERNS` strings, counted before anything is converted (a record may hold any number). */

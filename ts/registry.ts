@@ -284,6 +284,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (!live.watcher || live.foreign) return;
     const r = live.record;
     const hits = text === null ? live.watcher.flush(r.watchFired ?? 0) : live.watcher.feed(text, r.watchFired ?? 0);
+    const skipped = live.watcher.takeSkipped();
+    if (skipped > 0) this.diagnostics.push(`${r.id}: ${skipped} output lines not matched against watch patterns: the matching budget (100 ms per second) was spent`);
     if (hits.length === 0) return;
     // A hit is one line without its neighbours: a line of key material is masked on its own.
     const cleaned = hits.map((h) => ({ ...h, line: this.options.redact !== false && isKeyMaterialLine(h.line) ? KEY_MASK : this.clean(h.line) }));
@@ -666,6 +668,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const r = live.record;
     if (!r.logPath || live.foreign || !r.watchPatterns?.length) return;
     live.watcher ??= this.watcherFor(r);
+    if (!live.watcher) return;
     const { text, next } = await readLogFrom(r.logPath, live.watchOffset ?? 0);
     live.watchOffset = next;
     if (text) this.watch(live, text);
@@ -692,7 +695,6 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (!this.checkpoint) return;
     const fresh = (await this.checkpointView()).get(live.record.id);
     if (fresh && fresh.updatedAt > live.record.updatedAt) {
-    if (!live.watcher) return;
       Object.assign(live.record, fresh);
       if (fresh.status === 'exited') {
         for (const w of live.waiters) w();

@@ -79,8 +79,13 @@ export interface SpawnOptions {
    * Regular expressions in the Rust `regex` crate's syntax, matched in time linear in the
    * line; a whole output line (plain text: escape sequences removed) that matches one
    * queues a watch event naming the first pattern that matched, with the line's first 4096
-   * characters. Only the first 64 KiB (UTF-8) of a line is matched. At most 32 non-empty
-   * patterns of at most 512 characters each, compiling to at most 4 MiB together.
+   * characters. Only the head of a line is matched: its first 64 KiB (UTF-8), or less for
+   * a set that compiles to many automaton states (8 Mi divided by the states, at least 512
+   * bytes), so one line costs at most about 0.1 s. Matching takes at most 100 ms of the
+   * event loop per second for all sessions together; lines past that budget are not
+   * matched (a diagnostic says how many). At most 32 non-empty patterns of at most 512
+   * characters each, compiling to at most 4 MiB and 16 384 states together (Unicode classes
+   * such as `\w` and counted repetitions such as `{1,500}` are what makes states).
    *
    * Errors (`INVALID_ARGUMENT`, from `spawn`): too many, empty or too long patterns, one
    * the engine rejects (look-around, backreferences, a syntax error; the message gives the

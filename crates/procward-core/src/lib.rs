@@ -17,9 +17,9 @@
 //! - [`tail`]: the native rolling tail of a job's output.
 //! - `cgroup` (Linux): optional per-job cgroup v2 containment.
 //! - [`logfile`]: a durable job's log, capped by rotation, and a follower for it.
+//! - [`patterns`]: watch patterns, compiled into one linear-time `regex` set per session.
 //! - [`lockfile`]: `flock` locks that die with their holder (for the checkpoint).
 //! - [`status`]: how a job ended (exit code or terminating signal).
-//! - [`patterns`]: watch patterns, compiled into one linear-time `regex` set per session.
 //!
 //! `kill`, `spawn` and `reader` are Unix-only for now; Windows (Job Objects, ConPTY) is not
 //! written yet. Identity, probe and tree compile on Linux, macOS and Windows (see `sys`).
@@ -38,11 +38,11 @@ pub mod launch;
 pub mod lockfile;
 #[cfg(unix)]
 pub mod logfile;
+pub mod patterns;
 pub mod probe;
 #[cfg(unix)]
 pub mod pty;
 #[cfg(unix)]
-pub mod patterns;
 pub mod reader;
 #[cfg(unix)]
 pub mod spawn;

@@ -3,13 +3,20 @@
 //! Patterns come from agents and from records in the state directory, so both are hostile
 //! input. A backtracking engine (JavaScript's `RegExp`) can take exponential time on one
 //! short line (`(a|a)*c` against 28 `a`s froze the host for 40 s), so patterns run in the
-//! `regex` crate, whose matching time is linear in the line's length for every pattern.
-//! What is left to bound is the size of each factor of that product:
+//! `regex` crate, whose time is linear in the line. Linear is not yet cheap: when its lazy
+//! DFA gives up (a pattern set whose automaton has many states, such as 32 patterns
+//! `x{1,500}y`), the crate falls back to simulating the automaton, at about 5 to 13 ns per
+//! state and byte, 15 to 27 s for one 64 KiB line. So both factors are bounded:
 //!
 //! - at most [`MAX_PATTERNS`] patterns per session, each at most [`MAX_PATTERN_CHARS`]
-//!   characters, compiled into at most [`COMPILED_SIZE_LIMIT`] bytes (so `\w{500}{500}`
-//!   is refused instead of building a huge automaton);
-//! - only the first [`MAX_LINE_BYTES`] bytes of a line are matched;
+//!   characters, compiling to at most [`COMPILED_SIZE_LIMIT`] bytes and
+//!   [`MAX_STATES`] automaton states (Unicode classes such as `\w` and counted repetitions
+//!   are what makes states);
+//! - a line is matched on its first [`WatchPatterns::line_bytes`] bytes: [`MAX_LINE_BYTES`]
+//!   for sets of up to [`LINE_WORK`] / [`MAX_LINE_BYTES`] states, less for bigger ones, so
+//!   one line costs at most about [`LINE_WORK`] state-bytes (about 0.1 s) whatever happens;
+//! - [`WatchPatterns::match_lines`] stops at a time budget, so a flood of lines cannot hold
+//!   the caller either;
 //! - all patterns of a session are one [`regex::RegexSet`]: a line costs one pass, however
 //!   many patterns there are.
 //!
@@ -18,6 +25,8 @@
 
 use crate::error::{Error, Result};
 use regex::{RegexSet, RegexSetBuilder};
+use regex_automata::nfa::thompson;
+use std::time::{Duration, Instant};
 
 /// Patterns a session may have.
 pub const MAX_PATTERNS: usize = 32;
@@ -28,13 +37,29 @@ pub const COMPILED_SIZE_LIMIT: usize = 4 << 20;
 /// Bytes of the lazy DFA's cache per session: past it the engine falls back to a slower
 /// automaton that is still linear, so this bounds memory, not correctness.
 const DFA_CACHE_LIMIT: usize = 1 << 20;
-/// Bytes of a line that are matched; the rest of a longer line is never looked at.
+/// Automaton (Thompson NFA) states one session's patterns may compile to.
+pub const MAX_STATES: usize = 16384;
+/// Bytes of a line that are matched at most; the rest of a longer line is never looked at.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
+/// States times bytes one line may cost: about 0.1 s at the fallback's 13 ns per state-byte.
+pub const LINE_WORK: usize = 8 << 20;
+
+/// How one line fared in [`WatchPatterns::match_lines`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineMatch {
+  /// The index of the first pattern that matched.
+  Pattern(usize),
+  /// No pattern matched.
+  None,
+  /// Not matched: the time budget was spent on earlier lines.
+  Skipped,
+}
 
 /// A session's compiled watch patterns.
 #[derive(Debug, Clone)]
 pub struct WatchPatterns {
   set: RegexSet,
+  line_bytes: usize,
 }
 
 impl WatchPatterns {
@@ -57,19 +82,35 @@ impl WatchPatterns {
       if p.chars().nth(MAX_PATTERN_CHARS).is_some() {
         return Err(Error::InvalidInput(format!("watch pattern {} is longer than {MAX_PATTERN_CHARS} characters", i + 1)));
       }
-      // Compiled alone first, so the error names the pattern at fault.
-      RegexSetBuilder::new([p])
-        .size_limit(COMPILED_SIZE_LIMIT)
-        .dfa_size_limit(DFA_CACHE_LIMIT)
-        .build()
-        .map_err(|e| Error::InvalidInput(format!("watch pattern {} ({}) is not accepted: {}", i + 1, quoted(p), reason(&e))))?;
     }
-    let set = RegexSetBuilder::new(patterns.iter().map(AsRef::as_ref))
-      .size_limit(COMPILED_SIZE_LIMIT)
-      .dfa_size_limit(DFA_CACHE_LIMIT)
-      .build()
-      .map_err(|e| Error::InvalidInput(format!("the watch patterns together are not accepted: {}", reason(&e))))?;
-    Ok(WatchPatterns { set })
+    let build = |ps: &[&str]| RegexSetBuilder::new(ps).size_limit(COMPILED_SIZE_LIMIT).dfa_size_limit(DFA_CACHE_LIMIT).build();
+    let all: Vec<&str> = patterns.iter().map(AsRef::as_ref).collect();
+    let set = build(&all).map_err(|e| {
+      // Compiled alone, so the error names the pattern at fault.
+      match all.iter().enumerate().find_map(|(i, p)| build(&[p]).err().map(|e| (i, p, e))) {
+        Some((i, p, e)) => Error::InvalidInput(format!("watch pattern {} ({}) is not accepted: {}", i + 1, quoted(p), reason(&e))),
+        None => Error::InvalidInput(format!("the watch patterns together are not accepted: {}", reason(&e))),
+      }
+    })?;
+    // The same syntax and NFA the set uses, built again only to count its states.
+    let states = thompson::Compiler::new()
+      .configure(thompson::Config::new().nfa_size_limit(Some(COMPILED_SIZE_LIMIT)))
+      .build_many(&all)
+      .map(|nfa| nfa.states().len())
+      .unwrap_or(usize::MAX);
+    if states > MAX_STATES {
+      return Err(Error::InvalidInput(format!(
+        "the watch patterns together compile to {} automaton states, at most {MAX_STATES} (Unicode classes such as \\w and counted repetitions such as {{1,500}} make states)",
+        if states == usize::MAX { "too many".to_string() } else { states.to_string() }
+      )));
+    }
+    Ok(WatchPatterns { set, line_bytes: (LINE_WORK / states.max(1)).min(MAX_LINE_BYTES) })
+  }
+
+  /// Bytes at the start of a line that are matched: `min(MAX_LINE_BYTES, LINE_WORK / states)`,
+  /// at least 512 bytes.
+  pub fn line_bytes(&self) -> usize {
+    self.line_bytes
   }
 
   /// The number of patterns.
@@ -82,15 +123,31 @@ impl WatchPatterns {
     self.set.is_empty()
   }
 
-  /// The index of the first pattern that matches somewhere in the first [`MAX_LINE_BYTES`]
-  /// bytes of `line` (cut back to a character boundary), or `None`.
+  /// The index of the first pattern that matches somewhere in the first
+  /// [`line_bytes`](Self::line_bytes) bytes of `line` (cut back to a character boundary).
   pub fn first_match(&self, line: &str) -> Option<usize> {
-    let line = head(line, MAX_LINE_BYTES);
+    let line = head(line, self.line_bytes);
     // Most lines match nothing: `is_match` may stop early, `matches` always reads the line.
     if !self.set.is_match(line) {
       return None;
     }
     self.set.matches(line).iter().next()
+  }
+
+  /// [`first_match`](Self::first_match) for each line until `budget` is spent; the lines
+  /// after that are [`LineMatch::Skipped`]. The budget is checked before each line, so the
+  /// call may exceed it by one line's cost (bounded by [`LINE_WORK`]).
+  pub fn match_lines<S: AsRef<str>>(&self, lines: &[S], budget: Duration) -> Vec<LineMatch> {
+    let start = Instant::now();
+    lines
+      .iter()
+      .map(|l| {
+        if start.elapsed() >= budget {
+          return LineMatch::Skipped;
+        }
+        self.first_match(l.as_ref()).map_or(LineMatch::None, LineMatch::Pattern)
+      })
+      .collect()
   }
 }
 
@@ -178,5 +235,23 @@ mod tests {
     assert!(WatchPatterns::compile(&[&"a".repeat(MAX_PATTERN_CHARS)]).is_ok());
     assert!(invalid(&[r"\w{500}{500}"]).contains("compiles to more than"));
     assert!(invalid(&[""]).contains("empty"));
+  }
+
+  #[test]
+  fn sets_with_many_automaton_states_are_refused_and_big_sets_match_a_shorter_head() {
+    // 32 patterns x{1,480+i}y: 31 811 states, 27 s for one 64 KiB line once the lazy DFA gives up.
+    let heavy: Vec<String> = (0..32).map(|i| format!("x{{1,{}}}y", 480 + i)).collect();
+    assert!(invalid(&heavy.iter().map(String::as_str).collect::<Vec<_>>()).contains("automaton states"));
+    assert_eq!(WatchPatterns::compile(&["ERROR"]).unwrap().line_bytes(), MAX_LINE_BYTES);
+    let big: Vec<String> = (0..7).map(|i| format!("x{{1,{}}}y", 480 + i)).collect();
+    let set = WatchPatterns::compile(&big).unwrap();
+    assert!(set.line_bytes() < MAX_LINE_BYTES && set.line_bytes() >= LINE_WORK / MAX_STATES, "{}", set.line_bytes());
+  }
+
+  #[test]
+  fn match_lines_skips_the_lines_after_the_budget() {
+    let set = WatchPatterns::compile(&["b"]).unwrap();
+    assert_eq!(set.match_lines(&["a", "b"], Duration::from_secs(10)), vec![LineMatch::None, LineMatch::Pattern(0)]);
+    assert_eq!(set.match_lines(&["b", "b"], Duration::ZERO), vec![LineMatch::Skipped, LineMatch::Skipped]);
   }
 }
