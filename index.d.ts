@@ -64,14 +64,17 @@ export declare class WatchMatcher {
    * Compiles `patterns` (`regex` crate syntax). Throws `EINVAL` for more than
    * `MAX_WATCH_PATTERNS` patterns, an empty one, one longer than `MAX_WATCH_PATTERN_CHARS`
    * characters, one the engine rejects (look-around, backreferences, syntax: the engine's
-   * reason is in the message) or a set that compiles too big.
+   * reason is in the message) or a set that compiles too big (1 MiB, 16 384 automaton states).
    */
   constructor(patterns: Array<string>)
+  /** Bytes at the start of a line that are matched (512 to `MAX_WATCH_LINE_BYTES`). */
+  get lineBytes(): number
   /**
-   * For each line, the index of the first pattern that matches in its first
-   * `MAX_WATCH_LINE_BYTES` bytes, or -1.
+   * For each line, the index of the first pattern that matches in its first `lineBytes`
+   * bytes, -1 when none does, -2 when the line was skipped because `budgetMs` milliseconds
+   * were spent on the lines before it.
    */
-  matchLines(lines: Array<string>): Array<number>
+  matchLines(lines: Array<string>, budgetMs: number): Array<number>
 }
 
 /**

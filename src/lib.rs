@@ -643,7 +643,7 @@ impl WatchMatcher {
   /// Compiles `patterns` (`regex` crate syntax). Throws `EINVAL` for more than
   /// `MAX_WATCH_PATTERNS` patterns, an empty one, one longer than `MAX_WATCH_PATTERN_CHARS`
   /// characters, one the engine rejects (look-around, backreferences, syntax: the engine's
-  /// reason is in the message) or a set that compiles too big (4 MiB, 16 384 automaton states).
+  /// reason is in the message) or a set that compiles too big (1 MiB, 16 384 automaton states).
   #[napi(constructor)]
   pub fn new(patterns: Vec<String>) -> Result<Self> {
     Ok(WatchMatcher { inner: core::patterns::WatchPatterns::compile(&patterns).map_err(map_error)? })

@@ -275,7 +275,7 @@ function compile(patterns: string[]): WatchMatcher {
  * short line, so they are compiled and matched by the Rust `regex` crate, in time linear in
  * the line: at most {@link MAX_WATCH_PATTERNS} non-empty patterns of at most
  * {@link MAX_WATCH_PATTERN_CHARS} characters, in that crate's syntax (no look-around, no
- * backreferences), compiling to at most 4 MiB and 16 384 automaton states. Returns a copy.
+ * backreferences), compiling to at most 1 MiB and 16 384 automaton states. Returns a copy.
  */
 export function checkPatterns(patterns: unknown): string[] {
   if (patterns === undefined) return [];

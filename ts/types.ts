@@ -84,7 +84,7 @@ export interface SpawnOptions {
    * bytes), so one line costs at most about 0.1 s. Matching takes at most 100 ms of the
    * event loop per second for all sessions together; lines past that budget are not
    * matched (a diagnostic says how many). At most 32 non-empty patterns of at most 512
-   * characters each, compiling to at most 4 MiB and 16 384 states together (Unicode classes
+   * characters each, compiling to at most 1 MiB and 16 384 states together (Unicode classes
    * such as `\w` and counted repetitions such as `{1,500}` are what makes states).
    *
    * Errors (`INVALID_ARGUMENT`, from `spawn`): too many, empty or too long patterns, one

@@ -33,7 +33,7 @@ pub const MAX_PATTERNS: usize = 32;
 /// Characters (Unicode scalar values) a pattern may have.
 pub const MAX_PATTERN_CHARS: usize = 512;
 /// Bytes the compiled program of one session's patterns may take (`RegexSetBuilder::size_limit`).
-pub const COMPILED_SIZE_LIMIT: usize = 4 << 20;
+pub const COMPILED_SIZE_LIMIT: usize = 1 << 20;
 /// Bytes of the lazy DFA's cache per session: past it the engine falls back to a slower
 /// automaton that is still linear, so this bounds memory, not correctness.
 const DFA_CACHE_LIMIT: usize = 1 << 20;
@@ -82,15 +82,19 @@ impl WatchPatterns {
       if p.chars().nth(MAX_PATTERN_CHARS).is_some() {
         return Err(Error::InvalidInput(format!("watch pattern {} is longer than {MAX_PATTERN_CHARS} characters", i + 1)));
       }
+      // Parsed alone (cheap: nothing is compiled), so a syntax error names its pattern.
+      regex_automata::util::syntax::parse(p).map_err(|e| {
+        Error::InvalidInput(format!("watch pattern {} ({}) is not accepted: {}", i + 1, quoted(p), syntax_reason(&e.to_string())))
+      })?;
     }
-    let build = |ps: &[&str]| RegexSetBuilder::new(ps).size_limit(COMPILED_SIZE_LIMIT).dfa_size_limit(DFA_CACHE_LIMIT).build();
     let all: Vec<&str> = patterns.iter().map(AsRef::as_ref).collect();
-    let set = build(&all).map_err(|e| {
-      // Compiled alone, so the error names the pattern at fault.
-      match all.iter().enumerate().find_map(|(i, p)| build(&[p]).err().map(|e| (i, p, e))) {
-        Some((i, p, e)) => Error::InvalidInput(format!("watch pattern {} ({}) is not accepted: {}", i + 1, quoted(p), reason(&e))),
-        None => Error::InvalidInput(format!("the watch patterns together are not accepted: {}", reason(&e))),
-      }
+    let set = RegexSetBuilder::new(&all).size_limit(COMPILED_SIZE_LIMIT).dfa_size_limit(DFA_CACHE_LIMIT).build().map_err(|e| {
+      let which = if let [p] = all.as_slice() {
+        format!("watch pattern 1 ({}) is", quoted(p))
+      } else {
+        "the watch patterns together are".to_string()
+      };
+      Error::InvalidInput(format!("{which} not accepted: {}", reason(&e)))
     })?;
     // The same syntax and NFA the set uses, built again only to count its states.
     let states = thompson::Compiler::new()
@@ -169,12 +173,15 @@ fn quoted(p: &str) -> String {
   format!("{:?}{}", cut, if cut.len() < p.len() { "…" } else { "" })
 }
 
-/// The engine's error on one line: its parse errors draw the pattern with a caret below.
+/// A parse error on one line: the parser draws the pattern with a caret above its reason.
+fn syntax_reason(text: &str) -> String {
+  text.lines().filter(|l| l.starts_with("error:")).map(|l| l.trim_start_matches("error:").trim()).collect::<Vec<_>>().join("; ")
+}
+
+/// The engine's error on one line.
 fn reason(e: &regex::Error) -> String {
   match e {
-    regex::Error::Syntax(text) => {
-      text.lines().filter(|l| l.starts_with("error:")).map(|l| l.trim_start_matches("error:").trim()).collect::<Vec<_>>().join("; ")
-    }
+    regex::Error::Syntax(text) => syntax_reason(text),
     regex::Error::CompiledTooBig(limit) => format!("it compiles to more than {limit} bytes"),
     other => other.to_string(),
   }
@@ -241,7 +248,10 @@ mod tests {
   fn sets_with_many_automaton_states_are_refused_and_big_sets_match_a_shorter_head() {
     // 32 patterns x{1,480+i}y: 31 811 states, 27 s for one 64 KiB line once the lazy DFA gives up.
     let heavy: Vec<String> = (0..32).map(|i| format!("x{{1,{}}}y", 480 + i)).collect();
-    assert!(invalid(&heavy.iter().map(String::as_str).collect::<Vec<_>>()).contains("automaton states"));
+    let refusal = invalid(&heavy.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(refusal.contains("the watch patterns together") && refusal.contains("compiles to more than"), "{refusal}");
+    let many: Vec<String> = (0..20).map(|i| format!("x{{1,{}}}y", 480 + i)).collect();
+    assert!(invalid(&many.iter().map(String::as_str).collect::<Vec<_>>()).contains("automaton states"));
     assert_eq!(WatchPatterns::compile(&["ERROR"]).unwrap().line_bytes(), MAX_LINE_BYTES);
     let big: Vec<String> = (0..7).map(|i| format!("x{{1,{}}}y", 480 + i)).collect();
     let set = WatchPatterns::compile(&big).unwrap();
