@@ -196,6 +196,18 @@ export declare function killTree(identity: Identity, options: KillOptions | unde
  */
 export declare function lockFile(path: string, timeoutMs: number, callback: ((err: Error | null, arg: FileLock | undefined | null) => unknown)): void
 
+/**
+ * Bytes (UTF-8) at the start of a line that watch patterns are matched against, at most
+ * (a set with many automaton states matches fewer: `WatchMatcher.lineBytes`).
+ */
+export declare const MAX_WATCH_LINE_BYTES: number
+
+/** Characters a watch pattern may have. */
+export declare const MAX_WATCH_PATTERN_CHARS: number
+
+/** Watch patterns a session may have. */
+export declare const MAX_WATCH_PATTERNS: number
+
 /** Probes many PIDs at once (one stat read each). Never throws for a missing PID. */
 export declare function probe(pids: Array<number>): Array<ProbeResult>
 
@@ -232,15 +244,6 @@ export interface ProcessEntry {
 
 /** Terminal size in character cells. */
 export interface PtySize {
-/** Bytes (UTF-8) at the start of a line that watch patterns are matched against. */
-export declare const MAX_WATCH_LINE_BYTES: number
-
-/** Characters a watch pattern may have. */
-export declare const MAX_WATCH_PATTERN_CHARS: number
-
-/** Watch patterns a session may have. */
-export declare const MAX_WATCH_PATTERNS: number
-
   /** Columns. Default 120. */
   cols?: number
   /** Rows. Default 40. */
