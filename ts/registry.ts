@@ -270,6 +270,11 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     return plainText(raw) === plain ? raw : plain;
   }
 
+  /**
+   * The session's watcher. Patterns read back from a record are untrusted (they did not
+   * pass `spawn`): ones the core refuses (too many, too long, not linear-time) leave the
+   * session unwatched, with one diagnostic.
+   */
   private watcherFor(record: SessionRecord): LineWatcher | undefined {
     if (!record.watchPatterns?.length || record.status === 'exited') return undefined;
     const w = this.options.watch ?? {};
