@@ -141,14 +141,16 @@ describe('a job that ends while the disk is full', () => {
     const r = await ProcessRegistry.open({ stateDir: dir });
     try {
       const s = await r.spawn(`while [ ! -e ${go} ]; do sleep 0.05; done; exit 5`, { durable: true });
-      cleanupGroup(s.pid);
-      await until(() => descendants(s.pid).some((d) => d.alive), 5000, 'the job to start');
+      const pid = s.pid;
+      if (pid === null) throw new Error('a durable job has a supervisor PID');
+      cleanupGroup(pid);
+      await until(() => descendants(pid).some((d) => d.alive), 5000, 'the job to start');
       fill(dir);
       writeFileSync(go, '');
       // The job is gone; its supervisor (the session's leader) lives on, retrying.
-      await until(() => !descendants(s.pid).some((d) => d.alive), 10_000, 'the job to end');
+      await until(() => !descendants(pid).some((d) => d.alive), 10_000, 'the job to end');
       await new Promise((res) => setTimeout(res, 500));
-      expect(isAlive(s.pid)).toBe(true);
+      expect(isAlive(pid)).toBe(true);
       expect(existsSync(join(dir, 'sessions', s.id, 'exit.json'))).toBe(false);
       expect(await r.poll(s.id)).toMatchObject({ status: 'running' });
       rmSync(join(dir, 'filler'));
