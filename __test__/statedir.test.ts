@@ -171,6 +171,37 @@ describe('symlinks below the state directory', () => {
       await r.close();
     }
   });
+  it.each(['output.log', 'output.log.1', 'log-state.json'])('a symlink at %s is not followed by log or poll', async (name) => {
+    const state = tempDir();
+    const outside = tempDir();
+    const secret = join(outside, 'shadow');
+    writeFileSync(secret, 'root:SECRET-HASH:19000:0:99999:7:::\n');
+    const e = entry({ durable: true });
+    const dir = join(state, 'sessions', e.id as string);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    writeFileSync(join(dir, 'output.log'), 'own output\n', { mode: 0o600 });
+    // A rotated part is only looked at when log-state.json counts a rotation.
+    if (name !== 'log-state.json') writeFileSync(join(dir, 'log-state.json'), '{"rotations":1,"droppedBytes":0,"droppedLines":0,"lostBytes":0}\n', { mode: 0o600 });
+    rmSync(join(dir, name), { force: true });
+    symlinkSync(secret, join(dir, name));
+    Object.assign(e, { logPath: join(dir, 'output.log'), exitPath: join(dir, 'exit.json') });
+    writeFileSync(join(state, 'checkpoint.json'), JSON.stringify({ version: 1, sessions: [e] }), { mode: 0o600 });
+    const r = await ProcessRegistry.open({ stateDir: state });
+    try {
+      const read = await r.readLog(e.id as string).then(
+        (page) => page.text,
+        (err: { code?: string }) => `error ${err.code}`,
+      );
+      // Either the link is refused with a clear error or the page holds none of its target.
+      expect(read).not.toContain('SECRET-HASH');
+      if (name === 'output.log') expect(read).toBe('error STATE_DIR_UNTRUSTED');
+      const preview = await r.poll(e.id as string).then((p) => p.outputPreview ?? '');
+      expect(preview).not.toContain('SECRET-HASH');
+      expect(readFileSync(secret, 'utf8')).toBe('root:SECRET-HASH:19000:0:99999:7:::\n');
+    } finally {
+      await r.close();
+    }
+  });
 });
 
 describe('paths come from the session id, never from a record', () => {

@@ -7,9 +7,10 @@
  * Offsets here are absolute: byte N of everything the job ever wrote, dropped parts
  * included. The kept output starts at `droppedBytes`.
  */
-import { type FileHandle, open, readFile } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
+import { openPrivate, readPrivate } from './jobfiles.js';
 import { insideKeyBlockAt } from './redact.js';
 
 /** What was lost to the log's cap. */
@@ -46,15 +47,6 @@ function field(text: string, name: string): bigint {
   return m ? BigInt(m[1] as string) : 0n;
 }
 
-async function openIfExists(path: string): Promise<FileHandle | null> {
-  try {
-    return await open(path, 'r');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  }
-}
-
 /**
  * Opens the log's parts consistently, trying again (up to 20 times) when a rotation got in
  * the way: `log-state.json` changed while the parts were opened (its rotation count only
@@ -64,16 +56,16 @@ async function openIfExists(path: string): Promise<FileHandle | null> {
 async function openLog(path: string): Promise<OpenLog> {
   const statePath = join(dirname(path), 'log-state.json');
   for (let attempt = 0; ; attempt++) {
-    const stateText = await readFile(statePath, 'utf8').catch(() => '');
+    const stateText = (readPrivate(statePath) ?? '');
     const rotations = field(stateText, 'rotations');
-    const rotated = rotations > 0n ? await openIfExists(`${path}.1`) : null;
-    const current = await openIfExists(path);
+    const rotated = rotations > 0n ? await openPrivate(`${path}.1`) : null;
+    const current = await openPrivate(path);
     const handles = [rotated, current].filter((h): h is FileHandle => h !== null);
     const close = async () => {
       await Promise.all(handles.map((h) => h.close()));
     };
     const stats = await Promise.all(handles.map((h) => h.stat({ bigint: true })));
-    const unchanged = (await readFile(statePath, 'utf8').catch(() => '')) === stateText;
+    const unchanged = ((readPrivate(statePath) ?? '')) === stateText;
     const named =
       rotations === 0n ||
       ((rotated === null || stats[0]?.ino === field(stateText, 'rotatedIno')) && (current === null || stats[stats.length - 1]?.ino === field(stateText, 'currentIno')));

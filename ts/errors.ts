@@ -9,6 +9,7 @@ export type ProcwardErrorCode =
   | 'AMBIGUOUS_SESSION_ID'
   | 'INVALID_ARGUMENT'
   | 'KILL_SURVIVORS'
+  | 'KILL_REFUSED'
   | 'IDENTITY_UNKNOWN'
   | 'REGISTRY_CLOSED'
   | 'SPAWN_FAILED'

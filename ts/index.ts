@@ -22,7 +22,7 @@ export type {
 } from './registry.js';
 export type { SessionRecord, SessionStatus, CompletionReason } from './session.js';
 export { identity, verdict, probe, descendants, killTree } from './helpers.js';
-export type { Identity, Verdict, ProbeResult, ProcessEntry, KillReport, KillTreeOptions } from './helpers.js';
+export type { Identity, Verdict, ProbeResult, ProcessEntry, KillReport, KillRefusal, KillRefusalReason, KillTreeOptions } from './helpers.js';
 export { ProcwardError } from './errors.js';
 export type { ProcwardErrorCode } from './errors.js';
 export { redact, isEnvDumpCommand } from './redact.js';

@@ -22,7 +22,7 @@
  * directory is owner-only (see `ensureStateDir`), so only this user could do that.
  */
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { ProcwardError } from './errors.js';
@@ -216,22 +216,42 @@ export interface RecordedExit {
 }
 
 /**
+ * Opens a file below the state directory for reading: not through a symlink at its name
+ * (`O_NOFOLLOW`), without hanging on a FIFO planted there (`O_NONBLOCK`), and only a
+ * regular file. `null` when it does not exist; throws `STATE_DIR_UNTRUSTED` for a symlink
+ * or anything but a regular file.
+ */
+export async function openPrivate(path: string): Promise<FileHandle | null> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return null;
+    if (code === 'ELOOP') throw new ProcwardError('STATE_DIR_UNTRUSTED', `${path} is a symlink; procward does not follow it`);
+    throw err;
+  }
+  if ((await handle.stat()).isFile()) return handle;
+  await handle.close();
+  throw new ProcwardError('STATE_DIR_UNTRUSTED', `${path} is not a regular file`);
+}
+
+/**
  * Reads the exit file: `null` when it does not exist (yet); `invalid` (with the reason)
  * when it exists but does not hold an exit code 0-255 or a signal 1-64.
  */
 export async function readExitFile(path: string): Promise<RecordedExit | { invalid: string } | null> {
   let text: string;
   try {
-    // Not through a symlink; O_NONBLOCK keeps a FIFO planted there from blocking the open.
-    const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const handle = await openPrivate(path);
+    if (!handle) return null;
     try {
-      if (!(await handle.stat()).isFile()) return { invalid: `${path} is not a regular file` };
       text = await handle.readFile('utf8');
     } finally {
       await handle.close();
     }
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ELOOP') return { invalid: `${path} is a symlink; not followed` };
+    if (err instanceof ProcwardError) return { invalid: err.message };
     return null;
   }
   // The supervisor writes it in one go ending with a newline: shorter is not written yet.

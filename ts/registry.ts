@@ -725,7 +725,14 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (live.record.durable && live.record.logPath && (live.detached || live.tail.heldChars === 0)) {
       // Where the log's last 16 KiB start is not known without reading the log: key material
       // at their head is taken for the inside of a block.
-      const text = await readLogTail(live.record.logPath, 16 * 1024);
+      // A log file replaced by a symlink or a FIFO is not read: the preview is empty, and
+      // the reason is a diagnostic (readLog says it as an error).
+      const text = await readLogTail(live.record.logPath, 16 * 1024).catch((err: unknown) => {
+        if (!(err instanceof ProcwardError && err.code === 'STATE_DIR_UNTRUSTED')) throw err;
+        const said = `${live.record.id}: output not shown: ${err.message}`;
+        if (!this.diagnostics.includes(said)) this.diagnostics.push(said);
+        return '';
+      });
       return { text, startsInKeyBlock: leadsWithKeyMaterial(text) };
     }
     const text = live.tail.text();

@@ -5,7 +5,7 @@
  * and SIGKILLed with their descendants every 500 ms (first after the grace period), for up
  * to 60 s, until none is left or the caller aborts (a new kill, a rescinded stop, close()).
  */
-import { closeSync, constants, lstatSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { ProcwardError } from './errors.js';
 import { killTree, MAX_GRACE_MS, probe, type Identity } from './helpers.js';
@@ -29,15 +29,20 @@ export function endedUnreaped(leader: Identity): boolean {
 /**
  * Creates the session's `kill-requested` marker (`O_EXCL`, never following a link, 0600):
  * true when this call created it, false when it was already there (another kill's, which
- * only that kill may remove). Throws what `open`/`write` throw (a full disk).
+ * only that kill may remove). Anything but a regular file at its name (a symlink, a FIFO)
+ * is no kill's marker: it is removed and the marker created in its place. Throws what
+ * `open`/`write` throw (a full disk).
  */
 export function createKillMarker(path: string): boolean {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw err;
+  let fd: number | undefined;
+  for (let attempt = 0; fd === undefined; attempt++) {
+    try {
+      fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      if (attempt > 0 || isRegularFile(path)) return false;
+      rmSync(path, { force: true });
+    }
   }
   try {
     writeSync(fd, `${Date.now()} ${process.pid}\n`);
@@ -45,6 +50,14 @@ export function createKillMarker(path: string): boolean {
     closeSync(fd);
   }
   return true;
+}
+
+function isRegularFile(path: string): boolean {
+  try {
+    return lstatSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /** Whether a kill of the session in `sessionDir` reached its leader and claimed it (see `claimKill`). */

@@ -62,8 +62,16 @@ pub fn state_path(log: &Path) -> PathBuf {
 /// rotation, and a small cap would otherwise make the job wait on the disk at every part.
 fn replace_state(path: &Path, text: &str) -> std::io::Result<()> {
   let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-  let written =
-    OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp).and_then(|mut f| f.write_all(text.as_bytes()));
+  // A leftover temporary file (a crash between write and rename) is removed first; the new
+  // one is created exclusively and never through a symlink planted at its name.
+  let _ = std::fs::remove_file(&tmp);
+  let written = OpenOptions::new()
+    .write(true)
+    .create_new(true)
+    .custom_flags(libc::O_NOFOLLOW)
+    .mode(0o600)
+    .open(&tmp)
+    .and_then(|mut f| f.write_all(text.as_bytes()));
   let renamed = written.and_then(|()| std::fs::rename(&tmp, path));
   if renamed.is_err() {
     let _ = std::fs::remove_file(&tmp);
@@ -71,8 +79,18 @@ fn replace_state(path: &Path, text: &str) -> std::io::Result<()> {
   renamed
 }
 
+/// Opens (creates, 0600) a part for appending, never through a symlink at its name.
 fn open_append(path: &Path) -> std::io::Result<File> {
-  OpenOptions::new().create(true).append(true).mode(0o600).open(path)
+  OpenOptions::new().create(true).append(true).custom_flags(libc::O_NOFOLLOW).mode(0o600).open(path)
+}
+
+/// Opens a part for reading: not through a symlink at its name (`O_NOFOLLOW`), without
+/// blocking on a FIFO planted there (`O_NONBLOCK`), and only when it is a regular file.
+/// Returns the file and its inode.
+fn open_part(path: &Path) -> Option<(File, u64)> {
+  let f = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path).ok()?;
+  let meta = f.metadata().ok()?;
+  meta.is_file().then(|| (f, meta.ino()))
 }
 
 /// How far past a part's limit a rotation looks for a line break (bytes).
@@ -196,9 +214,8 @@ impl LogFollower {
   pub fn read_new(&mut self, buf: &mut [u8], out: &mut dyn FnMut(&[u8])) {
     loop {
       if self.file.is_none() {
-        let Ok(f) = File::open(&self.path) else { return };
-        let Ok(meta) = f.metadata() else { return };
-        self.file = Some((f, meta.ino()));
+        let Some(part) = open_part(&self.path) else { return };
+        self.file = Some(part);
       }
       let Some((file, ino)) = self.file.as_mut() else { return };
       drain(file, buf, out);
@@ -209,10 +226,7 @@ impl LogFollower {
           drain(file, buf, out);
           // Two rotations since the last read: the part in between is `output.log.1` now.
           let left = *ino;
-          self.file = File::open(rotated_path(&self.path))
-            .ok()
-            .and_then(|f| f.metadata().ok().map(|m| (f, m.ino())))
-            .filter(|(_, i)| *i != left && *i != meta.ino());
+          self.file = open_part(&rotated_path(&self.path)).filter(|(_, i)| *i != left && *i != meta.ino());
         }
         _ => return,
       }
@@ -318,5 +332,26 @@ mod tests {
     w.write(numbered(0, 1000).as_bytes());
     assert_eq!(std::fs::read_to_string(&log).unwrap(), numbered(0, 1000));
     assert!(!rotated_path(&log).exists() && !state_path(&log).exists());
+  }
+
+  #[test]
+  fn parts_are_never_opened_through_a_symlink_or_as_a_fifo() {
+    let log = scratch("links");
+    let secret = log.with_file_name("secret");
+    std::fs::write(&secret, "not the job's output\n").unwrap();
+    std::os::unix::fs::symlink(&secret, &log).unwrap();
+    // The writer refuses the planted link (ELOOP) and leaves its target alone.
+    assert_eq!(RotatingLog::open(&log, 0).err().map(|e| e.raw_os_error()), Some(Some(libc::ELOOP)));
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "not the job's output\n");
+    // The follower reads nothing through it.
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 64];
+    LogFollower::new(&log).read_new(&mut buf, &mut |b| got.extend_from_slice(b));
+    assert!(got.is_empty());
+    // Nor from a FIFO in the log's place (an open without O_NONBLOCK would hang here).
+    std::fs::remove_file(&log).unwrap();
+    nix::unistd::mkfifo(&log, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    LogFollower::new(&log).read_new(&mut buf, &mut |b| got.extend_from_slice(b));
+    assert!(got.is_empty());
   }
 }
