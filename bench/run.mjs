@@ -7,6 +7,7 @@ import { killBench, probeBench, treeBench } from './identity.mjs';
 import { latencyBench, spawnBench, throughputBench } from './output.mjs';
 import { recoveryBench } from './recovery.mjs';
 import { sshPollBench } from './environments.mjs';
+import { mcpBench } from './mcp.mjs';
 
 const only = process.argv.slice(2);
 const suites = {
@@ -20,6 +21,7 @@ const suites = {
   throughput: throughputBench,
   recovery: recoveryBench,
   ssh: sshPollBench,
+  mcp: mcpBench,
 };
 const header = `Run ${new Date().toISOString()} on ${cpus().length}× ${cpus()[0]?.model ?? 'cpu'}, Linux ${release()}, Node ${process.version}.\n`;
 const parts = [header];
