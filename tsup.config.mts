@@ -16,7 +16,7 @@ export default defineConfig([
     external: [/index\.js$/],
   },
   {
-    entry: { cli: 'ts/cli.ts' },
+    entry: { cli: 'ts/surfaces/cli.ts' },
     format: ['esm'],
     shims: true,
     target: 'node20',

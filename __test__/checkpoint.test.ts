@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { descendants, ProcessRegistry } from '../dist/index.mjs';
-import { Checkpoint } from '../ts/checkpoint.js';
-import type { SessionRecord } from '../ts/session.js';
+import { Checkpoint } from '../ts/persist/checkpoint.js';
+import type { SessionRecord } from '../ts/session/record.js';
 import { ROOT, cleanupGroup, cleanupPid, isAlive, tempDir, until } from './support.js';
 
 const mounts: string[] = [];

@@ -1,7 +1,7 @@
 // DESIGN section 5: the child's environment and the `A && B &` rewrite.
 import { describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
-import { childEnvironment, shellCommand } from '../ts/environment.js';
+import { childEnvironment, shellCommand } from '../ts/policy/environment.js';
 import { cleanupGroup } from './support.js';
 
 describe('child environment', () => {

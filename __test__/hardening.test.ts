@@ -1,7 +1,7 @@
 // Cases found by adversarial testing of the agent surfaces (DESIGN sections 5, 7, 8).
 import { describe, expect, it } from 'vitest';
 import { handleToolCall, killTree, identity, ProcessRegistry } from '../dist/index.mjs';
-import { redactCommand } from '../ts/redact.js';
+import { redactCommand } from '../ts/policy/redact.js';
 import { cleanupGroup, crashHost, startHost, tempDir, perTestRegistry } from './support.js';
 
 const T = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';

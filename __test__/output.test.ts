@@ -1,8 +1,9 @@
 // Output views (DESIGN sections 4-5) and redaction (section 8): pure functions.
 import { describe, expect, it } from 'vitest';
-import { OutputTail, pageLines, plainText } from '../ts/output.js';
-import { redact } from '../ts/redact.js';
-import { resolveSessionId } from '../ts/ids.js';
+import { OutputTail } from '../ts/output/tail.js';
+import { pageLines, plainText } from '../ts/output/views.js';
+import { redact } from '../ts/policy/redact.js';
+import { resolveSessionId } from '../ts/session/ids.js';
 
 describe('output views', () => {
   it('the rolling tail keeps the last maxChars and counts what it dropped', () => {

@@ -6,8 +6,8 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
-import { plainText } from '../ts/output.js';
-import { redact, redactCommand } from '../ts/redact.js';
+import { plainText } from '../ts/output/views.js';
+import { redact, redactCommand } from '../ts/policy/redact.js';
 import { BENIGN, SECRETS, type Sample } from './fixtures/redaction-corpus.js';
 import { cleanupGroup, tempDir, until } from './support.js';
 
@@ -146,7 +146,7 @@ describe('redaction on streamed output', () => {
 
 describe('previews are redacted before they are cut', () => {
   it('a token straddling the start of the preview window does not leak its rest', async () => {
-    const { preview } = await import('../ts/output.js');
+    const { preview } = await import('../ts/output/views.js');
     const token = 'ghp_' + 'LpV9sKd4TzR8nWb1Yh6Gf3Ja5Eu0NiQw2Xc7';
     const text = `${'x'.repeat(5000)} ${token}${'y'.repeat(1990)}`;
     const out = preview(text, 2000, (t) => redact(t));

@@ -4,8 +4,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
-import { expiredIds } from '../ts/retention.js';
-import type { SessionRecord } from '../ts/session.js';
+import { expiredIds } from '../ts/policy/retention.js';
+import type { SessionRecord } from '../ts/session/record.js';
 import { cleanupGroup, cli, crashHost, startHost, tempDir } from './support.js';
 
 function rec(id: string, status: 'running' | 'exited', exitedAt: number | null, fields: Partial<SessionRecord> = {}): SessionRecord {

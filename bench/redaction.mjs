@@ -1,7 +1,7 @@
 // Redaction recall and false positives on the corpus (__test__/fixtures/redaction-corpus.ts),
 // and the time to redact 10 MB of log-like text.
 //
-//   node bench/redaction.mjs                      # the working tree's ts/redact.ts
+//   node bench/redaction.mjs                      # the working tree's ts/policy/redact.ts
 //   git show HEAD~5:ts/redact.ts > /tmp/old.ts && node bench/redaction.mjs /tmp/old.ts
 //
 // A secret counts as masked when no 12-character piece of it survives (the rule of
@@ -14,7 +14,7 @@ async function load(entry) {
   return import(`data:text/javascript;base64,${Buffer.from(out.outputFiles[0].text).toString('base64')}`);
 }
 
-const redactPath = process.argv[2] ?? `${ROOT}/ts/redact.ts`;
+const redactPath = process.argv[2] ?? `${ROOT}/ts/policy/redact.ts`;
 const r = await load(redactPath);
 const { SECRETS, BENIGN } = await load(`${ROOT}/__test__/fixtures/redaction-corpus.ts`);
 

@@ -1,7 +1,7 @@
 // Worst cases of watch-pattern matching (issue 12, finding 8): the time from a session's
 // output to its watch events, through `LineWatcher` (checkPatterns + compile + feed + flush).
 //
-//   node bench/watch.mjs                     # the working tree's ts/notifications.ts (needs `npm run build` for the binding)
+//   node bench/watch.mjs                     # the working tree's ts/policy/notifications.ts (needs `npm run build` for the binding)
 //   node bench/watch.mjs --source <commit>   # ts/notifications.ts as of a commit (e.g. HEAD before the regex crate)
 //   node bench/watch.mjs --only 5000          # the cases whose name contains the text
 //
@@ -50,7 +50,7 @@ async function loadWatcher(source) {
   // Written beside this script: the binding is found relative to the module's own URL.
   const outfile = `${ROOT}/bench/.watch-bundle-${process.pid}.mjs`;
   await build({
-    ...(contents ? { stdin: { contents, resolveDir: `${ROOT}/ts`, loader: 'ts' } } : { entryPoints: [`${ROOT}/ts/notifications.ts`] }),
+    ...(contents ? { stdin: { contents, resolveDir: `${ROOT}/ts`, loader: 'ts' } } : { entryPoints: [`${ROOT}/ts/policy/notifications.ts`] }),
     bundle: true,
     format: 'esm',
     platform: 'node',

@@ -9,8 +9,8 @@
  */
 export { ProcessRegistry } from './registry.js';
 export type { RegistryEvents } from './registry.js';
-export type { BulkKillOutcome } from './scoping.js';
-export type { CompletionEvent, WatchEvent, ProcwardEvent, WatchLimits } from './notifications.js';
+export type { BulkKillOutcome } from './policy/scoping.js';
+export type { CompletionEvent, WatchEvent, ProcwardEvent, WatchLimits } from './policy/notifications.js';
 export type {
   RegistryOptions,
   SpawnOptions,
@@ -20,16 +20,16 @@ export type {
   LogResult,
   KillResult,
 } from './registry.js';
-export type { SessionRecord, SessionStatus, CompletionReason } from './session.js';
-export { identity, verdict, probe, descendants, killTree } from './helpers.js';
-export type { Identity, Verdict, ProbeResult, ProcessEntry, KillReport, KillRefusal, KillRefusalReason, KillTreeOptions } from './helpers.js';
+export type { SessionRecord, SessionStatus, CompletionReason } from './session/record.js';
+export { identity, verdict, probe, descendants, killTree } from './processes.js';
+export type { Identity, Verdict, ProbeResult, ProcessEntry, KillReport, KillRefusal, KillRefusalReason, KillTreeOptions } from './processes.js';
 export { ProcwardError } from './errors.js';
 export type { ProcwardErrorCode } from './errors.js';
-export { redact, isEnvDumpCommand } from './redact.js';
-export type { RedactOptions } from './redact.js';
-export { defaultStateDir } from './statedir.js';
-export { handleToolCall, toolDefinitions, openAiTools } from './tool.js';
-export type { ToolDefinition, ToolResult, ToolContext } from './tool.js';
-export { createMcpServer } from './mcp.js';
-export { localShell, SshEnvironment, dockerExec, kubectlExec, environmentFrom, CommandEnvironment } from './environments.js';
-export type { ExecutionEnvironment, EnvironmentDescription, ExecResult } from './environments.js';
+export { redact, isEnvDumpCommand } from './policy/redact.js';
+export type { RedactOptions } from './policy/redact.js';
+export { defaultStateDir } from './persist/statedir.js';
+export { handleToolCall, toolDefinitions, openAiTools } from './surfaces/tool.js';
+export type { ToolDefinition, ToolResult, ToolContext } from './surfaces/tool.js';
+export { createMcpServer } from './surfaces/mcp.js';
+export { localShell, SshEnvironment, dockerExec, kubectlExec, environmentFrom, CommandEnvironment } from './remote/environments.js';
+export type { ExecutionEnvironment, EnvironmentDescription, ExecResult } from './remote/environments.js';

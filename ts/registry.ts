@@ -6,17 +6,17 @@
  */
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
-import { Checkpoint } from './checkpoint.js';
+import { Checkpoint } from './persist/checkpoint.js';
 import { EventEmitter } from 'node:events';
-import { childEnvironment, shellCommand, validateCommand } from './environment.js';
+import { childEnvironment, shellCommand, validateCommand } from './policy/environment.js';
 import { fromNative, ProcwardError } from './errors.js';
-import { checkSpawnOptions } from './spawnoptions.js';
-import { killTree, MAX_GRACE_MS, verdict, type KillReport } from './helpers.js';
-import { GroupCommit } from './groupcommit.js';
-import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './writer.js';
-import { newSessionId, resolveSessionId } from './ids.js';
-import { closeFifo, writeFifo } from './stdinfifo.js';
-import { LARGE_LOG_BYTES, NO_DROPS, readLog, readLogFrom, readLogTail, streamLogPage, type LogDrops } from './durablelog.js';
+import { checkSpawnOptions } from './session/spawnoptions.js';
+import { killTree, MAX_GRACE_MS, verdict, type KillReport } from './processes.js';
+import { GroupCommit } from './persist/groupcommit.js';
+import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './persist/writer.js';
+import { newSessionId, resolveSessionId } from './session/ids.js';
+import { closeFifo, writeFifo } from './session/stdinfifo.js';
+import { LARGE_LOG_BYTES, NO_DROPS, readLog, readLogFrom, readLogTail, streamLogPage, type LogDrops } from './output/durablelog.js';
 import {
   jobFiles,
   killRequested,
@@ -27,10 +27,11 @@ import {
   writePrivate,
   type JobFiles,
   type RecordedExit,
-} from './jobfiles.js';
+} from './persist/jobfiles.js';
 import { native, supervisorPath, type JobEvent, type NativeJob } from './native.js';
-import { inputOf, newLive, settle, summary, untilEnd, writeInput, type Live } from './live.js';
-import { DEFAULT_TAIL_CHARS, DEFAULT_TOTAL_OUTPUT_CHARS, type LinePage, NativeTail, pageLines, plainText, preview, showing, type TailView } from './output.js';
+import { inputOf, newLive, settle, summary, untilEnd, writeInput, type Live } from './session/live.js';
+import { DEFAULT_TAIL_CHARS, DEFAULT_TOTAL_OUTPUT_CHARS, NativeTail, type TailView } from './output/tail.js';
+import { type LinePage, pageLines, plainText, preview, showing } from './output/views.js';
 import {
   checkPatterns,
   COMPLETION_TAIL_CHARS,
@@ -44,16 +45,16 @@ import {
   type CompletionEvent,
   type ProcwardEvent,
   type WatchEvent,
-} from './notifications.js';
-import { insideKeyBlockAt, isKeyMaterialLine, KEY_MASK, leadsWithKeyMaterial, redact, redactCommand } from './redact.js';
-import { readSessionFile, scanOrphanSessions } from './recovery.js';
-import { killRemote, launch, SandboxPoller, sandboxDir, shq } from './sandbox.js';
-import type { ExecutionEnvironment } from './environments.js';
-import { DEFAULT_MAX_SESSIONS, expiredIds } from './retention.js';
-import * as scoping from './scoping.js';
-import type { BulkKillOutcome } from './scoping.js';
-import { assertGraceMs, claimKill, createKillMarker, endedUnreaped, finishKillInBackground, killClaimed } from './termination.js';
-import { type CompletionReason, SESSION_SCHEMA_VERSION, type SessionRecord } from './session.js';
+} from './policy/notifications.js';
+import { insideKeyBlockAt, isKeyMaterialLine, KEY_MASK, leadsWithKeyMaterial, redact, redactCommand } from './policy/redact.js';
+import { readSessionFile, scanOrphanSessions } from './persist/recovery.js';
+import { killRemote, launch, SandboxPoller, sandboxDir, shq } from './remote/sandbox.js';
+import type { ExecutionEnvironment } from './remote/environments.js';
+import { DEFAULT_MAX_SESSIONS, expiredIds } from './policy/retention.js';
+import * as scoping from './policy/scoping.js';
+import type { BulkKillOutcome } from './policy/scoping.js';
+import { assertGraceMs, claimKill, createKillMarker, endedUnreaped, finishKillInBackground, killClaimed } from './session/termination.js';
+import { type CompletionReason, SESSION_SCHEMA_VERSION, type SessionRecord } from './session/record.js';
 import type { KillResult, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
 
 export type { KillResult, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';

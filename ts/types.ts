@@ -1,9 +1,9 @@
 /** The public shapes of the registry's options and results. Times in milliseconds. */
-import type { KillReport } from './helpers.js';
-import type { ExecutionEnvironment } from './environments.js';
-import type { WatchLimits } from './notifications.js';
-import type { RetentionOptions } from './retention.js';
-import type { CompletionReason, SessionStatus } from './session.js';
+import type { KillReport } from './processes.js';
+import type { ExecutionEnvironment } from './remote/environments.js';
+import type { WatchLimits } from './policy/notifications.js';
+import type { RetentionOptions } from './policy/retention.js';
+import type { CompletionReason, SessionStatus } from './session/record.js';
 
 /** Options of `ProcessRegistry.open`. */
 export interface RegistryOptions extends RetentionOptions {

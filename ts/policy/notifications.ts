@@ -9,10 +9,10 @@
  * with a per-session cooldown, a per-session lifetime cap and a registry-wide rate limit,
  * so a chatty process cannot flood the agent.
  */
-import { fromNative, ProcwardError } from './errors.js';
-import { native, type WatchMatcher } from './native.js';
-import { plainText } from './output.js';
-import type { SessionRecord } from './session.js';
+import { fromNative, ProcwardError } from '../errors.js';
+import { native, type WatchMatcher } from '../native.js';
+import { plainText } from '../output/views.js';
+import type { SessionRecord } from '../session/record.js';
 
 /** Characters of output carried by a completion event. */
 export const COMPLETION_TAIL_CHARS = 2000;

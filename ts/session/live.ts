@@ -2,16 +2,16 @@
  * A session at run time: its record plus what only this host knows (output tail, waiters,
  * the native job with its input side, kill state). `registry.ts` owns the map of these.
  */
-import { ProcwardError } from './errors.js';
-import { fromNative } from './errors.js';
-import type { RecordedExit } from './jobfiles.js';
-import type { ExecutionEnvironment } from './environments.js';
-import type { NativeJob } from './native.js';
-import type { SandboxPoller } from './sandbox.js';
-import type { LineWatcher } from './notifications.js';
-import { OutputTail, type TailView } from './output.js';
-import type { SessionRecord } from './session.js';
-import type { SessionSummary } from './types.js';
+import { ProcwardError } from '../errors.js';
+import { fromNative } from '../errors.js';
+import type { RecordedExit } from '../persist/jobfiles.js';
+import type { ExecutionEnvironment } from '../remote/environments.js';
+import type { NativeJob } from '../native.js';
+import type { SandboxPoller } from '../remote/sandbox.js';
+import type { LineWatcher } from '../policy/notifications.js';
+import { OutputTail, type TailView } from '../output/tail.js';
+import type { SessionRecord } from './record.js';
+import type { SessionSummary } from '../types.js';
 
 export interface Live {
   record: SessionRecord;

@@ -9,7 +9,7 @@
  * - `A && B &` is rewritten to `A && { B & }`: otherwise the whole list runs in a
  *   background subshell that holds the output pipe while the job has already "exited".
  */
-import { ProcwardError } from './errors.js';
+import { ProcwardError } from '../errors.js';
 import { CREDENTIAL_NAME } from './redact.js';
 
 /** Host variables never passed to jobs unless allowed, beyond the credential-like names. */

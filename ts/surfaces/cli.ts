@@ -6,11 +6,11 @@
 import { constants as osConstants } from 'node:os';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import shellQuote from 'shell-quote';
-import { ProcwardError } from './errors.js';
-import { descendants, probe, type ProbeResult, type ProcessEntry } from './helpers.js';
+import { ProcwardError } from '../errors.js';
+import { descendants, probe, type ProbeResult, type ProcessEntry } from '../processes.js';
 import { serveMcpStdio } from './mcp.js';
-import { ProcessRegistry, type SessionSummary } from './registry.js';
-import { defaultStateDir } from './statedir.js';
+import { ProcessRegistry, type SessionSummary } from '../registry.js';
+import { defaultStateDir } from '../persist/statedir.js';
 
 declare const __PROCWARD_VERSION__: string;
 const version = typeof __PROCWARD_VERSION__ === 'string' ? __PROCWARD_VERSION__ : '0.0.0-dev';

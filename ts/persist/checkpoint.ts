@@ -27,12 +27,12 @@ import { link, open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { z } from 'zod';
-import { fromNative, ProcwardError } from './errors.js';
-import { native } from './native.js';
+import { fromNative, ProcwardError } from '../errors.js';
+import { native } from '../native.js';
 import { confinePaths } from './jobfiles.js';
 import { scanOrphanSessions } from './recovery.js';
-import { expiredIds, type RetentionOptions } from './retention.js';
-import { readOnlyView, SESSION_SCHEMA_VERSION, sessionRecordSchema, type SessionRecord, understood } from './session.js';
+import { expiredIds, type RetentionOptions } from '../policy/retention.js';
+import { readOnlyView, SESSION_SCHEMA_VERSION, sessionRecordSchema, type SessionRecord, understood } from '../session/record.js';
 
 export const CHECKPOINT_VERSION = 1;
 const FILE = 'checkpoint.json';

@@ -1,6 +1,6 @@
 /** Session ids: `proc_` followed by 12 lowercase hex characters. */
 import { randomBytes } from 'node:crypto';
-import { ProcwardError } from './errors.js';
+import { ProcwardError } from '../errors.js';
 
 const ID = /^proc_[0-9a-f]{12}$/;
 

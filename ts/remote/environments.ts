@@ -11,8 +11,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { childEnvironment } from './environment.js';
-import { ProcwardError } from './errors.js';
+import { childEnvironment } from '../policy/environment.js';
+import { ProcwardError } from '../errors.js';
 
 /** What running a script gave. `code` is null when a signal ended the client or it timed out. */
 export interface ExecResult {

@@ -12,8 +12,8 @@
  * The schemas are written once with zod and exported as JSON Schema (`z.toJSONSchema`).
  */
 import { z } from 'zod';
-import { ProcwardError } from './errors.js';
-import type { ProcessRegistry } from './registry.js';
+import { ProcwardError } from '../errors.js';
+import type { ProcessRegistry } from '../registry.js';
 
 const sessionId = z
   .union([z.string(), z.number()])

@@ -8,10 +8,10 @@
  * and its checkpoint write (which follows within 200 ms), and the caller treats them as
  * foreign (shown, never written).
  */
-import { isSessionId } from './ids.js';
+import { isSessionId } from '../session/ids.js';
 import { basename, dirname } from 'node:path';
 import { confinePaths, readPrivate, readSupervisorIdentity, sessionDirs, sessionFiles } from './jobfiles.js';
-import { readOnlyView, type SessionRecord, understood } from './session.js';
+import { readOnlyView, type SessionRecord, understood } from '../session/record.js';
 
 export interface OrphanScan {
   records: SessionRecord[];

@@ -3,8 +3,8 @@
  * An entry written by another host that is still alive belongs to that host.
  */
 import { randomBytes } from 'node:crypto';
-import { identity as readIdentity, verdict, type Identity } from './helpers.js';
-import type { SessionRecord } from './session.js';
+import { identity as readIdentity, verdict, type Identity } from '../processes.js';
+import type { SessionRecord } from '../session/record.js';
 
 /** Registries open in this process, by instance id (two may share a state directory). */
 const openInstances = new Set<string>();

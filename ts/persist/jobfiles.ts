@@ -25,9 +25,9 @@ import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdi
 import { type FileHandle, open } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
-import { ProcwardError } from './errors.js';
-import { native } from './native.js';
-import { identitySchema, type RecordedIdentity } from './session.js';
+import { ProcwardError } from '../errors.js';
+import { native } from '../native.js';
+import { identitySchema, type RecordedIdentity } from '../session/record.js';
 
 export interface JobFiles {
   dir: string;

@@ -9,9 +9,9 @@
  */
 import { closeSync, constants, existsSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ProcwardError } from './errors.js';
-import { verdict } from './helpers.js';
-import { readSupervisorIdentity, writePrivate } from './jobfiles.js';
+import { ProcwardError } from '../errors.js';
+import { verdict } from '../processes.js';
+import { readSupervisorIdentity, writePrivate } from '../persist/jobfiles.js';
 import type { Live } from './live.js';
 
 /** How long a write waits for a supervisor that has not opened the FIFO yet. */

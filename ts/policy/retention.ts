@@ -9,7 +9,7 @@
  * session whose completion event is not yet delivered either (the TTL still does). The cap
  * is therefore exceeded while more sessions than that are running, foreign or undelivered.
  */
-import type { SessionRecord } from './session.js';
+import type { SessionRecord } from '../session/record.js';
 
 export interface RetentionOptions {
   /** Milliseconds a finished session is kept after it ended. Default 30 minutes. */

@@ -3,7 +3,7 @@
  * back by every later host with the same strict schema (see `session.ts`): an option that
  * passed here but failed there would make a running job invisible after a restart.
  */
-import { ProcwardError } from './errors.js';
+import { ProcwardError } from '../errors.js';
 
 /** Longest task id, owner task id or session key, in characters (the session schema has the same bound). */
 export const MAX_LABEL_CHARS = 256;

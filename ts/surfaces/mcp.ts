@@ -7,7 +7,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { ProcessRegistry } from './registry.js';
+import type { ProcessRegistry } from '../registry.js';
 import { handleToolCall, toolDefinitions, type ToolContext } from './tool.js';
 
 /** Builds an MCP server exposing the registry's tools (not yet connected). */

@@ -2,9 +2,9 @@
  * Operations scoped to an owner (a task, a conversation's session key), built on the
  * registry's public operations.
  */
-import { ProcwardError } from './errors.js';
-import { assertGraceMs } from './termination.js';
-import type { KillResult, SessionSummary } from './types.js';
+import { ProcwardError } from '../errors.js';
+import { assertGraceMs } from '../session/termination.js';
+import type { KillResult, SessionSummary } from '../types.js';
 
 /** What scoping needs of a registry. */
 export interface ScopeHost {

@@ -7,8 +7,8 @@
  */
 import { closeSync, constants, lstatSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { ProcwardError } from './errors.js';
-import { killTree, MAX_GRACE_MS, probe, type Identity } from './helpers.js';
+import { ProcwardError } from '../errors.js';
+import { killTree, MAX_GRACE_MS, probe, type Identity } from '../processes.js';
 
 /** Throws `INVALID_ARGUMENT` unless `graceMs` is an integer from 0 to `MAX_GRACE_MS` (milliseconds). */
 export function assertGraceMs(graceMs: unknown): asserts graceMs is number {

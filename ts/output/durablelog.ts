@@ -10,8 +10,8 @@
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
-import { openPrivate, readPrivate } from './jobfiles.js';
-import { insideKeyBlockAt } from './redact.js';
+import { openPrivate, readPrivate } from '../persist/jobfiles.js';
+import { insideKeyBlockAt } from '../policy/redact.js';
 
 /** What was lost to the log's cap. */
 export interface LogDrops {

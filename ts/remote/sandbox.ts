@@ -15,7 +15,7 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 import type { ExecResult, ExecutionEnvironment } from './environments.js';
-import { ProcwardError } from './errors.js';
+import { ProcwardError } from '../errors.js';
 
 /** Single-quotes a value for a POSIX shell. */
 export function shq(value: string): string {
