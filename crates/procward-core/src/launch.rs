@@ -17,55 +17,8 @@
 //! Elsewhere `spawn` uses `fork` + `exec` with a `pre_exec` hook; both paths end in a
 //! [`Launched`].
 
+use crate::job::Launched;
 use std::io;
-use std::os::unix::process::ExitStatusExt;
-use std::process::ExitStatus;
-
-/// A started process this host is the parent of: wait for it exactly once.
-#[derive(Debug)]
-pub(crate) struct Launched {
-  pub pid: i32,
-  status: Option<ExitStatus>,
-}
-
-impl Launched {
-  pub fn new(pid: i32) -> Self {
-    Launched { pid, status: None }
-  }
-
-  fn waitpid(&mut self, flags: libc::c_int) -> io::Result<Option<ExitStatus>> {
-    if let Some(s) = self.status {
-      return Ok(Some(s));
-    }
-    loop {
-      let mut raw = 0;
-      let r = unsafe { libc::waitpid(self.pid, &mut raw, flags) };
-      if r == self.pid {
-        let s = ExitStatus::from_raw(raw);
-        self.status = Some(s);
-        return Ok(Some(s));
-      }
-      if r == 0 {
-        return Ok(None);
-      }
-      let e = io::Error::last_os_error();
-      if e.kind() != io::ErrorKind::Interrupted {
-        return Err(e);
-      }
-    }
-  }
-
-  /// The exit status if the process has ended (it is reaped then), else `None`.
-  /// Errors: `ECHILD` when someone else reaped it.
-  pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
-    self.waitpid(libc::WNOHANG)
-  }
-
-  /// Blocks until the process ends and reaps it.
-  pub fn wait(&mut self) -> io::Result<ExitStatus> {
-    self.waitpid(0).map(|s| s.expect("a blocking waitpid returns a status"))
-  }
-}
 
 /// What to start: program, full argv, environment, working directory, the descriptors
 /// that become stdin, stdout and stderr, and optionally a cgroup and a PTY.
@@ -356,7 +309,7 @@ pub(crate) fn spawn_vfork(req: &SpawnRequest) -> io::Result<Launched> {
 /// `fork` + `exec` with a `pre_exec` hook: `setsid`, joining the cgroup, the PTY's
 /// controlling terminal, default signal dispositions and an empty mask.
 pub(crate) fn fork_exec(
-  opts: &crate::spawn::SpawnOptions,
+  opts: &crate::job::SpawnOptions,
   program: &std::path::Path,
   args: &[std::ffi::OsString],
   stdio: [&std::os::fd::OwnedFd; 3],
@@ -374,8 +327,8 @@ pub(crate) fn fork_exec(
   if let Some(env) = &opts.env {
     cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
   }
-  let is_pty = matches!(opts.input, crate::spawn::Input::Pty(_));
-  let block_usr1 = matches!(opts.capture, crate::spawn::Capture::Durable { .. });
+  let is_pty = matches!(opts.input, crate::job::Input::Pty(_));
+  let block_usr1 = matches!(opts.capture, crate::job::Capture::Durable { .. });
   let cgroup_fd = cgroup_procs.map(std::os::fd::AsRawFd::as_raw_fd);
   unsafe {
     cmd.pre_exec(move || {

@@ -9,6 +9,8 @@
 //! - [`kill`]: tree kill — snapshot, SIGTERM, grace period, SIGKILL after a fresh identity check.
 //! - [`guard`]: what a kill refuses to signal (PID <= 1, the host, its group, session and
 //!   ancestors, a group whose leader does not lead its session), whatever a record says.
+//! - [`job`]: what a job is — its options, its events, its launched child — shared by
+//!   `spawn`, `launch` and `reader`, so that none of the three imports another in a circle.
 //! - [`spawn`]: `<shell> -c <command>` in a new session, with pipe or durable file capture.
 //! - [`reader`]: orphan-safe output capture (pipe drain and log-file tail).
 //! - [`launch`]: starting a job's first process (`clone(CLONE_VM | CLONE_VFORK)` on Linux).
@@ -30,6 +32,8 @@ pub mod error;
 #[cfg(unix)]
 pub mod guard;
 pub mod identity;
+#[cfg(unix)]
+pub mod job;
 #[cfg(unix)]
 pub mod kill;
 #[cfg(unix)]

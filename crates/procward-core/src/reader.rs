@@ -8,9 +8,8 @@
 //! that arrives later (from a grandchild still holding the pipe) is delivered as late
 //! output; the grandchild is neither waited for nor killed (only a kill kills).
 
-use crate::launch::Launched;
+use crate::job::{EventSink, Launched};
 use crate::logfile::LogFollower;
-use crate::spawn::EventSink;
 use crate::status::ExitInfo;
 use crate::utf8::Utf8Decoder;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -20,32 +19,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// One thing that happened to a job, in order: output events, then exactly one exit,
-/// then (pipe mode only) possibly late output from descendants still holding the pipe.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JobEvent {
-  /// Decoded text. `late` is true for output read after the exit was published.
-  Output { text: String, late: bool },
-  /// The direct child's end (durable mode: the job's end as the supervisor recorded it).
-  Exit(ExitInfo),
-}
-
-/// How long to keep reading after the direct child exited, before publishing the exit.
-#[derive(Debug, Clone)]
-pub struct DrainOptions {
-  /// Publish once the pipe has been idle this long. Default 40 ms.
-  pub idle: Duration,
-  /// Publish at the latest this long after the exit. Default 120 ms.
-  pub max_wait: Duration,
-  /// Publish after this many bytes were read after the exit. Default 1 MiB.
-  pub byte_cap: usize,
-}
-
-impl Default for DrainOptions {
-  fn default() -> Self {
-    DrainOptions { idle: Duration::from_millis(40), max_wait: Duration::from_millis(120), byte_cap: 1 << 20 }
-  }
-}
+// Their home is `job`; re-exported where they were first published.
+pub use crate::job::{DrainOptions, JobEvent};
 
 const CHUNK: usize = 256 * 1024;
 /// Polling tick for the direct child when no pidfd exists.

@@ -15,9 +15,9 @@
 
 use crate::error::{Error, Result};
 use crate::identity::{identity_of_child, Identity};
-use crate::launch::Launched;
-use crate::pty::{self, InputKind, JobInput, PtySize};
-use crate::reader::{self, DrainOptions, JobEvent};
+use crate::job::{JobEvent, Launched};
+use crate::pty::{self, InputKind, JobInput};
+use crate::reader;
 use crate::status::ExitInfo;
 use crate::tail::{SharedTail, Tail};
 use std::ffi::OsString;
@@ -26,97 +26,8 @@ use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-/// Where the job's output goes.
-#[derive(Debug, Clone)]
-pub enum Capture {
-  /// One pipe for stdout and stderr, read by a dedicated thread.
-  Pipe,
-  /// A log file (appended, created 0600) and an exit file written by the supervisor.
-  Durable {
-    /// Log file for merged stdout and stderr.
-    log_path: PathBuf,
-    /// Where the supervisor writes `{"code":N,"signal":null}` or `{"code":null,"signal":N}`.
-    exit_path: PathBuf,
-    /// Path of the `procward-supervise` executable.
-    supervisor: PathBuf,
-    /// The log rotates once a part holds this many bytes; one rotated part is kept (see
-    /// `logfile`). 0: never rotate.
-    log_part_bytes: u64,
-    /// Give the job a FIFO at this path as stdin (created here, 0600), which any host may
-    /// write to; the supervisor keeps it open until it gets SIGUSR1 (see the supervisor).
-    stdin_fifo: Option<PathBuf>,
-  },
-}
-
-/// What the job's stdin is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Input {
-  /// `/dev/null` (the default): a job that reads stdin sees EOF at once.
-  #[default]
-  Null,
-  /// A pipe the host writes to ([`JobInput`]); closing it is EOF.
-  Pipe,
-  /// A pseudo-terminal for stdin, stdout and stderr (pipe capture only).
-  Pty(PtySize),
-}
-
-/// What to run and how.
-#[derive(Debug, Clone)]
-pub struct SpawnOptions {
-  /// The command string, passed to the shell as one argument, byte for byte.
-  pub command: String,
-  /// Shell executable. Default [`default_shell`].
-  pub shell: PathBuf,
-  /// Arguments before the command. Default `["-c", "--"]`: `--` ends the shell's options,
-  /// so a command that starts with `-` is a command, not an option.
-  pub shell_args: Vec<String>,
-  /// Working directory; `None` inherits the host's.
-  pub cwd: Option<PathBuf>,
-  /// The complete environment; `None` inherits the host's.
-  pub env: Option<Vec<(String, String)>>,
-  pub capture: Capture,
-  pub input: Input,
-  pub drain: DrainOptions,
-  /// A cgroup v2 directory the job joins before it execs (see `cgroup`); `None` for none.
-  pub cgroup: Option<PathBuf>,
-  /// Bytes of output the native tail keeps. Default 200 000.
-  pub tail_limit: usize,
-  /// Also hand output events to the sink (they always go to the tail). Default true.
-  pub forward_output: bool,
-}
-
-impl SpawnOptions {
-  pub fn new(command: impl Into<String>) -> Self {
-    SpawnOptions {
-      command: command.into(),
-      shell: default_shell(),
-      shell_args: vec!["-c".into(), "--".into()],
-      cwd: None,
-      env: None,
-      capture: Capture::Pipe,
-      input: Input::Null,
-      drain: DrainOptions::default(),
-      cgroup: None,
-      tail_limit: 200_000,
-      forward_output: true,
-    }
-  }
-}
-
-/// `/bin/bash` when it exists, else `/bin/sh`.
-///
-/// bash runs the last simple command of `-c` with `exec`, so `sh -c '...'` or a lone
-/// `node server.js` becomes the session leader itself and its own exit status (including
-/// a death by signal) is what the session reports. dash (Debian's `/bin/sh`) forks instead,
-/// and a child killed by SIGKILL then surfaces as the shell's `exit 137`.
-pub fn default_shell() -> PathBuf {
-  let bash = PathBuf::from("/bin/bash");
-  if bash.exists() {
-    bash
-  } else {
-    PathBuf::from("/bin/sh")
-  }
-}
+// Their home is `job`; re-exported where they were first published.
+pub use crate::job::{default_shell, Capture, EventSink, Input, SpawnOptions};
 
 /// A started job. Its events (output, then exactly one exit) go to the sink given to
 /// [`spawn`], from a dedicated thread.
@@ -138,9 +49,6 @@ pub struct Job {
 /// Output pipe capacity requested from the kernel (bytes).
 #[cfg(target_os = "linux")]
 const PIPE_SIZE: libc::c_int = 256 * 1024;
-
-/// Receives a job's events on the job's reader thread.
-pub type EventSink = Box<dyn FnMut(JobEvent) + Send + 'static>;
 
 /// Starts the job and its reader thread.
 ///

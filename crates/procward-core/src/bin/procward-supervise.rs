@@ -41,8 +41,9 @@ fn main() {
 #[cfg(unix)]
 mod unix {
   use nix::poll::PollTimeout;
+  use procward_core::job::DrainOptions;
   use procward_core::logfile::RotatingLog;
-  use procward_core::reader::{poll_ready, DrainOptions};
+  use procward_core::reader::poll_ready;
   use procward_core::spawn::pipe_cloexec;
   use procward_core::status::ExitInfo;
   use std::ffi::OsString;
