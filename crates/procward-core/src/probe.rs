@@ -6,28 +6,8 @@
 use crate::error::{Error, Result};
 use crate::sys;
 
-/// One process as the kernel reports it.
-///
-/// On Linux every field comes from `/proc/<pid>/stat`: `state` is field 3, `ppid` field 4,
-/// `pgid` field 5 and `start_time` field 22 (clock ticks since boot).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcessInfo {
-  pub pid: i32,
-  pub ppid: i32,
-  pub pgid: i32,
-  /// Kernel state letter: `R`, `S`, `D`, `T`, `t`, `Z` (zombie), `X` (dead), ...
-  pub state: char,
-  /// Start time in the platform's unit (Linux: clock ticks since boot).
-  pub start_time: u64,
-}
-
-impl ProcessInfo {
-  /// A zombie (or a dead task) has exited: it only waits to be reaped, and it is dead
-  /// for every purpose of procward even though `kill(pid, 0)` still succeeds on it.
-  pub fn is_dead(&self) -> bool {
-    matches!(self.state, 'Z' | 'X' | 'x')
-  }
-}
+// Defined beside the platform reads that fill it, so that `sys` needs nothing from here.
+pub use crate::sys::ProcessInfo;
 
 /// The result of probing one PID.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! two processes started within the same second under the same PID cannot be told apart.
 //! The boot id is the boot time in seconds.
 
-use crate::probe::ProcessInfo;
+use super::ProcessInfo;
 use std::io;
 use sysinfo::{Pid, ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System};
 

@@ -6,7 +6,7 @@
 //! - `/proc/sys/kernel/random/boot_id`: a UUID that changes on every boot, so a start time
 //!   recorded before a reboot can never match a process after it.
 
-use crate::probe::ProcessInfo;
+use super::ProcessInfo;
 use std::fs::File;
 use std::io::{self, Read};
 use std::sync::OnceLock;

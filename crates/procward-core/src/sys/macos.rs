@@ -5,7 +5,7 @@
 //!   epoch (not `ps -o lstart`, which has one-second resolution);
 //! - boot id: `kern.boottime` (seconds and microseconds of this boot).
 
-use crate::probe::ProcessInfo;
+use super::ProcessInfo;
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::sync::OnceLock;

@@ -6,7 +6,7 @@
 //! - ppid: from a ToolHelp snapshot in `process_table`; a single `read_stat` reports 0;
 //! - pgid: Windows has no process groups; the PID itself is reported.
 
-use crate::probe::ProcessInfo;
+use super::ProcessInfo;
 use std::io;
 use std::mem::{size_of, zeroed};
 use windows_sys::Win32::Foundation::{CloseHandle, ERROR_INVALID_PARAMETER, FILETIME, INVALID_HANDLE_VALUE};
