@@ -1,0 +1,82 @@
+//! Waiting for the targets to die: through the grace period, the settle window after the
+//! last signal, and the stretch of that window while survivors are still dying.
+
+use super::run::{Run, Target};
+use std::time::{Duration, Instant};
+
+impl Run<'_> {
+  /// Polls until no target is alive or the deadline passes; returns the ones still alive.
+  /// A target seen dead stays dead (a reused PID is not ours), so each pass only rechecks
+  /// from the first target still alive and stops there.
+  /// With `exact`, the returned list is re-checked; without, it may still hold members that
+  /// died at the last moment (the caller re-checks each before signalling anyway).
+  pub(super) fn wait_until(&self, deadline: Instant, exact: bool) -> Vec<Target> {
+    let mut pending: Vec<Target> = self.targets.clone();
+    let mut step = Duration::from_micros(500);
+    loop {
+      while let Some(&t) = pending.last() {
+        if self.is_alive(t) {
+          break;
+        }
+        pending.pop();
+      }
+      if pending.is_empty() {
+        return pending;
+      }
+      if Instant::now() >= deadline {
+        return if exact { pending.into_iter().filter(|&t| self.is_alive(t)).collect() } else { pending };
+      }
+      std::thread::sleep(step.min(deadline.saturating_duration_since(Instant::now())));
+      step = (step * 2).min(Duration::from_millis(2));
+    }
+  }
+
+  /// After the settle window: waits on while the survivors are still dying (see
+  /// [`dying`]) or still disappearing, until `deadline`. Returns who is still alive.
+  pub(super) fn settle_longer(&self, mut left: Vec<Target>, deadline: Instant) -> Vec<Target> {
+    // Survivors none of which is dying get this long to show progress before they count.
+    const PROGRESS: Duration = Duration::from_millis(250);
+    let mut last_progress = Instant::now();
+    while !left.is_empty() && Instant::now() < deadline {
+      if last_progress.elapsed() >= PROGRESS && !left.iter().any(|t| dying(t.pid)) {
+        break;
+      }
+      std::thread::sleep(Duration::from_millis(10).min(deadline.saturating_duration_since(Instant::now())));
+      let before = left.len();
+      left.retain(|&t| self.is_alive(t));
+      if left.len() < before {
+        last_progress = Instant::now();
+      }
+    }
+    left
+  }
+}
+
+/// Whether `pid` is on its way out: SIGKILL pending (thread or shared), or the kernel's exit
+/// path under way (`PF_EXITING`, 0x4, in field 9 of `/proc/<pid>/stat`). Such a process
+/// never runs user code again; it only waits for a CPU to finish dying.
+pub(super) fn dying(pid: i32) -> bool {
+  #[cfg(target_os = "linux")]
+  {
+    const PF_EXITING: u64 = 0x4;
+    const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
+    let exiting = std::fs::read(format!("/proc/{pid}/stat")).ok().and_then(|b| {
+      let close = b.iter().rposition(|&c| c == b')')?;
+      // After ')': index 0 is field 3, so field 9 (flags) is index 6.
+      std::str::from_utf8(&b[close + 1..]).ok()?.split_ascii_whitespace().nth(6)?.parse::<u64>().ok()
+    });
+    if exiting.is_some_and(|f| f & PF_EXITING != 0) {
+      return true;
+    }
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
+    status.lines().any(|l| {
+      let pending = l.strip_prefix("SigPnd:").or_else(|| l.strip_prefix("ShdPnd:"));
+      pending.and_then(|v| u64::from_str_radix(v.trim(), 16).ok()).is_some_and(|m| m & SIGKILL_BIT != 0)
+    })
+  }
+  #[cfg(not(target_os = "linux"))]
+  {
+    let _ = pid;
+    false
+  }
+}

@@ -1,0 +1,54 @@
+//! The signal plan: the group signal when the guard allows it, then each target that is not
+//! a member of that group, each right after a fresh identity check and the guard's.
+
+use super::run::{Run, Target};
+use crate::guard::session_of;
+use crate::identity::Verdict;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+impl Run<'_> {
+  /// Sends the group signal when the guard allows it at this instant: the leader is ours
+  /// (identity `current`), leads its own session, and the group spares the host. A session
+  /// leader stays one for life, so the check between two identity reads holds for the signal.
+  pub(super) fn signal_group(&mut self, root: Target, sig: Signal) -> bool {
+    let (Verdict::Current, Some(info)) = self.check(root) else { return false };
+    if self.host.check_group(&info, session_of(root.pid)).is_err() || self.verdict(root) != Verdict::Current {
+      return false;
+    }
+    kill(Pid::from_raw(-root.pid), sig).is_ok()
+  }
+
+  /// Signals the whole group (if the guard allows it), then each target that is not a
+  /// member of that group, each right after a fresh identity check and the guard's.
+  pub(super) fn signal_all(&mut self, sig: Signal) {
+    let root = Target { pid: self.root.pid, start_time: self.root.start_time, pgid: self.root.pid };
+    let group_sent = self.signal_group(root, sig);
+    if group_sent {
+      Self::note(&mut self.report.signalled, root.pid);
+    }
+    for t in self.targets.clone() {
+      match self.check(t) {
+        (Verdict::Current, Some(info)) => {
+          if let Err(reason) = self.host.check_process(&info, session_of(t.pid)) {
+            self.refuse(t.pid, reason);
+            continue;
+          }
+          let in_group = group_sent && info.pgid == root.pid;
+          if in_group || kill(Pid::from_raw(t.pid), sig).is_ok() {
+            Self::note(&mut self.report.signalled, t.pid);
+          }
+        }
+        (Verdict::Current, None) => {}
+        (Verdict::Gone, _) if group_sent && t.pgid == root.pid => Self::note(&mut self.report.signalled, t.pid),
+        (Verdict::Gone, _) => {
+          if !self.report.signalled.contains(&t.pid) {
+            Self::note(&mut self.report.already_gone, t.pid);
+          }
+        }
+        (Verdict::Replaced, _) => Self::note(&mut self.report.refused_reused, t.pid),
+        (Verdict::Unknown, _) => {}
+      }
+    }
+  }
+}

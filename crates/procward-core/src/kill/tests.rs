@@ -1,0 +1,191 @@
+//! Tree kill against real process trees (Linux).
+
+use super::settle::dying;
+use super::*;
+use crate::guard::Host;
+use crate::identity::{identity, verdict};
+use crate::probe::ProcessInfo;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+
+fn spawn_session(script: &str) -> (Child, Identity) {
+  let mut cmd = Command::new("sh");
+  cmd.args(["-c", script]);
+  unsafe {
+    cmd.pre_exec(|| {
+      libc::setsid();
+      Ok(())
+    });
+  }
+  let child = cmd.spawn().unwrap();
+  let id = crate::identity::identity_of_child(child.id() as i32).unwrap();
+  (child, id)
+}
+
+fn wait_for_descendants(pid: i32, n: usize) -> Vec<ProcessInfo> {
+  let deadline = Instant::now() + Duration::from_secs(5);
+  loop {
+    let d: Vec<_> = crate::tree::descendants(pid).unwrap().into_iter().filter(|p| !p.is_dead()).collect();
+    if d.len() >= n || Instant::now() > deadline {
+      return d;
+    }
+    std::thread::sleep(Duration::from_millis(10));
+  }
+}
+
+#[test]
+fn kills_a_tree_including_an_escaped_setsid_member() {
+  let (mut child, id) = spawn_session("setsid sleep 45 & sleep 30 & wait");
+  let before = wait_for_descendants(id.pid, 2);
+  assert_eq!(before.len(), 2);
+  let ids: Vec<_> = before.iter().map(|p| identity(p.pid).unwrap().unwrap()).collect();
+  let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(500), ..Default::default() }).unwrap();
+  child.wait().unwrap();
+  assert!(report.survivors.is_empty(), "{report:?}");
+  for i in &ids {
+    assert_eq!(verdict(i), Verdict::Gone, "{i:?} survived");
+  }
+}
+
+#[test]
+fn escalates_to_sigkill_when_sigterm_is_ignored() {
+  let (mut child, id) = spawn_session("trap '' TERM; while :; do sleep 1; done");
+  std::thread::sleep(Duration::from_millis(100));
+  let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(200), ..Default::default() }).unwrap();
+  assert!(report.escalated);
+  assert!(report.survivors.is_empty());
+  use std::os::unix::process::ExitStatusExt;
+  assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+}
+
+#[test]
+fn refuses_a_reused_pid_and_signals_nothing() {
+  let (mut child, id) = spawn_session("sleep 30");
+  let wrong = Identity { start_time: id.start_time + 1, ..id.clone() };
+  let report = kill_tree(&wrong, &KillOptions::default()).unwrap();
+  assert_eq!(report.refused_reused, vec![id.pid]);
+  assert!(report.signalled.is_empty());
+  assert_eq!(verdict(&id), Verdict::Current);
+  unsafe { libc::kill(-id.pid, libc::SIGKILL) };
+  child.wait().unwrap();
+}
+
+#[test]
+fn a_gone_root_is_reported_already_gone() {
+  let (mut child, id) = spawn_session("exit 0");
+  child.wait().unwrap();
+  let report = kill_tree(&id, &KillOptions::default()).unwrap();
+  assert_eq!(report.already_gone, vec![id.pid]);
+  assert!(report.signalled.is_empty());
+}
+
+#[test]
+fn a_gone_leader_leaves_its_group_members_to_be_cleaned_up() {
+  let (mut child, id) = spawn_session("sleep 30 & echo $! ; exit 0");
+  child.wait().unwrap();
+  let leftovers = crate::tree::group_members_in(&process_table().unwrap(), id.pid, id.start_time);
+  assert_eq!(leftovers.iter().filter(|p| !p.is_dead()).count(), 1);
+  let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(300), ..Default::default() }).unwrap();
+  assert_eq!(report.already_gone, vec![id.pid]);
+  assert_eq!(report.signalled, vec![leftovers[0].pid]);
+  assert!(report.survivors.is_empty());
+}
+
+#[test]
+fn the_host_itself_is_refused_and_never_signalled() {
+  let me = identity(std::process::id() as i32).unwrap().unwrap();
+  // SIGCONT with no escalation: harmless should the guard fail, and still reported.
+  let report = kill_tree(&me, &KillOptions { signal: Signal::SIGCONT, grace: Duration::ZERO, ..Default::default() }).unwrap();
+  assert!(report.signalled.is_empty(), "{report:?}");
+  assert_eq!(report.refused, vec![Refused { pid: Some(me.pid), cgroup: None, reason: Refusal::Host }]);
+}
+
+#[test]
+fn a_child_in_the_hosts_process_group_is_refused() {
+  let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+  let id = crate::identity::identity_of_child(child.id() as i32).unwrap();
+  let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(100), ..Default::default() }).unwrap();
+  assert_eq!(report.refused.iter().map(|r| (r.pid, r.reason)).collect::<Vec<_>>(), vec![(Some(id.pid), Refusal::HostGroup)]);
+  assert!(report.signalled.is_empty() && report.survivors.is_empty(), "{report:?}");
+  assert_eq!(verdict(&id), Verdict::Current);
+  child.kill().unwrap();
+  child.wait().unwrap();
+}
+
+#[test]
+fn a_root_that_does_not_lead_its_session_is_refused_when_a_job_is_required() {
+  // A member of the leader's session: a live process with its true start time, not a job.
+  let (mut child, leader) = spawn_session("(sleep 30; true) & sleep 30");
+  // The subshell: the leader's child that has a child of its own (whether or not the shell
+  // exec'd its last command).
+  let deadline = Instant::now() + Duration::from_secs(5);
+  let sub = loop {
+    let tree = wait_for_descendants(leader.pid, 2);
+    if let Some(p) = tree.iter().find(|p| p.ppid == leader.pid && tree.iter().any(|c| c.ppid == p.pid)) {
+      break *p;
+    }
+    assert!(Instant::now() < deadline, "no subshell in {tree:?}");
+    std::thread::sleep(Duration::from_millis(10));
+  };
+  let id = identity(sub.pid).unwrap().unwrap();
+  let opts = KillOptions { grace: Duration::from_millis(100), require_session_leader: true, ..Default::default() };
+  let report = kill_tree(&id, &opts).unwrap();
+  assert_eq!(report.refused.iter().map(|r| (r.pid, r.reason)).collect::<Vec<_>>(), vec![(Some(id.pid), Refusal::NotSessionLeader)]);
+  assert!(report.signalled.is_empty(), "{report:?}");
+  assert_eq!(verdict(&id), Verdict::Current);
+  // Without the requirement it is signalled on its own, and the session's leader is spared.
+  let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(300), ..Default::default() }).unwrap();
+  assert!(report.signalled.contains(&id.pid) && report.refused.is_empty(), "{report:?}");
+  assert_eq!(verdict(&leader), Verdict::Current);
+  unsafe { libc::kill(-leader.pid, libc::SIGKILL) };
+  child.wait().unwrap();
+}
+
+#[test]
+fn a_foreign_cgroup_is_refused_and_its_kill_file_stays_unwritten() {
+  let (mut child, id) = spawn_session("sleep 30");
+  let dir = std::env::temp_dir().join(format!("procward-foreign-cg-{}", std::process::id()));
+  std::fs::create_dir_all(&dir).unwrap();
+  let me = std::process::id().to_string();
+  std::fs::write(dir.join("cgroup.procs"), format!("{me}\n")).unwrap();
+  std::fs::write(dir.join("cgroup.kill"), "").unwrap();
+  let recorded = dir.to_str().unwrap().to_string();
+  let claim = CgroupClaim { recorded: recorded.clone(), session: "proc_0123456789ab".into() };
+  let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(100), cgroup: Some(claim), ..Default::default() }).unwrap();
+  assert!(report.refused.contains(&Refused { pid: None, cgroup: Some(recorded), reason: Refusal::CgroupNotOurs }), "{report:?}");
+  assert_eq!(std::fs::read_to_string(dir.join("cgroup.kill")).unwrap(), "");
+  assert!(report.signalled.contains(&id.pid) && report.survivors.is_empty(), "{report:?}");
+  child.wait().unwrap();
+  std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_survivor_that_is_not_dying_is_reported_without_the_long_wait() {
+  let (mut child, id) = spawn_session("sleep 30");
+  assert!(!dying(id.pid));
+  let target = Target { pid: id.pid, start_time: id.start_time, pgid: id.pid };
+  let run = Run {
+    root: &id,
+    host: Host::current(),
+    cgroup: None,
+    boot_id: id.boot_id.clone(),
+    targets: vec![target],
+    report: KillReport::default(),
+  };
+  let started = Instant::now();
+  let left = run.settle_longer(vec![target], Instant::now() + Duration::from_secs(5));
+  assert_eq!(left.len(), 1);
+  assert!(started.elapsed() < Duration::from_secs(4), "waited {:?}", started.elapsed());
+  unsafe { libc::kill(-id.pid, libc::SIGKILL) };
+  child.wait().unwrap();
+}
+
+#[test]
+fn sigstopped_member_is_killed_by_escalation_not_reported_dead_early() {
+  let (mut child, id) = spawn_session("kill -STOP $$");
+  std::thread::sleep(Duration::from_millis(100));
+  let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(100), ..Default::default() }).unwrap();
+  assert!(report.escalated);
+  assert!(report.survivors.is_empty());
+  child.wait().unwrap();
+}
