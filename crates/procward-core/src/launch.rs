@@ -18,6 +18,7 @@
 //! [`Launched`].
 
 use crate::job::Launched;
+#[cfg(target_os = "linux")]
 use std::io;
 
 /// What to start: program, full argv, environment, working directory, the descriptors

@@ -54,6 +54,7 @@ pub struct KillOptions {
   /// The job's cgroup v2, as its record names it: its members are part of the tree, and
   /// escalation uses `cgroup.kill`. Used only when procward created it (see
   /// [`crate::cgroup::owned`]); otherwise refused (`cgroup_not_ours`) and never touched.
+  /// Linux only: ignored elsewhere.
   pub cgroup: Option<CgroupClaim>,
   /// Refuse the whole kill (`not_session_leader`) unless the root leads its own session, as
   /// every job procward starts does. Off: such a root and its descendants get signals of
@@ -130,6 +131,8 @@ pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
   let boot_id = sys::boot_id().map_err(|e| Error::io("reading the boot id", e))?;
   let same_boot = boot_id == root.boot_id;
   let mut run = Run { root, host: Host::current(), cgroup: None, boot_id, targets: Vec::new(), report: KillReport::default() };
+  // cgroups are Linux's: elsewhere a claim is ignored, as `KillOptions::cgroup` says.
+  #[cfg(target_os = "linux")]
   if let Some(claim) = &opts.cgroup {
     match crate::cgroup::owned(&claim.recorded, &claim.session) {
       crate::cgroup::Owned::Ours(dir) => run.cgroup = Some(dir),

@@ -4,6 +4,7 @@
 use super::run::{Run, Target};
 use crate::guard::session_of;
 use crate::probe::{process_table, ProcessInfo};
+#[cfg(target_os = "linux")]
 use crate::sys;
 use crate::tree::{descendants_in, group_members_in};
 
@@ -21,6 +22,7 @@ impl Run<'_> {
 
   /// Whether `cgroup.kill` may be written: every member must pass the guard (a member the
   /// guard refuses, say the host moved into it, would be SIGKILLed with the rest).
+  #[cfg(target_os = "linux")]
   pub(super) fn cgroup_kill_allowed(&mut self, dir: &std::path::Path) -> bool {
     let mut allowed = true;
     for pid in crate::cgroup::members(dir) {
