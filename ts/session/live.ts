@@ -1,60 +1,22 @@
 /**
- * A session at run time: its record plus what only this host knows (output tail, waiters,
- * the native job with its input side, kill state). `registry.ts` owns the map of these.
+ * A session at run time (see {@link Live}): how one is made, summarised, waited for, and
+ * written to through the native job this host started. `registry.ts` owns the map of these.
  */
-import { ProcwardError } from '../errors.js';
-import { fromNative } from '../errors.js';
-import type { RecordedExit } from '../persist/jobfiles.js';
-import type { ExecutionEnvironment } from '../remote/environments.js';
+import { fromNative, ProcwardError } from '../errors.js';
 import type { NativeJob } from '../native.js';
-import type { SandboxPoller } from '../remote/sandbox.js';
-import type { LineWatcher } from '../policy/notifications.js';
-import { OutputTail, type TailView } from '../output/tail.js';
-import type { SessionRecord } from './record.js';
+import { OutputTail } from '../output/tail.js';
 import type { SessionSummary } from '../types.js';
+import type { JobSession, Live } from './kind.js';
+import type { SessionRecord } from './record.js';
 
-export interface Live {
-  record: SessionRecord;
-  tail: TailView;
-  /** Recovered from a checkpoint: not our child, refreshed by identity. */
-  detached: boolean;
-  /**
-   * Written by another host that is still alive: that host owns the entry. We show it,
-   * re-read it from the checkpoint, may kill it, but never write it.
-   */
-  foreign: boolean;
-  /** Kills of this host currently signalling the session. */
-  killsInFlight: number;
-  /** A kill of ours reached the leader, so its end is `killed`. */
-  killed: boolean;
-  /** The last signal that kill sent (`SIGTERM`, or `SIGKILL` after escalation). */
-  killSignal?: string;
-  /** An end the reader reported while a kill was in flight: published once the kill knows whether it reached the leader. */
-  pendingExit?: RecordedExit;
-  /** A sandbox session's poller found the job gone while a kill was in flight: why. */
-  pendingLost?: string;
-  /** Stops the background finishing of a kill that timed out. */
-  finisher?: AbortController;
-  waiters: Set<() => void>;
-  /** Matches output lines against the session's watch patterns. */
-  watcher?: LineWatcher;
-  /** Bytes of a detached durable job's log already fed to the watcher. */
-  watchOffset?: number;
-  /** The native job (attached sessions only): its stdin or PTY. */
-  job?: NativeJob;
-  /** The tail limit the registry last set (see `rebalance`). */
-  tailLimit?: number;
-  /** Bytes the tail held when the session ended (kept current by `rebalance`). */
-  heldAfterExit?: number;
-  /** A sandbox session's environment and poller. */
-  sandbox?: { env: ExecutionEnvironment; poller: SandboxPoller };
+export type { Live } from './kind.js';
+
+/** A session's run-time state; `kindOf` makes the object that answers for its kind of job. */
+export function newLive(record: SessionRecord, tailChars: number, detached: boolean, foreign: boolean, kindOf: (live: Live) => JobSession): Live {
+  const live = { record, tail: new OutputTail(tailChars), detached, foreign, killsInFlight: 0, killed: false, waiters: new Set() } as Omit<Live, 'kind'> as Live;
+  live.kind = kindOf(live);
+  return live;
 }
-
-
-export function newLive(record: SessionRecord, tailChars: number, detached: boolean, foreign: boolean): Live {
-  return { record, tail: new OutputTail(tailChars), detached, foreign, killsInFlight: 0, killed: false, waiters: new Set() };
-}
-
 
 /** The summary `list`, `spawn` and `poll` give for a session. */
 export function summary(live: Live, scoped = false): SessionSummary {

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { ProcwardError } from '../errors.js';
 import { verdict } from '../processes.js';
 import { readSupervisorIdentity, writePrivate } from '../persist/jobfiles.js';
-import type { Live } from './live.js';
+import type { Live } from './kind.js';
 
 /** How long a write waits for a supervisor that has not opened the FIFO yet. */
 const OPEN_WAIT_MS = 2_000;

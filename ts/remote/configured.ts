@@ -1,0 +1,71 @@
+/**
+ * The execution environments a registry knows: the ones its options name, and the unnamed
+ * ones sessions were started with on this host. A sandbox session records only a name: a
+ * host re-attaches through its own configuration, never through connection details read
+ * back from the state directory.
+ */
+import { ProcwardError } from '../errors.js';
+import type { SessionRecord } from '../session/record.js';
+import type { ExecutionEnvironment } from './environments.js';
+
+/** Whether `e` has the shape of an {@link ExecutionEnvironment} (a far side to run scripts on). */
+export function isEnvironment(e: unknown): e is ExecutionEnvironment {
+  return e !== null && typeof e === 'object' && typeof (e as ExecutionEnvironment).exec === 'function' && typeof (e as ExecutionEnvironment).tmpDir === 'string';
+}
+
+export class ConfiguredEnvironments {
+  /** The environments of the sandbox sessions this host started (an environment passed as an object is known only here). */
+  private readonly started = new Map<string, ExecutionEnvironment>();
+
+  /**
+   * `configured`: `RegistryOptions.environments`. Errors: `INVALID_ARGUMENT` unless it maps
+   * names to environments.
+   */
+  constructor(private readonly configured: Record<string, ExecutionEnvironment> | undefined) {
+    const envs = configured;
+    if (envs !== undefined && (envs === null || typeof envs !== 'object' || Array.isArray(envs) || !Object.values(envs).every(isEnvironment))) {
+      throw new ProcwardError('INVALID_ARGUMENT', 'environments must map names to ExecutionEnvironment objects');
+    }
+  }
+
+  /**
+   * `spawn`'s `environment`: a name configured in `options.environments`, or an environment
+   * object (recorded under its configured name when it is one of them; otherwise it is
+   * known to this host only). Errors: `INVALID_ARGUMENT` for an unknown name or a value
+   * that is neither.
+   */
+  forSpawn(e: unknown): { env: ExecutionEnvironment; name?: string } {
+    const configured = Object.entries(this.configured ?? {});
+    if (typeof e === 'string') {
+      const env = Object.hasOwn(this.configured ?? {}, e) ? this.configured?.[e] : undefined;
+      if (!env) throw new ProcwardError('INVALID_ARGUMENT', `environment ${JSON.stringify(e)} is not configured in the registry's environments`);
+      return { env, name: e };
+    }
+    if (!isEnvironment(e)) {
+      throw new ProcwardError('INVALID_ARGUMENT', 'environment must be the name of a configured environment or an ExecutionEnvironment');
+    }
+    const name = configured.find(([, env]) => env === e)?.[0];
+    return { env: e, ...(name !== undefined && { name }) };
+  }
+
+  /** Remembers the environment a session started here runs in. */
+  remember(sessionId: string, env: ExecutionEnvironment): void {
+    this.started.set(sessionId, env);
+  }
+
+  /** Forgets a session's environment (it was pruned). */
+  forget(sessionId: string): void {
+    this.started.delete(sessionId);
+  }
+
+  /**
+   * The environment of a sandbox session: the one it was started with on this host, or the
+   * one its recorded name has in this host's configuration; `null` when neither exists.
+   */
+  forRecord(r: SessionRecord): ExecutionEnvironment | null {
+    const mine = this.started.get(r.id);
+    if (mine) return mine;
+    const named = r.environment !== undefined && Object.hasOwn(this.configured ?? {}, r.environment) ? this.configured?.[r.environment] : undefined;
+    return named ?? null;
+  }
+}

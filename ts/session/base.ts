@@ -1,0 +1,107 @@
+/**
+ * What most kinds of job do alike: output from the in-memory tail, input through the native
+ * job this host started, an end taken from an observed exit status, and cleanup of the
+ * job's cgroup. Kinds override what differs.
+ */
+import { fromNative } from '../errors.js';
+import { native } from '../native.js';
+import { pageTail } from '../output/paging.js';
+import { type JobFiles, killRequested, type RecordedExit, sessionFiles } from '../persist/jobfiles.js';
+import type { KillResult } from '../types.js';
+import type { JobSession, Live, LogOptions, LogPage, OutputText, RedactView, SessionHost } from './kind.js';
+import { inputOf, writeInput } from './live.js';
+import { killClaimed } from './termination.js';
+
+export abstract class BaseSession implements JobSession {
+  constructor(
+    protected readonly live: Live,
+    protected readonly host: SessionHost,
+  ) {}
+
+  get owned(): boolean {
+    return !this.live.foreign;
+  }
+
+  get onDisk(): boolean {
+    return false;
+  }
+
+  abstract refresh(): Promise<void>;
+  abstract kill(graceMs: number): Promise<KillResult>;
+
+  async output(): Promise<OutputText> {
+    return { text: this.live.tail.text(), startsInKeyBlock: this.live.tail.startsInKeyBlock };
+  }
+
+  async readLog(opts: LogOptions, redactView: RedactView): Promise<LogPage> {
+    return pageTail(this.live.tail, opts, redactView);
+  }
+
+  waitTick(): (() => void) | undefined {
+    return this.live.detached ? () => void this.host.refresh(this.live) : undefined;
+  }
+
+  async write(data: string): Promise<{ id: string; bytes: number }> {
+    return writeInput(this.live, data);
+  }
+
+  async closeStdin(): Promise<{ id: string; closed: true }> {
+    const job = inputOf(this.live);
+    try {
+      job.closeStdin();
+    } catch (err) {
+      throw fromNative(err);
+    }
+    return { id: this.live.record.id, closed: true };
+  }
+
+  resize(size: { cols: number; rows: number }): void {
+    const job = inputOf(this.live);
+    try {
+      job.resize(size);
+    } catch (err) {
+      throw fromNative(err);
+    }
+  }
+
+  recordEnd(): void {}
+
+  ended(): void {
+    const r = this.live.record;
+    // Close the input side now: descriptors must not wait for the garbage collector. The
+    // native job stays: it holds the output tail.
+    this.live.job?.release();
+    if (r.cgroup) native.removeCgroup(r.cgroup, r.id);
+  }
+
+  close(): void {
+    this.live.finisher?.abort();
+  }
+
+  pruned(): void {
+    const r = this.live.record;
+    if (r.cgroup) native.removeCgroup(r.cgroup, r.id);
+  }
+
+  /** The session's files (named, not created), or null in an in-memory registry. */
+  protected files(): JobFiles | null {
+    return this.host.stateDir !== null ? sessionFiles(this.host.stateDir, this.live.record.id) : null;
+  }
+
+  /**
+   * Publishes an observed end: `killed` when a kill reached the leader (ours, or one on
+   * record in the session directory), else `exited` (`lost` when the status is unknown).
+   */
+  endFromExit(end: RecordedExit): void {
+    const live = this.live;
+    const files = this.files();
+    // A kill another host claimed (it reached the leader) counts even if its marker is gone.
+    const killed = live.killed || killRequested(files) || (files !== null && killClaimed(files.dir));
+    const known = end.exitCode !== null || end.signal !== null;
+    // An end nobody recorded, after our kill reached the leader: our last signal ended it.
+    // A killed job that exited by itself on the signal (a trap) still names the signal a
+    // kill always sends first: a kill is never recorded without one.
+    const signal = end.signal ?? live.killSignal ?? (killed ? 'SIGTERM' : null);
+    this.host.finish(live, { ...end, signal, reason: killed ? 'killed' : known ? 'exited' : 'lost', source: killed ? 'kill' : known ? 'process' : 'recovery' });
+  }
+}

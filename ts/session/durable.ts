@@ -1,0 +1,139 @@
+/**
+ * A durable job: started under `procward-supervise`, which copies its output to a log in
+ * the session directory and records its exit status in `exit.json`, so the job outlives
+ * its host. Any host follows it through those files: its output, its end, its stdin FIFO.
+ * It has two identities, the job's and its supervisor's; the job's drives verdicts and
+ * kills (see DESIGN section 3).
+ */
+import { ProcwardError } from '../errors.js';
+import { supervisorPath } from '../native.js';
+import { readLogFrom, readLogTail } from '../output/durablelog.js';
+import { pageLogFile } from '../output/paging.js';
+import { type JobFiles, readExitFile, readSupervisorIdentity, type RecordedExit, sessionFiles } from '../persist/jobfiles.js';
+import { leadsWithKeyMaterial } from '../policy/redact.js';
+import { HostSession } from './host.js';
+import type { LogOptions, LogPage, OutputText, RedactView, StartSpec } from './kind.js';
+import { closeFifo, writeFifo } from './stdinfifo.js';
+
+/** How long a recovered durable job may take to record its supervisor before it counts as lost. */
+const SUPERVISOR_START_MS = 3_000;
+/** Default of `logMaxBytes`: 64 MiB per durable session (two parts of 32 MiB). */
+const LOG_MAX_BYTES = 64 * 1024 * 1024;
+
+export class DurableSession extends HostSession {
+  get onDisk(): boolean {
+    return true;
+  }
+
+  protected prepare(files: JobFiles | null, spec: StartSpec): void {
+    if (!files) return;
+    Object.assign(this.live.record, { logPath: files.logPath, exitPath: files.exitPath, ...(spec.stdin && { stdinPath: files.stdinPath }) });
+  }
+
+  protected jobOptions(files: JobFiles | null, spec: StartSpec): object {
+    if (!files) return {};
+    return {
+      logPath: files.logPath,
+      exitPath: files.exitPath,
+      supervisor: supervisorPath(),
+      logPartBytes: Math.floor((this.host.options.logMaxBytes ?? LOG_MAX_BYTES) / 2),
+      // A durable job's stdin is a FIFO any host can write (see stdinfifo.ts).
+      ...(spec.stdin && { stdinFifo: files.stdinPath }),
+    };
+  }
+
+  async output(): Promise<OutputText> {
+    const { live, host } = this;
+    const logPath = live.record.logPath;
+    if (!logPath || !(live.detached || live.tail.heldChars === 0)) return super.output();
+    // Where the log's last 16 KiB start is not known without reading the log: key material
+    // at their head is taken for the inside of a block.
+    // A log file replaced by a symlink or a FIFO is not read: the preview is empty, and
+    // the reason is a diagnostic (readLog says it as an error).
+    const text = await readLogTail(logPath, 16 * 1024).catch((err: unknown) => {
+      if (!(err instanceof ProcwardError && err.code === 'STATE_DIR_UNTRUSTED')) throw err;
+      const said = `${live.record.id}: output not shown: ${err.message}`;
+      if (!host.diagnostics.includes(said)) host.diagnostics.push(said);
+      return '';
+    });
+    return { text, startsInKeyBlock: leadsWithKeyMaterial(text) };
+  }
+
+  /** Reads the full log file, not only the memory tail. */
+  async readLog(opts: LogOptions, redactView: RedactView): Promise<LogPage> {
+    const logPath = this.live.record.logPath;
+    return logPath ? pageLogFile(logPath, opts, redactView) : super.readLog(opts, redactView);
+  }
+
+  /** A durable job's input is its FIFO, which any host may write; without one, the native job's answer (no stdin). */
+  async write(data: string): Promise<{ id: string; bytes: number }> {
+    if (!this.live.record.stdinPath) return super.write(data);
+    if (typeof data !== 'string') throw new ProcwardError('INVALID_ARGUMENT', 'data must be a string');
+    await this.runningForInput();
+    return writeFifo(this.live, data);
+  }
+
+  /** Has the supervisor close its end of the FIFO: the job reads EOF once no writer is left. */
+  async closeStdin(): Promise<{ id: string; closed: true }> {
+    if (!this.live.record.stdinPath) return super.closeStdin();
+    await this.runningForInput();
+    return closeFifo(this.live);
+  }
+
+  private async runningForInput(): Promise<void> {
+    await this.host.refresh(this.live);
+    if (this.live.record.status === 'exited') throw new ProcwardError('SESSION_EXITED', `${this.live.record.id} has exited; its stdin is closed`);
+  }
+
+  /**
+   * Recovered from its session directory before its supervisor recorded who it is: it may
+   * still be starting (its host died mid-spawn). Adopt it once it has written
+   * supervisor.json; call it lost only when that never happens.
+   */
+  protected async adopt(): Promise<boolean> {
+    const { live, host } = this;
+    const r = live.record;
+    if (r.identity || host.stateDir === null) return true;
+    const sup = readSupervisorIdentity(sessionFiles(host.stateDir, r.id).supervisorPath);
+    if (sup) {
+      Object.assign(r, { pid: sup.pid, identity: sup, updatedAt: Date.now() });
+      host.persistSoon();
+      return true;
+    }
+    return !(Date.now() - r.startedAt < SUPERVISOR_START_MS && !(r.exitPath && (await readExitFile(r.exitPath))));
+  }
+
+  /** The exit file is the job's end even while its supervisor stays on for a grandchild that still holds the job's output pipe. */
+  protected async exitRecord(): Promise<RecordedExit | { invalid: string } | null> {
+    const exitPath = this.live.record.exitPath;
+    return exitPath ? readExitFile(exitPath) : null;
+  }
+
+  /** Feeds a detached durable job's new log output to its watch patterns (re-armed after recovery). */
+  protected async followLog(): Promise<void> {
+    const { live, host } = this;
+    const r = live.record;
+    if (!r.logPath || live.foreign || !r.watchPatterns?.length) return;
+    live.watcher ??= host.watcherFor(r);
+    if (!live.watcher) return;
+    const { text, next } = await readLogFrom(r.logPath, live.watchOffset ?? 0);
+    live.watchOffset = next;
+    if (text) host.watch(live, text);
+  }
+
+  protected async loadTail(): Promise<void> {
+    const { live } = this;
+    if (live.record.logPath && live.tail.totalChars === 0) live.tail.append(await readLogTail(live.record.logPath, 16 * 1024));
+  }
+
+  /**
+   * A durable job's leader is its supervisor, which outlives SIGTERM and the job: the exit
+   * file says whether the job had ended on its own before the first signal.
+   */
+  protected async endedBefore(signalAt: number): Promise<boolean> {
+    const exitPath = this.live.record.exitPath;
+    if (!exitPath) return false;
+    const end = await readExitFile(exitPath);
+    return end !== null && !('invalid' in end) && end.exitedAt !== undefined && end.exitedAt < signalAt;
+  }
+}

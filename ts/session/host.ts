@@ -1,0 +1,269 @@
+/**
+ * Jobs on this host, pipe-mode (`local.ts`) or durable (`durable.ts`): started through the
+ * native job API in a new session, ended by tree kill with their recorded identity, and,
+ * once detached (recovered after a host restart), followed by that identity.
+ */
+import { rmSync } from 'node:fs';
+import { fromNative, ProcwardError } from '../errors.js';
+import { type JobEvent, native, type NativeJob } from '../native.js';
+import { NativeTail } from '../output/tail.js';
+import { type JobFiles, jobFiles, killRequested, type RecordedExit, removeSessionDir, writePrivate } from '../persist/jobfiles.js';
+import { shellCommand } from '../policy/environment.js';
+import { type KillReport, killTree, verdict } from '../processes.js';
+import type { KillResult } from '../types.js';
+import { BaseSession } from './base.js';
+import { EMPTY_REPORT, type Outcome, type StartSpec } from './kind.js';
+import { settle } from './live.js';
+import { claimKill, createKillMarker, finishKillInBackground, killClaimed } from './termination.js';
+
+export abstract class HostSession extends BaseSession {
+  /** The native spawn options only this kind adds (a durable job's files, its stdin FIFO). */
+  protected abstract jobOptions(files: JobFiles | null, spec: StartSpec): object;
+
+  /**
+   * Starts the job and registers the session; resolves once it is recorded (in the
+   * checkpoint too, or within 200 ms when `session.json` holds it already).
+   */
+  async start(spec: StartSpec): Promise<void> {
+    const { host, live } = this;
+    const r = live.record;
+    const files = host.stateDir !== null ? jobFiles(host.stateDir, r.id) : null;
+    this.prepare(files, spec);
+    // Written before the spawn: if this host dies before its checkpoint write, the next
+    // host still finds the job (see recovery.ts).
+    if (files) {
+      try {
+        writePrivate(files.metaPath, JSON.stringify(r));
+      } catch (err) {
+        removeSessionDir(host.stateDir as string, r.id);
+        throw err;
+      }
+    }
+    let job: NativeJob;
+    try {
+      job = native.spawn(
+        {
+          command: shellCommand(spec.command),
+          cwd: r.cwd,
+          env: spec.env,
+          ...(host.options.shell !== undefined && { shell: host.options.shell }),
+          ...(host.options.shellArgs !== undefined && { shellArgs: host.options.shellArgs }),
+          ...this.jobOptions(files, spec),
+          ...(spec.pty && { pty: spec.pty }),
+          ...(host.options.containment !== false && { cgroupName: r.id }),
+          // Output stays in the native tail; JS sees it only when watch patterns need lines.
+          tailBytes: host.tailChars,
+          forwardOutput: live.watcher !== undefined,
+        },
+        (ev: JobEvent) => this.onEvent(ev),
+      );
+    } catch (err) {
+      if (files) removeSessionDir(host.stateDir as string, r.id);
+      const e = fromNative(err);
+      throw new ProcwardError(e.code, host.clean(e.message));
+    }
+    live.job = job;
+    live.tail = new NativeTail(job);
+    if (job.cgroup) r.cgroup = job.cgroup;
+    r.pid = job.pid;
+    r.identity = job.identity;
+    r.updatedAt = Math.max(Date.now(), r.updatedAt + 1);
+    host.register(live);
+    // With a state directory the session is on disk already (session.json, written before
+    // the spawn): checkpoint.json follows within 200 ms, shared by every spawn meanwhile.
+    this.started();
+    if (files) host.persistSoon();
+    else await host.persist();
+  }
+
+  /** Fills the record's kind-specific fields before `session.json` is first written. */
+  protected prepare(_files: JobFiles | null, _spec: StartSpec): void {}
+
+  /** Called once the job runs and the session is registered. */
+  protected started(): void {}
+
+  private onEvent(ev: JobEvent): void {
+    const live = this.live;
+    if (ev.kind === 'output') {
+      if (!ev.data) return;
+      live.tail.append(ev.data);
+      if (live.watcher) this.host.watch(live, ev.data.toString('utf8'));
+      return;
+    }
+    const end = { exitCode: ev.exitCode ?? null, signal: ev.signal ?? null };
+    if (live.killsInFlight > 0) live.pendingExit = end;
+    else this.endFromExit(end);
+  }
+
+  /**
+   * Brings the session up to date: a detached one has ended as soon as its process is gone,
+   * a zombie, or its PID was reused; `unknown` keeps it running (retried on the next access).
+   */
+  async refresh(): Promise<void> {
+    const { live } = this;
+    const r = live.record;
+    if (r.status === 'exited') return;
+    if (!live.detached) {
+      // Our own child: its reader may have published the end while the event loop did not
+      // run yet (a caller polling in a loop that never yields); take it from the job.
+      const ended = live.job?.exitStatus();
+      if (ended) this.onEvent(ended);
+      return;
+    }
+    if (!(await this.adopt())) return;
+    let recorded = await this.exitRecord();
+    const v = recorded && !('invalid' in recorded) ? 'gone' : r.identity ? verdict(r.identity) : 'gone';
+    await this.followLog();
+    if (v === 'current' || v === 'unknown') return;
+    // The supervisor writes the exit file before it exits: one that ended after the first
+    // read left it behind for this one.
+    recorded ??= await this.exitRecord();
+    await this.loadTail();
+    if (recorded && 'invalid' in recorded) this.host.diagnostics.push(recorded.invalid);
+    if (recorded && !('invalid' in recorded)) this.endFromExit(recorded);
+    // A foreign pipe-mode job: its owner saw how it ended and will write it; wait for that.
+    else if (this.owned) {
+      const written = this.writtenEnd();
+      if (written) this.host.finish(live, written);
+      else this.endFromExit({ exitCode: null, signal: null });
+    }
+  }
+
+  /** Whether a detached job can be judged now (a durable job may still be starting). */
+  protected async adopt(): Promise<boolean> {
+    return true;
+  }
+
+  /** The job's end as its exit file records it (durable jobs), or why that file is invalid. */
+  protected async exitRecord(): Promise<RecordedExit | { invalid: string } | null> {
+    return null;
+  }
+
+  /** Follows a detached job's output while it runs (durable jobs: their log). */
+  protected async followLog(): Promise<void> {}
+
+  /** Fills an empty tail from where the ended job's output is kept. */
+  protected async loadTail(): Promise<void> {}
+
+  /** The end the job's last host wrote beside the checkpoint, if any. */
+  protected writtenEnd(): Outcome | null {
+    return null;
+  }
+
+  /** Whether the job's end was published, or its leader a zombie, before the first signal. */
+  protected endedBeforeKill(): boolean {
+    return this.live.job?.exitStatus() != null;
+  }
+
+  /** Whether a kill that reached the leader found a job that had ended on its own before `signalAt`. */
+  protected async endedBefore(_signalAt: number): Promise<boolean> {
+    return false;
+  }
+
+  /**
+   * Tree kill (see `ProcessRegistry.kill`): a kill marker first, the guard-checked tree
+   * kill, a claim when two kills reach the leader, and survivors finished in the background.
+   */
+  async kill(graceMs: number): Promise<KillResult> {
+    const { live, host } = this;
+    const r = live.record;
+    const wasRunning = r.status === 'running';
+    if (!r.identity) return { id: r.id, outcome: 'already_exited', ...EMPTY_REPORT, exitCode: r.exitCode, signal: r.signal };
+    live.finisher?.abort();
+    const files = this.files();
+    let marked = false;
+    if (wasRunning && files) {
+      // Best effort: a full disk must not stop a kill (without the marker, a host that sees
+      // the end later may record it as `exited` instead of `killed`).
+      try {
+        // Created, never overwritten: only the kill that created it may remove it.
+        marked = createKillMarker(files.killMarkPath);
+      } catch (err) {
+        host.diagnostics.push(`${r.id}: cannot record the kill request: ${(err as Error).message}`);
+      }
+    }
+    // On an ended session this still cleans up what is left of its process group.
+    live.killsInFlight++;
+    const signalAt = Date.now();
+    // An end published before the first signal, or a leader already a zombie, is the job's own.
+    const endedFirst = this.endedBeforeKill();
+    let report: KillReport;
+    try {
+      // Every job leads its own session: a root that does not is no job of ours.
+      report = await killTree(r.identity, { graceMs, requireSessionLeader: true, ...(r.cgroup && { cgroup: r.cgroup, sessionId: r.id }) });
+    } catch (err) {
+      // The kill failed before it signalled anything (a refused root, an unreadable process
+      // table): the marker it wrote must not make the job's own end look killed.
+      if (marked && files && !live.killed && live.killsInFlight === 1) rmSync(files.killMarkPath, { force: true });
+      throw err;
+    } finally {
+      live.killsInFlight--;
+    }
+    let reachedLeader = wasRunning && !endedFirst && report.signalled.includes(r.identity.pid);
+    if (reachedLeader && (await this.endedBefore(signalAt))) reachedLeader = false;
+    // Two kills (two hosts, or two calls here) may both reach the leader: the first to
+    // claim the kill records it, the other finds the job already ended.
+    const otherKill = reachedLeader && (live.killed || !claimKill(files?.dir ?? null));
+    if (otherKill) reachedLeader = false;
+    if (reachedLeader) {
+      live.killed = true;
+      live.killSignal = report.escalated ? 'SIGKILL' : 'SIGTERM';
+      // The kill that ended the job keeps the marker there (another kill that found the
+      // leader gone may have removed it just before our claim).
+      try {
+        if (files && !marked && !killRequested(files)) marked = createKillMarker(files.killMarkPath);
+      } catch {
+        // A full disk: the claim file tells the owner as well (see endFromExit).
+      }
+    }
+    // The marker goes only when this kill wrote it and no kill (ours still on its way, or
+    // another host's that claimed the job) needs it.
+    else if (files && marked && !otherKill && !live.killed && live.killsInFlight === 0 && !killClaimed(files.dir)) rmSync(files.killMarkPath, { force: true });
+    if (live.pendingExit && live.killsInFlight === 0) {
+      const end = live.pendingExit;
+      delete live.pendingExit;
+      this.endFromExit(end);
+    }
+    const result = (outcome: KillResult['outcome']): KillResult => {
+      host.consume(live);
+      return { id: r.id, outcome, ...report, exitCode: r.exitCode, signal: r.signal };
+    };
+    const rootRefused = report.refused.find((x) => x.pid === r.identity?.pid);
+    if (rootRefused && wasRunning) {
+      throw new ProcwardError('KILL_REFUSED', `the kill of ${r.id} was refused (${rootRefused.reason}): its record names PID ${rootRefused.pid}, which procward never signals; nothing was signalled`, { report });
+    }
+    if (report.survivors.length > 0) this.finishInBackground(report, graceMs);
+    if (live.detached) await host.refresh(live);
+    else await settle(live, 2000);
+    // The leader had ended on its own (or its PID was reused) before the kill reached it.
+    if (!reachedLeader) return result('already_exited');
+    if (r.cgroup) native.removeCgroup(r.cgroup, r.id);
+    // Still not published (a slow reader): what we know is that our kill ended it.
+    host.finish(live, { exitCode: null, signal: report.escalated ? 'SIGKILL' : 'SIGTERM', reason: 'killed', source: 'kill' });
+    return result('killed');
+  }
+
+  /** Keeps killing survivors in the background and throws `KILL_SURVIVORS` with the report. */
+  private finishInBackground(report: KillReport, graceMs: number): never {
+    const { live, host } = this;
+    const r = live.record;
+    // The guard already judged the recorded cgroup: the background kill takes it by name.
+    const cgroupOurs = r.cgroup !== undefined && !report.refused.some((x) => x.cgroup !== undefined);
+    const controller = new AbortController();
+    live.finisher = controller;
+    finishKillInBackground(report.survivorIdentities, {
+      graceMs,
+      ...(cgroupOurs && { cgroup: r.id }),
+      signal: controller.signal,
+      onDone: () => {
+        if (r.identity && verdict(r.identity) !== 'current') host.finish(live, { exitCode: null, signal: 'SIGKILL', reason: 'killed', source: 'kill' });
+      },
+      onGiveUp: (left) => host.diagnostics.push(`kill of ${r.id}: ${left.map((i) => i.pid).join(', ')} still alive after 60 s`),
+    });
+    throw new ProcwardError(
+      'KILL_SURVIVORS',
+      `${report.survivors.length} process(es) survived the kill of ${r.id}: ${report.survivors.join(', ')}; procward keeps trying in the background`,
+      { report, finishingInBackground: true },
+    );
+  }
+}
