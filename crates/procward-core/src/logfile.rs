@@ -85,12 +85,13 @@ fn open_append(path: &Path) -> std::io::Result<File> {
 }
 
 /// Opens a part for reading: not through a symlink at its name (`O_NOFOLLOW`), without
-/// blocking on a FIFO planted there (`O_NONBLOCK`), and only when it is a regular file.
-/// Returns the file and its inode.
+/// blocking on a FIFO planted there (`O_NONBLOCK`), and only when it is a regular file with
+/// one link (a hard link planted at its name would show another file's content; the
+/// supervisor's parts are only ever renamed, never linked). Returns the file and its inode.
 fn open_part(path: &Path) -> Option<(File, u64)> {
   let f = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path).ok()?;
   let meta = f.metadata().ok()?;
-  meta.is_file().then(|| (f, meta.ino()))
+  (meta.is_file() && meta.nlink() == 1).then(|| (f, meta.ino()))
 }
 
 /// How far past a part's limit a rotation looks for a line break (bytes).
@@ -335,7 +336,7 @@ mod tests {
   }
 
   #[test]
-  fn parts_are_never_opened_through_a_symlink_or_as_a_fifo() {
+  fn parts_are_never_opened_through_a_symlink_a_hard_link_or_as_a_fifo() {
     let log = scratch("links");
     let secret = log.with_file_name("secret");
     std::fs::write(&secret, "not the job's output\n").unwrap();
@@ -346,6 +347,11 @@ mod tests {
     // The follower reads nothing through it.
     let mut got = Vec::new();
     let mut buf = vec![0u8; 64];
+    LogFollower::new(&log).read_new(&mut buf, &mut |b| got.extend_from_slice(b));
+    assert!(got.is_empty());
+    // Nor through a hard link to another file.
+    std::fs::remove_file(&log).unwrap();
+    std::fs::hard_link(&secret, &log).unwrap();
     LogFollower::new(&log).read_new(&mut buf, &mut |b| got.extend_from_slice(b));
     assert!(got.is_empty());
     // Nor from a FIFO in the log's place (an open without O_NONBLOCK would hang here).
