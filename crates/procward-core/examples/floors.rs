@@ -62,7 +62,14 @@ fn main() {
       let mut total = 0usize;
       loop {
         let n = unsafe {
-          libc::splice(out.as_raw_fd(), std::ptr::null_mut(), null.as_raw_fd(), std::ptr::null_mut(), PIPE_BYTES as usize, libc::SPLICE_F_MOVE)
+          libc::splice(
+            out.as_raw_fd(),
+            std::ptr::null_mut(),
+            null.as_raw_fd(),
+            std::ptr::null_mut(),
+            PIPE_BYTES as usize,
+            libc::SPLICE_F_MOVE,
+          )
         };
         if n <= 0 {
           break;
