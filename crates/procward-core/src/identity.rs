@@ -41,6 +41,13 @@ impl Verdict {
   }
 }
 
+/// This boot's id (Linux: `/proc/sys/kernel/random/boot_id`, read once), the third part of
+/// every identity recorded now. Errors: the read's, when the platform's source of it cannot
+/// be read.
+pub fn boot_id() -> std::io::Result<String> {
+  sys::boot_id()
+}
+
 /// Reads the identity of a live process. `Ok(None)`: no such process, or a zombie (a
 /// zombie has no identity worth recording: it is already dead).
 pub fn identity(pid: i32) -> std::io::Result<Option<Identity>> {

@@ -1,0 +1,190 @@
+//! The handle of a started job: identity, output tail, end, stdin and terminal size.
+
+use crate::identity::Identity;
+#[cfg(unix)]
+use crate::invalid;
+use crate::map_error;
+use crate::spawn::JobEvent;
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use procward_core as core;
+
+/// Counters of a job's native output tail, in bytes.
+#[napi(object)]
+pub struct TailStats {
+  /// Bytes ever read.
+  pub total: f64,
+  /// Bytes dropped from the front by the limit.
+  pub dropped: f64,
+  /// Bytes held now.
+  pub held: f64,
+  /// The limit.
+  pub limit: f64,
+  /// The dropped bytes ended inside a private-key block: the held text starts inside it
+  /// (redaction masks it up to its END line).
+  pub starts_in_key_block: bool,
+}
+
+/// Terminal size in character cells.
+#[napi(object)]
+pub struct PtySize {
+  /// Columns. Default 120.
+  pub cols: Option<u32>,
+  /// Rows. Default 40.
+  pub rows: Option<u32>,
+}
+
+#[cfg(unix)]
+pub(crate) fn pty_size(p: &PtySize) -> Result<core::pty::PtySize> {
+  let d = core::pty::PtySize::default();
+  let dim = |v: Option<u32>, default: u16, what: &str| match v {
+    None => Ok(default),
+    Some(n) if (1..=u16::MAX as u32).contains(&n) => Ok(n as u16),
+    Some(n) => Err(invalid(format!("{what} must be from 1 to 65535, got {n}"))),
+  };
+  Ok(core::pty::PtySize { cols: dim(p.cols, d.cols, "cols")?, rows: dim(p.rows, d.rows, "rows")? })
+}
+
+/// A started job: its PID and identity, and its input side when it has one.
+#[napi]
+pub struct NativeJob {
+  /// PID of the direct child; also its process group id and session id.
+  #[napi(readonly)]
+  pub pid: i32,
+  identity: Identity,
+  cgroup: Option<String>,
+  #[cfg(unix)]
+  tail: core::tail::SharedTail,
+  #[cfg(unix)]
+  input: Option<core::pty::JobInput>,
+  #[cfg(unix)]
+  exit: std::sync::Arc<std::sync::Mutex<Option<core::status::ExitInfo>>>,
+}
+
+#[cfg(unix)]
+impl NativeJob {
+  /// The JS handle of a started core job; `cgroup` is its cgroup directory, if any.
+  pub(crate) fn new(job: core::spawn::Job, cgroup: Option<String>) -> Self {
+    NativeJob { pid: job.pid, identity: job.identity.into(), cgroup, input: job.input, tail: job.tail, exit: job.exit }
+  }
+}
+
+#[napi]
+impl NativeJob {
+  /// The job's identity (PID, start time, boot id), recorded before anything else happened.
+  #[napi(getter)]
+  pub fn identity(&self) -> Identity {
+    self.identity.clone()
+  }
+
+  #[cfg(unix)]
+  fn input(&self) -> Result<&core::pty::JobInput> {
+    self.input.as_ref().ok_or_else(|| invalid("the job has no stdin (start it with stdin or pty)"))
+  }
+
+  /// The retained output (the last `tailBytes` bytes, starting at a whole character).
+  #[napi]
+  pub fn tail_text(&self) -> String {
+    #[cfg(unix)]
+    return self.tail.lock().map(|t| t.text()).unwrap_or_default();
+    #[cfg(not(unix))]
+    String::new()
+  }
+
+  /// The job's end (an `exit` event) once its reader has published it, even if the event
+  /// has not reached JS yet (the event loop has not run); `null` while it runs.
+  #[napi]
+  pub fn exit_status(&self) -> Option<JobEvent> {
+    #[cfg(unix)]
+    if let Ok(e) = self.exit.lock() {
+      return e.map(core::job::JobEvent::Exit).map(Into::into);
+    }
+    None
+  }
+
+  /// Counters of the output tail.
+  #[napi]
+  pub fn tail_stats(&self) -> TailStats {
+    #[cfg(unix)]
+    if let Ok(t) = self.tail.lock() {
+      return TailStats {
+        total: t.total() as f64,
+        dropped: t.dropped() as f64,
+        held: t.held() as f64,
+        limit: t.limit() as f64,
+        starts_in_key_block: t.starts_in_key_block(),
+      };
+    }
+    TailStats { total: 0.0, dropped: 0.0, held: 0.0, limit: 0.0, starts_in_key_block: false }
+  }
+
+  /// Changes how many bytes the tail keeps (trims at once when it shrinks).
+  #[napi]
+  pub fn set_tail_limit(&self, bytes: u32) {
+    #[cfg(unix)]
+    if let Ok(mut t) = self.tail.lock() {
+      t.set_limit(bytes as usize);
+    }
+    #[cfg(not(unix))]
+    let _ = bytes;
+  }
+
+  /// The job's cgroup directory, or `null` when it runs without containment.
+  #[napi(getter)]
+  pub fn cgroup(&self) -> Option<String> {
+    self.cgroup.clone()
+  }
+
+  /// Whether the job has an input side: `"pipe"`, `"pty"`, or `null`.
+  #[napi(getter)]
+  pub fn input_kind(&self) -> Option<String> {
+    #[cfg(unix)]
+    return self.input.as_ref().map(|i| if i.kind() == core::pty::InputKind::Pty { "pty".into() } else { "pipe".into() });
+    #[cfg(not(unix))]
+    None
+  }
+
+  /// Writes all of `data` (UTF-8) to the job's stdin without blocking. Errors: `EPIPE` when
+  /// the job exited, `EAGAIN` when it is not reading its input, `EINVAL` without stdin.
+  #[napi]
+  pub fn write(&self, data: String) -> Result<()> {
+    #[cfg(unix)]
+    return self.input()?.write(data.as_bytes()).map_err(map_error);
+    #[cfg(not(unix))]
+    {
+      let _ = data;
+      Err(map_error(core::Error::Unsupported("stdin")))
+    }
+  }
+
+  /// Ends the input: closes the pipe, or sends EOF (Ctrl-D) to a PTY.
+  #[napi]
+  pub fn close_stdin(&mut self) -> Result<()> {
+    #[cfg(unix)]
+    return self.input.as_mut().ok_or_else(|| invalid("the job has no stdin (start it with stdin or pty)"))?.close().map_err(map_error);
+    #[cfg(not(unix))]
+    Err(map_error(core::Error::Unsupported("stdin")))
+  }
+
+  /// Closes the host's side of the input now (the pipe's write end or the PTY master copy)
+  /// instead of when this object is garbage-collected. Idempotent.
+  #[napi]
+  pub fn release(&mut self) {
+    #[cfg(unix)]
+    {
+      self.input = None;
+    }
+  }
+
+  /// Resizes a PTY job's terminal.
+  #[napi]
+  pub fn resize(&self, size: PtySize) -> Result<()> {
+    #[cfg(unix)]
+    return self.input()?.resize(pty_size(&size)?).map_err(map_error);
+    #[cfg(not(unix))]
+    {
+      let _ = size;
+      Err(map_error(core::Error::Unsupported("pty")))
+    }
+  }
+}

@@ -1,0 +1,134 @@
+//! Tree kill: its options, its report and the call that runs it off the JS thread.
+
+use crate::identity::Identity;
+#[cfg(unix)]
+use crate::invalid;
+use crate::map_error;
+use napi::bindgen_prelude::*;
+#[cfg(unix)]
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+use napi::threadsafe_function::{ThreadsafeFunction, UnknownReturnValue};
+use napi_derive::napi;
+use procward_core as core;
+#[cfg(unix)]
+use std::time::Duration;
+
+/// Options of a tree kill. Milliseconds.
+#[napi(object)]
+pub struct KillOptions {
+  /// Grace period between the first signal and SIGKILL. Default 2000; 0 = never escalate.
+  pub grace_ms: Option<u32>,
+  /// First signal by name (`SIGTERM`, `TERM`, `SIGINT`, ...). Default `SIGTERM`.
+  pub signal: Option<String>,
+  /// How long to wait for processes to vanish after the last signal. Default 500. The
+  /// window stretches up to `settleMaxMs` while survivors are still dying.
+  pub settle_ms: Option<u32>,
+  /// Longest the settle window stretches while survivors are still dying (SIGKILL pending,
+  /// exit under way, or still disappearing). Default 5000.
+  pub settle_max_ms: Option<u32>,
+  /// The job's cgroup as recorded: its name (the session id, `proc_` + 12 hex digits) or
+  /// the directory an earlier version recorded. Used only when procward created it, directly
+  /// below its own cgroup root and named for `sessionId`; otherwise refused
+  /// (`cgroup_not_ours`) and never read or written. Linux only; ignored elsewhere.
+  pub cgroup: Option<String>,
+  /// The session the cgroup must be named for. Default: `cgroup` itself.
+  pub session_id: Option<String>,
+  /// Refuse the whole kill (`not_session_leader`) unless the root leads its own session,
+  /// as every procward job does. Default false: the root and its descendants are signalled
+  /// one by one, without the group signal.
+  pub require_session_leader: Option<bool>,
+}
+
+/// Something a kill refused to signal, and why.
+#[napi(object)]
+pub struct KillRefusal {
+  /// The PID refused (or whose group was refused); absent for a cgroup.
+  pub pid: Option<i32>,
+  /// The cgroup refused, as it was recorded; absent for a PID.
+  pub cgroup: Option<String>,
+  /// `pid_le_1`, `host`, `host_group`, `host_session`, `host_ancestor`,
+  /// `not_session_leader` or `cgroup_not_ours`.
+  pub reason: String,
+}
+
+/// What a tree kill did (PIDs).
+#[napi(object)]
+pub struct KillReport {
+  /// Sent at least one signal.
+  pub signalled: Vec<i32>,
+  /// Already gone (or zombies) when their turn came.
+  pub already_gone: Vec<i32>,
+  /// Alive but another process (reused PID): never signalled.
+  pub refused_reused: Vec<i32>,
+  /// Still alive at the end: the kill failed for these.
+  pub survivors: Vec<i32>,
+  /// Identities of the survivors, to finish the kill later without risking a reused PID.
+  pub survivor_identities: Vec<Identity>,
+  /// Whether SIGKILL was sent.
+  pub escalated: bool,
+  /// What the guard refused to signal: never in `signalled`, `alreadyGone` or `survivors`.
+  /// A refused root means the kill did nothing.
+  pub refused: Vec<KillRefusal>,
+}
+
+#[cfg(unix)]
+fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
+  let mut opts = core::kill::KillOptions::default();
+  if let Some(o) = o {
+    if let Some(g) = o.grace_ms {
+      opts.grace = Duration::from_millis(g.into());
+    }
+    if let Some(s) = o.settle_ms {
+      opts.settle = Duration::from_millis(s.into());
+    }
+    if let Some(s) = o.settle_max_ms {
+      opts.settle_max = Duration::from_millis(s.into());
+    }
+    opts.cgroup = o.cgroup.map(|recorded| {
+      let session = o.session_id.unwrap_or_else(|| recorded.clone());
+      core::kill::CgroupClaim { recorded, session }
+    });
+    opts.require_session_leader = o.require_session_leader.unwrap_or(false);
+    if let Some(name) = o.signal {
+      let n = core::status::signal_number(&name).ok_or_else(|| invalid(format!("unknown signal {name:?}")))?;
+      opts.signal = n.try_into().map_err(|_| invalid(format!("unknown signal {name:?}")))?;
+    }
+  }
+  Ok(opts)
+}
+
+/// Tree kill (snapshot, SIGTERM, grace period, SIGKILL) on a dedicated thread, never libuv's pool; the callback
+/// gets `(error, report)` once. Holds the event loop open until it has reported.
+#[napi]
+pub fn kill_tree(
+  identity: Identity,
+  options: Option<KillOptions>,
+  callback: ThreadsafeFunction<KillReport, UnknownReturnValue>,
+) -> Result<()> {
+  #[cfg(not(unix))]
+  {
+    let _ = (identity, options, callback);
+    return Err(map_error(core::Error::Unsupported("tree kill (Windows Job Objects are not written yet)")));
+  }
+  #[cfg(unix)]
+  {
+    let root: core::Identity = identity.try_into()?;
+    let opts = kill_options(options)?;
+    std::thread::Builder::new()
+      .name("procward-kill".into())
+      .spawn(move || {
+        let result = core::kill::kill_tree(&root, &opts).map_err(map_error).map(|r| KillReport {
+          signalled: r.signalled,
+          already_gone: r.already_gone,
+          refused_reused: r.refused_reused,
+          survivors: r.survivors,
+          survivor_identities: r.survivor_identities.into_iter().map(Identity::from).collect(),
+          escalated: r.escalated,
+          refused: r.refused.into_iter().map(|x| KillRefusal { pid: x.pid, cgroup: x.cgroup, reason: x.reason.as_str().into() }).collect(),
+        });
+        callback.call(result, ThreadsafeFunctionCallMode::Blocking);
+      })
+      .map_err(|e| map_error(core::Error::Io { context: "starting the kill thread".into(), source: e }))?;
+    Ok(())
+  }
+}

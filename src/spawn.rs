@@ -1,0 +1,182 @@
+//! Starting a job: the options, the events its reader delivers, and the call itself.
+
+#[cfg(unix)]
+use crate::invalid;
+#[cfg(unix)]
+use crate::job::pty_size;
+use crate::job::{NativeJob, PtySize};
+use crate::map_error;
+use napi::bindgen_prelude::*;
+#[cfg(unix)]
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+use napi::threadsafe_function::{ThreadsafeFunction, UnknownReturnValue};
+use napi_derive::napi;
+use procward_core as core;
+use std::collections::HashMap;
+#[cfg(unix)]
+use std::time::Duration;
+
+/// What to spawn.
+#[napi(object)]
+pub struct SpawnOptions {
+  /// Shell command, passed byte for byte as one argument.
+  pub command: String,
+  /// Shell executable. Default `/bin/bash` when it exists, else `/bin/sh`.
+  pub shell: Option<String>,
+  /// Arguments before the command. Default `["-c"]`.
+  pub shell_args: Option<Vec<String>>,
+  /// Working directory. Default: the host's.
+  pub cwd: Option<String>,
+  /// The complete environment of the job. Default: the host's.
+  pub env: Option<HashMap<String, String>>,
+  /// Durable mode: log file for merged output (created 0600, appended).
+  pub log_path: Option<String>,
+  /// Durable mode: rotate the log once a part holds this many bytes, keeping one rotated
+  /// part (`output.log.1`). Default 0: never rotate.
+  pub log_part_bytes: Option<f64>,
+  /// Durable mode: create a FIFO here (0600) and make it the job's stdin, writable by any
+  /// host; SIGUSR1 to the supervisor ends it (EOF). Default: stdin is `/dev/null`.
+  pub stdin_fifo: Option<String>,
+  /// Durable mode: exit file the supervisor writes.
+  pub exit_path: Option<String>,
+  /// Durable mode: path of the `procward-supervise` executable.
+  pub supervisor: Option<String>,
+  /// After the direct child exits, publish once output has been idle this long. Default 40.
+  pub drain_idle_ms: Option<u32>,
+  /// ... and at the latest this long after the exit. Default 120.
+  pub drain_max_ms: Option<u32>,
+  /// Keep a stdin pipe open for `write`/`closeStdin`. Default false: stdin is `/dev/null`.
+  pub stdin: Option<bool>,
+  /// Run under a pseudo-terminal of this size (stdin, stdout and stderr). Not with durable mode.
+  pub pty: Option<PtySize>,
+  /// Run in a cgroup v2 of this name when the host may create cgroups (Linux); silently
+  /// without one otherwise. See `NativeJob.cgroup`.
+  pub cgroup_name: Option<String>,
+  /// Bytes of output the native tail keeps (see `NativeJob.tailText`). Default 200 000.
+  pub tail_bytes: Option<u32>,
+  /// Also deliver output events to `onEvent` (the tail always gets them). Default true.
+  pub forward_output: Option<bool>,
+}
+
+/// One event of a job: `output` (text, `late` when read after the exit was published) or
+/// `exit` (exactly once: `exitCode`, or `signal` with `signalNumber`).
+#[napi(object)]
+pub struct JobEvent {
+  /// `"output"` or `"exit"`.
+  pub kind: String,
+  /// Output as UTF-8 bytes (already decoded and re-encoded: split characters reassembled,
+  /// invalid bytes as U+FFFD). Handed over without a copy, so JS pays for text only when it
+  /// reads it.
+  pub data: Option<Buffer>,
+  pub late: Option<bool>,
+  pub exit_code: Option<i32>,
+  /// Terminating signal name, e.g. `SIGKILL`.
+  pub signal: Option<String>,
+  pub signal_number: Option<i32>,
+}
+
+#[cfg(unix)]
+impl From<core::job::JobEvent> for JobEvent {
+  fn from(ev: core::job::JobEvent) -> Self {
+    match ev {
+      core::job::JobEvent::Output { text, late } => JobEvent {
+        kind: "output".into(),
+        data: Some(text.into_bytes().into()),
+        late: Some(late),
+        exit_code: None,
+        signal: None,
+        signal_number: None,
+      },
+      core::job::JobEvent::Exit(info) => JobEvent {
+        kind: "exit".into(),
+        data: None,
+        late: None,
+        exit_code: info.code,
+        signal: info.signal.map(core::status::signal_name),
+        signal_number: info.signal,
+      },
+    }
+  }
+}
+
+#[cfg(unix)]
+fn spawn_options(o: SpawnOptions) -> Result<core::job::SpawnOptions> {
+  let mut opts = core::job::SpawnOptions::new(o.command);
+  if let Some(s) = o.shell {
+    opts.shell = s.into();
+  }
+  if let Some(a) = o.shell_args {
+    opts.shell_args = a;
+  }
+  opts.cwd = o.cwd.map(Into::into);
+  opts.env = o.env.map(|m| m.into_iter().collect());
+  if let Some(ms) = o.drain_idle_ms {
+    opts.drain.idle = Duration::from_millis(ms.into());
+  }
+  if let Some(ms) = o.drain_max_ms {
+    opts.drain.max_wait = Duration::from_millis(ms.into());
+  }
+  #[cfg(target_os = "linux")]
+  {
+    opts.cgroup = o.cgroup_name.as_deref().and_then(core::cgroup::create);
+  }
+  if let Some(n) = o.tail_bytes {
+    opts.tail_limit = n as usize;
+  }
+  opts.forward_output = o.forward_output.unwrap_or(true);
+  opts.input = match (&o.pty, o.stdin) {
+    (Some(p), _) => core::job::Input::Pty(pty_size(p)?),
+    (None, Some(true)) => core::job::Input::Pipe,
+    _ => core::job::Input::Null,
+  };
+  opts.capture = match (o.log_path, o.exit_path, o.supervisor) {
+    (None, None, None) => core::job::Capture::Pipe,
+    (Some(log), Some(exit), Some(sup)) => core::job::Capture::Durable {
+      log_path: log.into(),
+      exit_path: exit.into(),
+      supervisor: sup.into(),
+      log_part_bytes: o.log_part_bytes.map_or(0, |n| n as u64),
+      stdin_fifo: o.stdin_fifo.map(Into::into),
+    },
+    _ => return Err(invalid("durable mode needs logPath, exitPath and supervisor together")),
+  };
+  Ok(opts)
+}
+
+/// Events a job may have queued for the JS thread before its reader blocks. A blocked
+/// reader stops reading, the pipe fills and the job blocks on write: the same back-pressure
+/// Node streams apply, so an output flood cannot grow the host's memory without bound.
+const EVENT_QUEUE: usize = 16;
+
+/// Starts a job in a new session. Events arrive through `onEvent` from the job's own reader
+/// thread; the callback is weak, so a running job never keeps Node's event loop alive.
+#[napi]
+pub fn spawn(
+  options: SpawnOptions,
+  on_event: ThreadsafeFunction<JobEvent, UnknownReturnValue, JobEvent, Status, false, true, { EVENT_QUEUE }>,
+) -> Result<NativeJob> {
+  #[cfg(not(unix))]
+  {
+    let _ = (options, on_event);
+    return Err(map_error(core::Error::Unsupported("spawn (Windows is not written yet)")));
+  }
+  #[cfg(unix)]
+  {
+    let opts = spawn_options(options)?;
+    let cgroup = opts.cgroup.as_ref().map(|p| p.display().to_string());
+    let job = core::spawn::spawn(
+      opts,
+      Box::new(move |ev| {
+        on_event.call(ev.into(), ThreadsafeFunctionCallMode::Blocking);
+      }),
+    )
+    .map_err(map_error)?;
+    Ok(NativeJob::new(job, cgroup))
+  }
+}
+
+/// The conventional name of a signal number (`SIGKILL` for 9).
+#[napi]
+pub fn signal_name(signal: i32) -> String {
+  core::status::signal_name(signal)
+}
