@@ -13,6 +13,7 @@ import { EMPTY_REPORT, type StartSpec } from './kind.js';
 
 export class SandboxSession extends BaseSession {
   private follow: { env: ExecutionEnvironment; poller: SandboxPoller } | undefined;
+  private launching = false;
 
   /**
    * Launches the job: registered and checkpointed before the launch (a host that dies
@@ -28,8 +29,16 @@ export class SandboxSession extends BaseSession {
     Object.assign(r, { pidScope: 'sandbox', durable: false, logPath: null, exitPath: null, ...(sandbox.name !== undefined && { environment: sandbox.name }) });
     host.environments.remember(r.id, env);
     host.register(live);
-    await host.persist();
-    const res = await launch(env, r.id, spec.command, { ...(spec.cwd !== undefined && { cwd: spec.cwd }), ...(spec.vars && { vars: spec.vars }) });
+    let res: Awaited<ReturnType<typeof launch>>;
+    // The launch attaches the poller: a refresh meanwhile (a `list` during a slow launch)
+    // must not attach a second one, which would append the output twice.
+    this.launching = true;
+    try {
+      await host.persist();
+      res = await launch(env, r.id, spec.command, { ...(spec.cwd !== undefined && { cwd: spec.cwd }), ...(spec.vars && { vars: spec.vars }) });
+    } finally {
+      this.launching = false;
+    }
     if (res.ok === false) {
       live.tail.append(res.output);
       host.finish(live, { exitCode: res.code, signal: null, reason: 'failed_start', source: 'environment' });
@@ -44,7 +53,7 @@ export class SandboxSession extends BaseSession {
   /** Attaches a poller to a running session this host owns, through this host's environment of its name. */
   async refresh(): Promise<void> {
     const r = this.live.record;
-    const env = r.status === 'running' && !this.follow && !this.live.foreign ? this.host.environments.forRecord(r) : null;
+    const env = r.status === 'running' && !this.follow && !this.launching && !this.live.foreign ? this.host.environments.forRecord(r) : null;
     if (env) this.attach(env);
   }
 
