@@ -19,6 +19,11 @@
 //! never PID <= 1, the host, its group, session or ancestors; a group only when its leader
 //! leads its own session; a cgroup only when procward created it for the session. Each
 //! refusal is listed in [`KillReport::refused`].
+//!
+//! [`kill_tree`] runs the steps in order; the parts live in submodules: `run` (one kill's
+//! targets and report, and the identity check), `snapshot` (the tree, the group, the
+//! cgroup, the walk before SIGKILL), `signal` (who gets a signal) and `settle` (waiting
+//! for the targets to die).
 
 mod run;
 mod settle;
