@@ -7,8 +7,6 @@
  * Data flows one way: native spawn → reader events → session → registry → checkpoint.
  */
 import { EventEmitter } from 'node:events';
-import { existsSync, statSync } from 'node:fs';
-import { resolve as resolvePath } from 'node:path';
 import { ProcwardError } from './errors.js';
 import { native } from './native.js';
 import { checkRegistryOptions } from './options.js';
@@ -16,37 +14,27 @@ import { rebalance } from './output/budget.js';
 import { logResult } from './output/paging.js';
 import { DEFAULT_TAIL_CHARS, DEFAULT_TOTAL_OUTPUT_CHARS } from './output/tail.js';
 import { plainText, preview } from './output/views.js';
-import { Checkpoint } from './persist/checkpoint.js';
-import { GroupCommit } from './persist/groupcommit.js';
-import { removeSessionDir } from './persist/jobfiles.js';
-import { scanOrphanSessions } from './persist/recovery.js';
-import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './persist/writer.js';
-import { childEnvironment, validateCommand } from './policy/environment.js';
+import { SessionStore } from './persist/store.js';
 import {
-  checkPatterns,
   COMPLETION_TAIL_CHARS,
   type CompletionEvent,
-  LineWatcher,
   owns,
   pendingCompletion,
-  pendingWatchEvents,
   type ProcwardEvent,
-  RateLimit,
   takeOwned,
   type WatchEvent,
-  watcherForRecord,
 } from './policy/notifications.js';
-import { isKeyMaterialLine, KEY_MASK, redact, redactCommand } from './policy/redact.js';
-import { DEFAULT_MAX_SESSIONS, expiredIds } from './policy/retention.js';
+import { redact } from './policy/redact.js';
+import { Watching } from './policy/watching.js';
 import * as scoping from './policy/scoping.js';
 import type { BulkKillOutcome } from './policy/scoping.js';
 import { ConfiguredEnvironments } from './remote/configured.js';
-import { newSessionId, resolveSessionId } from './session/ids.js';
+import { resolveSessionId } from './session/ids.js';
 import type { Live, LogOptions, Outcome, SessionHost } from './session/kind.js';
 import { type StartableSession, sessionFor, sessionToStart } from './session/kinds.js';
 import { newLive, summary, untilEnd } from './session/live.js';
-import { SESSION_SCHEMA_VERSION, type SessionRecord } from './session/record.js';
-import { checkSpawnOptions } from './session/spawnoptions.js';
+import { newSession } from './session/newsession.js';
+import type { SessionRecord } from './session/record.js';
 import { assertGraceMs } from './session/termination.js';
 import type { KillResult, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
 
@@ -63,37 +51,24 @@ export interface RegistryEvents {
 /** A background process registry. Create with {@link ProcessRegistry.open}. */
 export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   private readonly sessions = new Map<string, Live>();
-  private readonly checkpoint: Checkpoint | undefined;
-  private readonly writer: WriterIdentity;
-  private readonly commits: GroupCommit;
+  private readonly store: SessionStore;
   private readonly environments: ConfiguredEnvironments;
+  private readonly watching: Watching;
   /** What the sessions' kinds may ask of this registry. */
   private readonly host: SessionHost;
   private closed = false;
   /** Problems found while recovering (corrupt files, skipped entries). */
   readonly diagnostics: string[] = [];
 
-  private readonly watchRate: RateLimit;
-
   private constructor(private readonly options: RegistryOptions) {
     super();
     checkRegistryOptions(options);
-    this.watchRate = new RateLimit(options.watch?.maxPerMinute ?? 30);
+    this.watching = new Watching(options, this.diagnostics, (text) => this.clean(text));
     this.environments = new ConfiguredEnvironments(options.environments);
-    this.checkpoint = options.stateDir !== undefined ? new Checkpoint(resolvePath(options.stateDir)) : undefined;
-    this.writer = newWriter();
-    this.commits = new GroupCommit(async () => {
-      this.prune();
-      const saved = await this.checkpoint?.save(
-        [...this.sessions.values()].filter((l) => l.kind.owned && !this.readOnly.has(l.record.id)).map((l) => ({ ...l.record })),
-        this.options,
-        this.mayPrune(),
-      );
-      this.diagnostics.push(...(saved?.diagnostics ?? []));
-    });
+    this.store = new SessionStore(options, this.sessions, this.diagnostics);
     this.host = {
       options,
-      stateDir: this.checkpoint?.dir ?? null,
+      stateDir: this.store.dir,
       diagnostics: this.diagnostics,
       environments: this.environments,
       tailChars: this.tailChars,
@@ -104,13 +79,13 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       refresh: (live) => this.refresh(live),
       finish: (live, outcome) => this.finish(live, outcome),
       watch: (live, text) => this.watch(live, text),
-      watcherFor: (record) => this.watcherFor(record),
+      watcherFor: (record) => this.watching.watcherFor(record),
       consume: (live) => this.consume(live),
       clean: (text, startsInKeyBlock) => this.clean(text, startsInKeyBlock),
-      persist: () => this.persist(),
-      persistSoon: () => this.persistSoon(),
-      recordsOnDisk: () => this.checkpointView(),
-      isForeign: (record) => this.isForeign(record),
+      persist: () => this.store.persist(),
+      persistSoon: () => this.store.persistSoon(),
+      recordsOnDisk: () => this.store.recordsOnDisk(),
+      isForeign: (record) => this.store.isForeign(record),
     };
   }
 
@@ -122,70 +97,33 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     return registry;
   }
 
+  /** Recovers the sessions the state directory lists: each one detached, of the kind its record says. */
   private async recover(): Promise<void> {
-    if (!this.checkpoint) return;
-    // Entries older than their session.json (a damaged or previous checkpoint generation)
-    // take their end from it in refresh().
-    const { sessions, readOnly = [], diagnostics } = await this.checkpoint.load();
-    const orphans = scanOrphanSessions(this.checkpoint.dir, new Set([...sessions, ...readOnly].map((r) => r.id)), (r) => this.isForeign(r));
-    this.diagnostics.push(...diagnostics, ...orphans.diagnostics);
+    const { records, readOnly, changed } = await this.store.recover();
     // Entries this version does not understand are listed, never refreshed, acted on or written.
-    const understood = new Set(sessions.map((r) => r.id));
-    for (const record of [...readOnly, ...orphans.readOnly]) {
-      // A second entry for a session this version understands changes nothing.
-      if (understood.has(record.id)) continue;
-      this.readOnly.add(record.id);
-      this.sessions.set(record.id, this.recovered(record, true));
-    }
-    for (const record of [...sessions, ...orphans.records]) {
-      const live = this.recovered(record, this.isForeign(record));
+    for (const record of readOnly) this.sessions.set(record.id, this.recovered(record, true));
+    for (const record of records) {
+      const live = this.recovered(record, this.store.isForeign(record));
       this.sessions.set(record.id, live);
       await this.refresh(live);
     }
     // A state directory that cannot be written (a full disk) must not keep a host from
     // listing and killing what is there: the failed write is a diagnostic.
-    if (sessions.length + orphans.records.length > 0 || diagnostics.length > 0) await this.persist().catch(this.reportWriteError);
+    if (changed) await this.store.persist().catch(this.store.reportWriteError);
   }
 
-  /** A session read back from the state directory: detached, of the kind its record says. */
   private recovered(record: SessionRecord, foreign: boolean): Live {
     return newLive(record, this.tailChars, true, foreign, (live) => sessionFor(live, this.host));
   }
 
-  private isForeign(record: SessionRecord): boolean {
-    return isForeign(record, this.writer);
-  }
-
-  /**
-   * Whether this host may prune a session: it owns it, or no live host does. One answer per
-   * writer for the call's lifetime (a check reads the writer's process entry).
-   */
-  private mayPrune(): (record: SessionRecord) => boolean {
-    const byWriter = new Map<string, boolean>();
-    return (record) => {
-      const live = this.sessions.get(record.id);
-      if (live && !live.kind.owned) return false;
-      const w = record.writer;
-      const key = `${w.pid}:${w.startTime}:${w.bootId}:${w.instance ?? ''}`;
-      const known = byWriter.get(key);
-      if (known !== undefined) return !known;
-      const foreign = this.isForeign(record);
-      byWriter.set(key, foreign);
-      return !foreign;
-    };
-  }
-
-  /** Sessions kept read-only: entries of a newer schema, or that failed validation (see `session/record.ts`). */
-  private readonly readOnly = new Set<string>();
-
   private readOnlyFlag(live: Live): { readOnly?: true } {
-    return this.readOnly.has(live.record.id) ? { readOnly: true } : {};
+    return this.store.readOnly.has(live.record.id) ? { readOnly: true } : {};
   }
 
   /** A session this host may act on (kill, input, wait). Errors: those of `get`, and `SESSION_READ_ONLY`. */
   private actOn(id: string): Live {
     const live = this.get(id);
-    if (this.readOnly.has(live.record.id)) {
+    if (this.store.readOnly.has(live.record.id)) {
       throw new ProcwardError('SESSION_READ_ONLY', `${live.record.id} was written by a newer procward or does not validate here: it is listed read-only and nothing is done to it`);
     }
     return live;
@@ -220,35 +158,13 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     return plainText(raw) === plain ? raw : plain;
   }
 
-  /**
-   * The session's watcher. Patterns read back from a record are untrusted (they did not
-   * pass `spawn`): ones the core refuses (too many, too long, not linear-time) leave the
-   * session unwatched, with one diagnostic.
-   */
-  private watcherFor(record: SessionRecord): LineWatcher | undefined {
-    if (!record.watchPatterns?.length || record.status === 'exited') return undefined;
-    const w = this.options.watch ?? {};
-    const watcher = watcherForRecord(record.watchPatterns, { cooldownMs: w.cooldownMs ?? 2000, maxPerSession: w.maxPerSession ?? 20, maxPerMinute: w.maxPerMinute ?? 30 }, this.watchRate);
-    if (watcher instanceof LineWatcher) return watcher;
-    if (watcher.fresh) this.diagnostics.push(`${record.id}: watch patterns ignored: ${watcher.refused}`);
-    return undefined;
-  }
-
-  /** Feeds output to the session's watcher (`null`: the output ended); queues, persists and emits what matched. */
+  /** Feeds output to the session's watcher (`null`: the output ended); persists and emits what matched. */
   private watch(live: Live, text: string | null): void {
     if (!live.watcher || !live.kind.owned) return;
-    const r = live.record;
-    const hits = text === null ? live.watcher.flush(r.watchFired ?? 0) : live.watcher.feed(text, r.watchFired ?? 0);
-    const skipped = live.watcher.takeSkipped();
-    if (skipped > 0) this.diagnostics.push(`${r.id}: ${skipped} output lines not matched against watch patterns: the matching budget (100 ms per second) was spent`);
-    if (hits.length === 0) return;
-    // A hit is one line without its neighbours: a line of key material is masked on its own.
-    const cleaned = hits.map((h) => ({ ...h, line: this.options.redact !== false && isKeyMaterialLine(h.line) ? KEY_MASK : this.clean(h.line) }));
-    r.watchEvents = [...(r.watchEvents ?? []), ...cleaned].slice(-50);
-    r.watchFired = (r.watchFired ?? 0) + hits.length;
-    r.updatedAt = Date.now();
-    for (const e of pendingWatchEvents({ ...r, watchEvents: cleaned })) this.emit('watch', e);
-    this.persist().catch(this.reportWriteError);
+    const events = this.watching.feed(live.record, live.watcher, text);
+    if (!events) return;
+    for (const e of events) this.emit('watch', e);
+    this.store.persist().catch(this.store.reportWriteError);
   }
 
   /**
@@ -261,70 +177,15 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    */
   async spawn(command: string, opts: SpawnOptions = {}): Promise<SessionSummary> {
     this.assertOpen();
-    validateCommand(command);
-    checkSpawnOptions(opts);
-    if (this.checkpoint?.newer) throw new ProcwardError('SESSION_READ_ONLY', `${this.checkpoint.path} was written by a newer procward: this host only reads it and starts nothing`);
-    // A PTY closes with the host, so PTY sessions are never durable by default.
-    const durable = opts.durable ?? (opts.pty ? false : (this.options.durable ?? this.checkpoint !== undefined));
-    if (durable && !this.checkpoint) {
-      throw new ProcwardError('INVALID_ARGUMENT', 'durable jobs need a registry opened with a stateDir');
-    }
-    if (durable && opts.pty) throw new ProcwardError('INVALID_ARGUMENT', 'a PTY session cannot be durable: the terminal closes with the host');
-    for (const key of ['cols', 'rows'] as const) {
-      const v = opts.pty?.[key];
-      if (v !== undefined && !(Number.isInteger(v) && v >= 1 && v <= 65535)) throw new ProcwardError('INVALID_ARGUMENT', `pty.${key} must be an integer from 1 to 65535, got ${String(v)}`);
-    }
-    const env = childEnvironment(process.env, opts.env, opts.allowEnv);
-    const watchPatterns = checkPatterns(opts.watchPatterns);
-    // A sandbox's cwd is a path on the far side; only a host cwd is checked here.
-    const sandbox = opts.environment !== undefined ? this.environments.forSpawn(opts.environment) : undefined;
-    const cwd = opts.environment ? (opts.cwd ?? '~') : resolvePath(opts.cwd ?? process.cwd());
-    if (!opts.environment && (!existsSync(cwd) || !statSync(cwd).isDirectory())) {
-      throw new ProcwardError('ENOENT', `working directory ${cwd} does not exist or is not a directory`);
-    }
-    const spec = {
-      command,
-      env,
-      durable,
-      ...(sandbox && { sandbox }),
-      ...(opts.cwd !== undefined && { cwd: opts.cwd }),
-      ...(opts.env && { vars: opts.env }),
-      ...(opts.stdin && { stdin: true }),
-      ...(opts.pty && { pty: opts.pty }),
-    };
-    const now = Date.now();
-    const live = newLive(
-      {
-        schemaVersion: SESSION_SCHEMA_VERSION,
-        id: newSessionId(),
-        command: this.options.redact === false ? command : redactCommand(command),
-        cwd,
-        pid: null,
-        identity: null,
-        ...(opts.taskId !== undefined && { taskId: opts.taskId }),
-        ...(opts.ownerTaskId !== undefined && { ownerTaskId: opts.ownerTaskId }),
-        ...(opts.sessionKey !== undefined && { sessionKey: opts.sessionKey }),
-        startedAt: now,
-        exitedAt: null,
-        status: 'running',
-        exitCode: null,
-        signal: null,
-        reason: null,
-        terminationSource: null,
-        durable,
-        logPath: null,
-        exitPath: null,
-        writer: this.writer,
-        updatedAt: now,
-        ...(opts.notifyOnComplete && { notifyOnComplete: true, notificationDelivered: false }),
-        ...(watchPatterns.length > 0 && { watchPatterns, watchFired: 0 }),
-      },
-      this.tailChars,
-      false,
-      false,
-      (l) => sessionToStart(l, this.host, spec),
-    );
-    live.watcher = this.watcherFor(live.record);
+    const { spec, record } = newSession(command, opts, {
+      options: this.options,
+      hasStateDir: this.store.dir !== null,
+      newerCheckpoint: this.store.newerPath,
+      environments: this.environments,
+      writer: this.store.writer,
+    });
+    const live = newLive(record, this.tailChars, false, false, (l) => sessionToStart(l, this.host, spec));
+    live.watcher = this.watching.watcherFor(live.record);
     await (live.kind as StartableSession).start(spec);
     return summary(live);
   }
@@ -342,7 +203,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       reason: outcome.reason,
       terminationSource: outcome.source,
       updatedAt: Date.now(),
-      writer: this.writer,
+      writer: this.store.writer,
     });
     live.kind.recordEnd();
     this.watch(live, null);
@@ -356,32 +217,15 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (completion && live.kind.owned) this.emit('completion', completion);
     // An end kept on disk (a durable job's exit file) lets its checkpoint write wait for the
     // next one (or a short timer); other ends are written at once.
-    if (live.kind.onDisk && !completion) this.persistSoon();
-    else this.persist().catch(this.reportWriteError);
+    if (live.kind.onDisk && !completion) this.store.persistSoon();
+    else this.store.persist().catch(this.store.reportWriteError);
     return true;
   }
 
   /** Brings a session up to date through its kind; read-only entries are never touched. */
   private async refresh(live: Live): Promise<void> {
-    if (this.readOnly.has(live.record.id)) return;
+    if (this.store.readOnly.has(live.record.id)) return;
     await live.kind.refresh();
-  }
-
-  /** The checkpoint as other hosts last wrote it, read at most once per 20 ms. */
-  private foreignView: { at: number; byId: Promise<Map<string, SessionRecord>> } | null = null;
-
-  /**
-   * The checkpoint as other hosts last wrote it, read at most once per 20 ms: `list()` and
-   * `drainNotifications()` refresh every foreign session, and each would otherwise re-read
-   * and re-validate the whole file.
-   */
-  private checkpointView(): Promise<Map<string, SessionRecord>> {
-    const now = Date.now();
-    if (!this.foreignView || now - this.foreignView.at > 20) {
-      const load = (this.checkpoint as Checkpoint).load().then(({ sessions }) => new Map(sessions.map((r) => [r.id, r])));
-      this.foreignView = { at: now, byId: load };
-    }
-    return this.foreignView.byId;
   }
 
   private get(id: string): Live {
@@ -408,7 +252,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (!pendingCompletion(r) || !live.kind.owned) return;
     r.notificationDelivered = true;
     r.updatedAt = Date.now();
-    this.persist().catch(this.reportWriteError);
+    this.store.persist().catch(this.store.reportWriteError);
   }
 
   /** Status, PID, uptime, output preview and (once ended) exit code, signal and reason. */
@@ -550,44 +394,6 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     return out.sort((a, b) => a.startedAt - b.startedAt);
   }
 
-  private prunedAt = 0;
-
-  /** Drops finished sessions past their retention (and their job files), only those this host may prune (see `policy/retention.ts`). */
-  private prune(): void {
-    // Retention is checked at most every 250 ms (or TTL) unless the registry is over its
-    // size cap: each check sorts every finished session.
-    const now = Date.now();
-    const every = Math.min(250, this.options.finishedTtlMs ?? 250);
-    if (this.sessions.size <= (this.options.maxSessions ?? DEFAULT_MAX_SESSIONS) && now - this.prunedAt < every) return;
-    this.prunedAt = now;
-    // Sessions another live host owns are its to prune: it may keep them longer (their
-    // session directories hold the logs its readLog serves).
-    const prunable = [...this.sessions.values()].filter((l) => !this.readOnly.has(l.record.id)).map((l) => l.record);
-    for (const id of expiredIds(prunable, this.options, now, this.mayPrune())) {
-      this.sessions.get(id)?.kind.pruned();
-      this.sessions.delete(id);
-      if (this.checkpoint) removeSessionDir(this.checkpoint.dir, id);
-    }
-  }
-
-  private reportWriteError = (err: unknown) => this.diagnostics.push(`checkpoint write failed: ${String(err)}`);
-
-  /** Writes the checkpoint within 200 ms, sharing the write with anything else in that time. */
-  private persistSoon(): void {
-    if (!this.closed) this.commits.soon(200, this.reportWriteError);
-  }
-
-  /** Writes the checkpoint (group commit: concurrent callers share one write). */
-  private persist(): Promise<void> {
-    // After close() another host may own the state directory: write nothing more.
-    if (this.closed) return Promise.resolve();
-    if (!this.checkpoint) {
-      this.prune();
-      return Promise.resolve();
-    }
-    return this.commits.now();
-  }
-
   /**
    * Flushes the checkpoint and stops accepting work; nothing is written after it. Never
    * rejects: a failed final write is added to `diagnostics`. Running
@@ -599,17 +405,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     for (const live of this.sessions.values()) live.kind.close();
     // Empty cgroups of ended jobs go now; one that still holds a process stays.
     if (this.options.containment !== false) native.sweepCgroups();
-    releaseWriter(this.writer);
-    // Closed either way: a final write that fails (a full disk, a lock held too long)
-    // becomes a diagnostic, never a half-closed registry.
-    try {
-      await this.persist();
-    } catch (err) {
-      this.reportWriteError(err);
-    } finally {
-      this.commits.stop();
-      this.closed = true;
-    }
+    await this.store.close();
+    this.closed = true;
   }
 
   /**
@@ -626,9 +423,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const mine = lives.filter((l) => l.kind.owned);
     // Completions are claimed in the checkpoint first: another host may have delivered them.
     const candidates = mine.map((l) => pendingCompletion(l.record)).filter((c): c is CompletionEvent => c !== null && owns(c, opts));
-    const claimed = this.checkpoint ? await this.checkpoint.claimCompletions(candidates.map((c) => c.sessionId)) : new Set(candidates.map((c) => c.sessionId));
+    const claimed = await this.store.claimCompletions(candidates.map((c) => c.sessionId));
     for (const live of mine) out.push(...takeOwned(live.record, opts, (c) => claimed.has(c.sessionId)));
-    if (out.length > 0) await this.persist();
+    if (out.length > 0) await this.store.persist();
     return out.sort((a, b) => a.at - b.at);
   }
 
@@ -659,7 +456,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   /** Counters for diagnostics and tests: sessions held, checkpoint writes done. */
   stats(): { sessions: number; checkpointWrites: number } {
-    return { sessions: this.sessions.size, checkpointWrites: this.checkpoint?.writes ?? 0 };
+    return { sessions: this.sessions.size, checkpointWrites: this.store.writes };
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -1,0 +1,53 @@
+/**
+ * Watch patterns of a registry's sessions: one rate limit for all of them, watchers for
+ * patterns read back from records (untrusted), and the events a session's output raised,
+ * redacted and queued on its record.
+ */
+import type { SessionRecord } from '../session/record.js';
+import type { RegistryOptions } from '../types.js';
+import { LineWatcher, pendingWatchEvents, RateLimit, type WatchEvent, watcherForRecord } from './notifications.js';
+import { isKeyMaterialLine, KEY_MASK } from './redact.js';
+
+export class Watching {
+  private readonly rate: RateLimit;
+
+  constructor(
+    private readonly options: RegistryOptions,
+    private readonly diagnostics: string[],
+    /** Redacts a line (the registry's redaction, off when the host turned it off). */
+    private readonly clean: (text: string) => string,
+  ) {
+    this.rate = new RateLimit(options.watch?.maxPerMinute ?? 30);
+  }
+
+  /**
+   * The session's watcher. Patterns read back from a record are untrusted (they did not
+   * pass `spawn`): ones the core refuses (too many, too long, not linear-time) leave the
+   * session unwatched, with one diagnostic.
+   */
+  watcherFor(record: SessionRecord): LineWatcher | undefined {
+    if (!record.watchPatterns?.length || record.status === 'exited') return undefined;
+    const w = this.options.watch ?? {};
+    const watcher = watcherForRecord(record.watchPatterns, { cooldownMs: w.cooldownMs ?? 2000, maxPerSession: w.maxPerSession ?? 20, maxPerMinute: w.maxPerMinute ?? 30 }, this.rate);
+    if (watcher instanceof LineWatcher) return watcher;
+    if (watcher.fresh) this.diagnostics.push(`${record.id}: watch patterns ignored: ${watcher.refused}`);
+    return undefined;
+  }
+
+  /**
+   * Feeds output to a session's watcher (`null`: the output ended) and queues what matched
+   * on the record, redacted. Returns the new events, or `null` when nothing matched.
+   */
+  feed(r: SessionRecord, watcher: LineWatcher, text: string | null): WatchEvent[] | null {
+    const hits = text === null ? watcher.flush(r.watchFired ?? 0) : watcher.feed(text, r.watchFired ?? 0);
+    const skipped = watcher.takeSkipped();
+    if (skipped > 0) this.diagnostics.push(`${r.id}: ${skipped} output lines not matched against watch patterns: the matching budget (100 ms per second) was spent`);
+    if (hits.length === 0) return null;
+    // A hit is one line without its neighbours: a line of key material is masked on its own.
+    const cleaned = hits.map((h) => ({ ...h, line: this.options.redact !== false && isKeyMaterialLine(h.line) ? KEY_MASK : this.clean(h.line) }));
+    r.watchEvents = [...(r.watchEvents ?? []), ...cleaned].slice(-50);
+    r.watchFired = (r.watchFired ?? 0) + hits.length;
+    r.updatedAt = Date.now();
+    return pendingWatchEvents({ ...r, watchEvents: cleaned });
+  }
+}
