@@ -13,7 +13,7 @@ import { checkRegistryOptions } from './options.js';
 import { rebalance } from './output/budget.js';
 import { logResult } from './output/paging.js';
 import { DEFAULT_TAIL_CHARS, DEFAULT_TOTAL_OUTPUT_CHARS } from './output/tail.js';
-import { plainText, preview } from './output/views.js';
+import { preview, redactedView } from './output/views.js';
 import { SessionStore } from './persist/store.js';
 import {
   COMPLETION_TAIL_CHARS,
@@ -144,18 +144,6 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    */
   private clean(text: string, startsInKeyBlock = false): string {
     return this.options.redact === false ? text : redact(text, { startsInKeyBlock });
-  }
-
-  /**
-   * Redacts a view of output. Plain: escape sequences are removed first, so a token wrapped
-   * in colour codes is still recognised. Raw: redacted as written, and when a secret shows
-   * only once the escapes are gone, the plain view is returned instead (never a leak).
-   */
-  private redactView(text: string, view: 'plain' | 'raw', startsInKeyBlock = false): string {
-    const plain = this.clean(plainText(text), startsInKeyBlock);
-    if (view === 'plain' || this.options.redact === false) return view === 'plain' ? plain : text;
-    const raw = this.clean(text, startsInKeyBlock);
-    return plainText(raw) === plain ? raw : plain;
   }
 
   /** Feeds output to the session's watcher (`null`: the output ended); persists and emits what matched. */
@@ -306,7 +294,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     }
     let got: Awaited<ReturnType<Live['kind']['readLog']>>;
     try {
-      got = await live.kind.readLog(opts, (text, view, inKey) => this.redactView(text, view, inKey));
+      got = await live.kind.readLog(opts, (text, view, inKey) => redactedView(text, view, this.options.redact === false ? null : (t) => this.clean(t, inKey)));
     } catch (err) {
       if (err instanceof RangeError) throw new ProcwardError('INVALID_ARGUMENT', err.message);
       throw err;

@@ -25,6 +25,20 @@ export function plainText(text: string): string {
     .join('\n');
 }
 
+/**
+ * A view of output, redacted by `clean` (`null`: redaction is off). Plain: escape sequences
+ * are removed first, so a token wrapped in colour codes is still recognised. Raw: redacted
+ * as written, and when a secret shows only once the escapes are gone, the plain view is
+ * returned instead (never a leak).
+ */
+export function redactedView(text: string, view: 'plain' | 'raw', clean: ((text: string) => string) | null): string {
+  if (clean === null) return view === 'plain' ? plainText(text) : text;
+  const plain = clean(plainText(text));
+  if (view === 'plain') return plain;
+  const raw = clean(text);
+  return plainText(raw) === plain ? raw : plain;
+}
+
 /** Characters read before a preview window so a secret cut by the window is still recognised. */
 const REDACTION_MARGIN = 4096;
 
