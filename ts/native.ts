@@ -21,7 +21,7 @@ function loadBinding(): typeof Binding {
   }
 }
 
-/** The raw binding. Prefer the typed wrappers in `helpers.ts` and the registry. */
+/** The raw binding. Prefer the typed wrappers in `processes.ts` and the registry. */
 export const native: typeof Binding = loadBinding();
 
 export type {

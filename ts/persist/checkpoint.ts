@@ -60,7 +60,7 @@ export interface LoadResult {
 interface Generation {
   sessions: SessionRecord[];
   text: string;
-  /** Raw entries this version does not understand, written back untouched (see `session.ts`). */
+  /** Raw entries this version does not understand, written back untouched (see `session/record.ts`). */
   kept: unknown[];
   /** Written by a newer procward (document version above ours): read, never written over. */
   newer: boolean;

@@ -2,9 +2,9 @@
  * The files of a session, in `<stateDir>/sessions/<id>/` (directory 0700, files 0600):
  *
  * - `session.json`: the session record as it was just before the spawn, so a job started
- *   by a host that crashed before its checkpoint write is still found (see `recovery.ts`);
+ *   by a host that crashed before its checkpoint write is still found (see `persist/recovery.ts`);
  * - `output.log` (and `output.log.1`, `log-state.json`): merged stdout and stderr of a
- *   durable job, copied there by its supervisor and rotated by parts (see `durablelog.ts`);
+ *   durable job, copied there by its supervisor and rotated by parts (see `output/durablelog.ts`);
  * - `supervisor.json`: `{ pid, startTime, bootId }` of the durable job's supervisor,
  *   written by the supervisor itself when it starts;
  * - `exit.json`: written by the supervisor when the job ends (one write ending in a

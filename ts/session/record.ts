@@ -1,6 +1,6 @@
 /**
  * The session record: what procward knows about one background job. This shape is what
- * the checkpoint persists (see `checkpoint.ts`), so every field is plain JSON.
+ * the checkpoint persists (see `persist/checkpoint.ts`), so every field is plain JSON.
  *
  * Hosts of different versions may share a state directory. Every entry records the schema
  * version of its writer (`schemaVersion`, {@link SESSION_SCHEMA_VERSION}; absent means 1).

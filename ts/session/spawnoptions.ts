@@ -1,6 +1,6 @@
 /**
  * Strict checks of `spawn`'s options, before anything starts. What a spawn records is read
- * back by every later host with the same strict schema (see `session.ts`): an option that
+ * back by every later host with the same strict schema (see `record.ts`): an option that
  * passed here but failed there would make a running job invisible after a restart.
  */
 import { ProcwardError } from '../errors.js';
