@@ -30,7 +30,7 @@ import * as scoping from './policy/scoping.js';
 import type { BulkKillOutcome } from './policy/scoping.js';
 import { ConfiguredEnvironments } from './remote/configured.js';
 import { resolveSessionId } from './session/ids.js';
-import type { Live, LogOptions, Outcome, SessionHost } from './session/kind.js';
+import type { Live, Outcome, SessionHost } from './session/kind.js';
 import { type StartableSession, sessionFor, sessionToStart } from './session/kinds.js';
 import { newLive, summary, untilEnd } from './session/live.js';
 import { newSession } from './session/newsession.js';
@@ -286,7 +286,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * Line-paged output: by default the last 200 lines; `offset` 0 is the first line. Durable
    * jobs are read from their full log file, others from the in-memory tail.
    */
-  async readLog(id: string, opts: LogOptions = {}): Promise<LogResult> {
+  async readLog(id: string, opts: { offset?: number; limit?: number; view?: 'plain' | 'raw' } = {}): Promise<LogResult> {
     const live = this.get(id);
     await this.refresh(live);
     if (opts.view !== undefined && opts.view !== 'plain' && opts.view !== 'raw') {
