@@ -211,9 +211,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   /** Brings a session up to date through its kind; read-only entries are never touched. */
-  private async refresh(live: Live): Promise<void> {
-    if (this.store.readOnly.has(live.record.id)) return;
-    await live.kind.refresh();
+  private refresh(live: Live): Promise<void> {
+    // No async wrapper: list() refreshes every session, one promise each is enough.
+    if (this.store.readOnly.has(live.record.id)) return Promise.resolve();
+    return live.kind.refresh();
   }
 
   private get(id: string): Live {
