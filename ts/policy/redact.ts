@@ -29,8 +29,11 @@
  */
 
 import { maskAssignments } from './redact/assignments.js';
-import { maskCommandFlags } from './redact/command.js';
+import { maskCommandFlags, maskCommandsInOutput } from './redact/command.js';
 import { maskKeyBlocks } from './redact/keyblock.js';
+import { maskBareCredentials, maskPgpass } from './redact/hostcreds.js';
+import { maskKeyBodies } from './redact/keybody.js';
+import { redactReadable } from './redact/readable.js';
 
 export { CREDENTIAL_NAME, isCredentialName } from './redact/assignments.js';
 export { insideKeyBlockAt, isKeyMaterialLine, KeyBlockTracker, KEY_MASK, leadsWithKeyMaterial } from './redact/keyblock.js';
@@ -75,8 +78,6 @@ const RULES: Rule[] = [
   // scheme://user:password@host: the password runs to the last `@` before the host (see the
   // module docs). Lengths are bounded so a line of `a://b:` repeats stays linear.
   { name: 'url-credentials', pattern: /\b[a-z][a-z0-9+.-]{0,30}:\/\/[^\s:/?#]{0,256}:(?!\d+(?:[/?#\s]|$))(\S{1,256}?)@(?=[\w[.-]+(?:[:/?#\s'")\]]|$))(?![^\s@/]{0,256}@)/gim, group: 1 },
-  // user:password@host.domain without a scheme; not after `/`, `:` or `@` (part of a URL or a path).
-  { name: 'bare-credentials', pattern: /(?<![\w/:@.%+-])[A-Za-z0-9._%+-]+:([^\s:@/'"]+)@(?=(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b|localhost\b|\d{1,3}(?:\.\d{1,3}){3}\b)/g, group: 1 },
   // ?password=…&token=… in URLs and form bodies.
   { name: 'query-credentials', pattern: /[?&](?:password|passwd|pwd|pass|secret|token|access_token|api_key|apikey|client_secret|auth)=([^&\s#'"]+)/gi, group: 1 },
   { name: 'jwt', pattern: /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, group: 0 },
@@ -103,14 +104,30 @@ const RULES: Rule[] = [
   { name: 'stripe', pattern: /(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, group: 0 },
 ];
 
-/** Returns `text` with every secret the rules recognise masked (see the module docs). */
+/**
+ * Returns `text` with every secret the rules recognise masked (see the module docs). The
+ * rules read the text as written and, for lines with escape sequences, backspaces or
+ * invisible characters, as a reader sees it (`redact/readable.ts`).
+ */
 export function redact(text: string, opts: RedactOptions = {}): string {
-  return maskAssignments(maskTokens(text, opts.startsInKeyBlock === true), mask);
+  const startsInKeyBlock = opts.startsInKeyBlock === true;
+  return redactReadable(text, (t) => maskAssignments(maskCommandsInOutput(maskTokens(t, startsInKeyBlock), mask), mask));
 }
 
-/** Key blocks and the token rules. */
+// Cookie values of 16 or more characters (session identifiers); `theme=dark` stays.
+const COOKIE_HEADER = /\b((?:Set-)?Cookie[ \t]*:[ \t]*)([^\r\n]+)/gi;
+const COOKIE_VALUE = /(^|;[ \t]*)([^=;\s]+=)("?)([^;\s"]{16,})/g;
+
+/** Key blocks, key bodies and the token rules. */
 function maskTokens(text: string, startsInKeyBlock: boolean): string {
-  let out = maskKeyBlocks(text, startsInKeyBlock);
+  let out = maskPgpass(maskBareCredentials(maskKeyBodies(maskKeyBlocks(text, startsInKeyBlock)), mask), mask);
+  if (/cookie/i.test(out)) {
+    out = out.replace(COOKIE_HEADER, (_all, head: string, value: string) => {
+      const set = /^set-/i.test(head);
+      // Set-Cookie: only the cookie itself; the attributes after it (Expires, Domain) stay.
+      return head + value.replace(COOKIE_VALUE, (pair, sep: string, name: string, q: string, v: string) => (set && sep !== '' ? pair : `${sep}${name}${q}${mask(v)}`));
+    });
+  }
   for (const rule of RULES) {
     out = out.replace(rule.pattern, (match: string, ...groups: unknown[]) => {
       if (rule.group === 0) return mask(match);
@@ -131,7 +148,7 @@ function maskTokens(text: string, startsInKeyBlock: boolean): string {
  */
 export function redactCommand(command: string): string {
   // Flags first: the shape rules would take `PGPASSWORD=123 psql` for a line whose value is `123 psql`.
-  return maskAssignments(maskTokens(maskCommandFlags(command, mask), false), mask, false);
+  return redactReadable(command, (c) => maskAssignments(maskTokens(maskCommandFlags(c, mask), false), mask, false));
 }
 
 const ENV_DUMP_COMMAND = /(?:^|[;&|(]\s*|\bsudo\s+)(?:env|printenv|export|set|declare(?:\s+-[a-zA-Z]+)?)\s*(?:$|[|;&>)])|\b(?:cat|less|more|head|tail|bat|grep)\b[^|;&]*\.env\b/m;

@@ -11,9 +11,11 @@
  * `VAR=value` prefix any literal value is (see `command.ts`).
  */
 
+import { rewriteLines } from './lines.js';
+
 /** Names that look like credentials (`*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*_API_KEY`, ...), upper snake case. */
 export const CREDENTIAL_NAME =
-  /(?:^|_)(?:TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|API_?KEY|ACCESS_?KEY|SECRET_?KEY|PRIVATE_?KEY|CLIENT_SECRET|CREDENTIALS?|AUTH_?TOKEN|SESSION_?KEY|SIGNING_?KEY|WEBHOOK_?SECRET|DSN)(?:_|$)|(?:PASSWORD|PASSWD)$/i;
+  /(?:^|_)(?:TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|PASSPHRASE|API_?KEY|ACCESS_?KEY|SECRET_?KEY|PRIVATE_?KEY|CLIENT_SECRET|CREDENTIALS?|AUTH_?TOKEN|SESSION_?KEY|SIGNING_?KEY|WEBHOOK_?SECRET|DSN)(?:_|$)|(?:PASSWORD|PASSWD)$/i;
 
 /** Suffixes that name something about a credential rather than the credential (`TOKEN_TTL`, `PASSWORD_FILE`). */
 const ABOUT_A_CREDENTIAL =
@@ -37,7 +39,14 @@ export function isCredentialName(name: string): boolean {
 const verdicts = new Map<string, boolean>();
 
 function credentialName(name: string): boolean {
-  const snake = name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/-/g, '_').toUpperCase();
+  // `spring.datasource.password`, `/prod/db/password` (a parameter path): the last part names it.
+  const snake = name
+    .replace(/^.*[./](?=[A-Za-z_])/, '')
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/-/g, '_')
+    .toUpperCase();
+  // The id of a private key names which key signs, and comes beside it (a service-account file).
+  if (/(?:PRIVATE|SECRET)_KEY_ID$/.test(snake)) return true;
   // `MYSQL_PWD` is a password; `PWD` and `OLDPWD` are directories.
   const pwd = /_PWD$/.test(snake) && snake !== 'OLDPWD';
   return (pwd || CREDENTIAL_NAME.test(snake)) && !ABOUT_A_CREDENTIAL.test(snake);
@@ -63,10 +72,37 @@ export function notASecret(raw: string, command = false): boolean {
 
 const LINE = /(^|\0)([ \t]*(?:export[ \t]+|declare[ \t]+-[a-zA-Z]+[ \t]+|set[ \t]+|-[ \t]+)?)([A-Za-z_][A-Za-z0-9_]*)=([^\n\0]*)/gm;
 const WORD = /(^|[\s,;([{'"?&])([A-Za-z_][A-Za-z0-9_]*)=("[^"\n]*"|'[^'\n]*'|[^\s,;'"&)\]}]+)/g;
-const QUOTED = /(["'])([A-Za-z_][\w-]*)\1(\s*:\s*)(["'])((?:\\.|(?!\4)[^\\\n])*)\4/g;
+// `"NAME": "value"` (JSON), and `"db_password": value` (YAML or a Python dict with a bare value).
+const QUOTED = /(["'])(?=[\w.-]*?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]*)\1(\s*:\s*)(?:(["'])((?:\\.|(?!\4)[^\\\n])*)\4|([^\s"',}\]{[][^\s,}\]]*))/gi;
 // An indented key (inside a mapping) may have a value of several words; at column 0 only one
 // (`passwd: password updated successfully` is a message, not YAML).
 const YAML = /^((?:[ \t]+(?:-[ \t]+)?|-[ \t]+)?)([A-Za-z_][\w-]*)(:[ \t]+)("[^"\n]*"|'[^'\n]*'|[^\s#|>&*!{[][^\s#]*|(?<=^[ \t]+[\w-]+:[ \t]+)[^\s#|>&*!{[][^#\n]*?)([ \t]*)$/gm;
+
+// `NAME = value`, `NAME := value`, `$env:NAME = "value"`, `a.b.password=value` (TOML, INI,
+// HCL and terraform output, PowerShell, Makefiles, Java properties). An unquoted value must
+// end the line or precede a comment: `token = await fetchToken()` is code, not a setting.
+const SPACED = /(^|[\s,;({[-])(\$env:|\$)?(?=[\w.-]*?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]*)([ \t]*:?=[ \t]*)(?!=)("[^"\n]*"|'[^'\n]*'|[^\s"'#;]+(?=[ \t]*(?:[#;].*)?$))/gi;
+// `NAME<TAB>value`, a line of two columns (`env | tr = '\t'`, `docker inspect` templates).
+const TABBED = /^([ \t]*)([A-Za-z_][\w.-]*)(\t[ \t]*)(\S+)([ \t]*)$/;
+// fish `set -gx NAME value`, csh `setenv NAME value`: the rest of the line is the value.
+const SET = /^([ \t]*(?:set(?:[ \t]+-[A-Za-z]+)*|setenv)[ \t]+)([A-Za-z_]\w*)([ \t]+)(\S(?:.*\S)?)([ \t]*)$/;
+// `<password>value</password>`, `<ns:Password>`.
+const XML = /<([A-Za-z_][\w.:-]*)((?:[ \t][^<>\n]*)?>)([^<>\n]+)(<\/\1>)/g;
+/** A name field whose quote is capture group `q` (the name itself is group `q + 2`). */
+const nameKey = (q: number) => `(["']?)(?:name|key|Name|Key|NAME|KEY|ParameterKey|ParameterName|OutputKey)\\${q}[ \\t]*[:=][ \\t]*(["']?)([\\w./:-]+)\\${q + 1}`;
+/** A value field whose quote is capture group `q`. */
+const valueKey = (q: number) => `(["']?)(?:value|Value|VALUE|ParameterValue|OutputValue)\\${q}[ \\t]*[:=][ \\t]*`;
+// A name field and a value field on one line: `{"name":"DB_PASSWORD","value":"…"}` (Kubernetes,
+// ECS), `<add key="DbPassword" value="…"/>` (.NET), `"Name": "/prod/db/password", "Type":
+// "SecureString", "Value": "…"` (SSM), `{name: DB_PASSWORD, value: …}`.
+const PAIR = new RegExp(`(${nameKey(2)}[^\\n{}<>]{0,200}?(?<![\\w-])${valueKey(5)})("[^"\\n]*"|'[^'\\n]*'|[^\\s,;}\\]>]+)`, 'g');
+// The same over lines (YAML `- name: DB_PASSWORD` then `value: …`, pretty-printed JSON).
+const NAME_LINE = new RegExp(`^[ \\t]*(?:-[ \\t]+)?${nameKey(1)}[ \\t]*,?[ \\t]*$`);
+const VALUE_LINE = /^([ \t]*(?:-[ \t]+)?(["']?)(?:value|Value|VALUE|ParameterValue|OutputValue)\2[ \t]*[:=][ \t]*)("[^"\n]*"|'[^'\n]*'|[^\s#,][^#\n]*?)([ \t]*,?[ \t]*)$/;
+// .netrc: `machine h login u password p` (one line), or `password p` on a line below `machine`/`login`.
+const NETRC = /(^|[ \t])((?:(?:machine|login|account|port)[ \t]+\S+[ \t]+|default[ \t]+)+password[ \t]+)(\S+)/;
+const NETRC_PASSWORD = /^([ \t]*password[ \t]+)(\S+)([ \t]*)$/;
+const NETRC_ABOVE = /^[ \t]*(?:machine|login|default)\b/;
 
 /**
  * Masks credential-named values in `text` by its shape (see the module docs). `lines`:
@@ -75,18 +111,37 @@ const YAML = /^((?:[ \t]+(?:-[ \t]+)?|-[ \t]+)?)([A-Za-z_][\w-]*)(:[ \t]+)("[^"\
  */
 export function maskAssignments(text: string, mask: (s: string) => string, lines = true): string {
   // Every rule is line-local and every credential name holds one of these words: only the
-  // lines that hold one are matched (most lines of a log hold none).
-  let out = '';
-  let copied = 0;
-  for (const m of text.matchAll(KEYWORD)) {
-    if (m.index < copied) continue;
-    const start = text.lastIndexOf('\n', m.index) + 1;
-    const nl = text.indexOf('\n', m.index);
-    const end = nl < 0 ? text.length : nl;
-    out += text.slice(copied, start) + maskLine(text.slice(start, end), mask, lines);
-    copied = end;
+  // lines that hold one are matched (most lines of a log hold none). A name on its own line
+  // (`- name: DB_PASSWORD`) also masks the value field of the few lines below it.
+  return rewriteLines(text, KEYWORD, (line, end) => {
+    let masked = maskLine(line, mask, lines);
+    const start = end - line.length;
+    const netrc = NETRC_PASSWORD.exec(masked);
+    if (netrc && start > 0 && NETRC_ABOVE.test(text.slice(text.lastIndexOf('\n', start - 2) + 1, start - 1)) && !notASecret(netrc[2] as string)) {
+      masked = `${netrc[1]}${mask(netrc[2] as string)}${netrc[3]}`;
+    }
+    const name = NAME_LINE.exec(line);
+    const below = name && isCredentialName(name[3] as string) ? valueBelow(text, end, mask) : undefined;
+    return below ? { text: masked + below.text, end: below.end } : masked;
+  });
+}
+
+/** The value field within 4 lines after `from` (a line break), masked: the lines up to it and its end. */
+function valueBelow(text: string, from: number, mask: (s: string) => string): { text: string; end: number } | undefined {
+  let at = from;
+  for (let n = 0; n < 4 && at < text.length; n++) {
+    const nl = text.indexOf('\n', at + 1);
+    const stop = nl < 0 ? text.length : nl;
+    const line = text.slice(at + 1, stop);
+    if (NAME_LINE.test(line)) return undefined;
+    const v = VALUE_LINE.exec(line);
+    if (v) {
+      if (notASecret(v[3] as string)) return undefined;
+      return { text: `${text.slice(from, at + 1)}${v[1]}${unquoted(v[3] as string, mask)}${v[4]}`, end: stop };
+    }
+    at = stop;
   }
-  return copied === 0 ? text : out + text.slice(copied);
+  return undefined;
 }
 
 const KEYWORD = /pass|pwd|token|secret|key|cred|dsn|auth/gi;
@@ -101,22 +156,41 @@ function code(name: string, v: string): boolean {
   return /[a-z]/.test(name) && (/[([]/.test(v) || /^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$/.test(v));
 }
 
+/** Whether a value under a credential name is masked. */
+function secretUnder(name: string, value: string): boolean {
+  return isCredentialName(name) && !notASecret(value) && !code(name, value);
+}
+
 function maskLine(text: string, mask: (s: string) => string, lines: boolean): string {
   let out = text;
   if (out.includes('=')) {
     if (lines) {
       out = out.replace(LINE, (all, start: string, lead: string, name: string, value: string) =>
-        isCredentialName(name) && !notASecret(value) && !code(name, value) ? `${start}${lead}${name}=${unquoted(value, mask)}` : all,
+        secretUnder(name, value) ? `${start}${lead}${name}=${unquoted(value, mask)}` : all,
       );
     }
-    out = out.replace(WORD, (all, lead: string, name: string, value: string) =>
-      isCredentialName(name) && !notASecret(value) && !code(name, value) ? `${lead}${name}=${unquoted(value, mask)}` : all,
+    out = out.replace(WORD, (all, lead: string, name: string, value: string) => (secretUnder(name, value) ? `${lead}${name}=${unquoted(value, mask)}` : all));
+    out = out.replace(SPACED, (all, lead: string, env: string | undefined, name: string, sep: string, value: string) =>
+      secretUnder(name, value) ? `${lead}${env ?? ''}${name}${sep}${unquoted(value, mask)}` : all,
     );
   }
+  if (/value/i.test(out)) {
+    out = out.replace(PAIR, (all, head: string, _q1, _q2, name: string, _q4, value: string) => (isCredentialName(name) && !notASecret(value) ? `${head}${unquoted(value, mask)}` : all));
+  }
+  const cols = (out.includes('\t') ? TABBED.exec(out) : null) ?? SET.exec(out);
+  if (cols && secretUnder(cols[2] as string, cols[4] as string)) out = `${cols[1]}${cols[2]}${cols[3]}${unquoted(cols[4] as string, mask)}${cols[5]}`;
+  if (out.includes('</')) {
+    out = out.replace(XML, (all, name: string, open: string, value: string, close: string) =>
+      isCredentialName(name.replace(/^.*:/, '')) && !notASecret(value) ? `<${name}${open}${mask(value)}${close}` : all,
+    );
+  }
+  const netrc = out.includes('password') ? NETRC.exec(out) : null;
+  if (netrc && !notASecret(netrc[3] as string)) out = out.replace(NETRC, (_all, lead: string, head: string, value: string) => `${lead}${head}${mask(value)}`);
   if (!out.includes(':')) return out;
-  out = out.replace(QUOTED, (all, q: string, name: string, sep: string, vq: string, value: string) =>
-    isCredentialName(name) && !notASecret(value) ? `${q}${name}${q}${sep}${vq}${mask(value)}${vq}` : all,
-  );
+  out = out.replace(QUOTED, (all, q: string, name: string, sep: string, vq: string | undefined, value: string | undefined, bare: string | undefined) => {
+    if (vq !== undefined) return isCredentialName(name) && !notASecret(value ?? '') ? `${q}${name}${q}${sep}${vq}${mask(value ?? '')}${vq}` : all;
+    return bare !== undefined && secretUnder(name, bare) ? `${q}${name}${q}${sep}${mask(bare)}` : all;
+  });
   return out.replace(YAML, (all, lead: string, name: string, sep: string, value: string, trail: string) =>
     isCredentialName(name) && !notASecret(value) ? `${lead}${name}${sep}${unquoted(value, mask)}${trail}` : all,
   );

@@ -29,9 +29,12 @@ interface Word {
   end: number;
 }
 
+/** The words of one simple command; `piped`: its output is the next segment's input (`a | b`). */
+type Segment = Word[] & { piped?: boolean };
+
 /** Splits `line` into segments of shell words. Best effort: an unclosed quote runs to the end. */
-function segments(line: string): Word[][] {
-  const out: Word[][] = [[]];
+function segments(line: string): Segment[] {
+  const out: Segment[] = [[]];
   let i = 0;
   while (i < line.length) {
     const c = line[i] as string;
@@ -40,7 +43,9 @@ function segments(line: string): Word[][] {
       continue;
     }
     if (';|&()\n'.includes(c)) {
-      if ((out[out.length - 1] as Word[]).length) out.push([]);
+      const last = out[out.length - 1] as Segment;
+      if (c === '|' && line[i + 1] !== '|' && line[i - 1] !== '|') last.piped = true;
+      if (last.length) out.push([]);
       i++;
       continue;
     }
@@ -64,6 +69,94 @@ function segments(line: string): Word[][] {
     (out[out.length - 1] as Word[]).push({ raw: line.slice(start, Math.min(i, line.length)), value, start, end: Math.min(i, line.length) });
   }
   return out.filter((s) => s.length);
+}
+
+/** Index of the segment's program: after `VAR=value` prefixes, `export` and wrappers such as `sudo`. */
+function programIndex(words: Word[]): number {
+  let i = 0;
+  for (; i < words.length; i++) {
+    const w = words[i] as Word;
+    if (ASSIGN.test(w.value) || w.value === 'export' || w.value === 'declare' || w.value === 'local' || w.value === 'readonly') continue;
+    if (WRAPPERS.has(w.value) || (words[i - 1] && WRAPPERS.has((words[i - 1] as Word).value) && w.value.startsWith('-'))) continue;
+    break;
+  }
+  return i;
+}
+
+/**
+ * Whether the command reads a secret from its standard input: a `--password-stdin` or
+ * `--with-token` flag, `--passphrase-fd 0`, openssl's `-passin stdin`, `chpasswd`, `passwd
+ * --stdin`, `gh secret set`, `docker secret create NAME -`, `vault login -`.
+ */
+function readsSecretFromStdin(words: Word[]): boolean {
+  const i = programIndex(words);
+  const prog = (words[i]?.value ?? '').replace(/^.*\//, '');
+  if (prog === 'chpasswd' || prog === 'chgpasswd') return true;
+  const args = words.slice(i + 1).map((w) => w.value);
+  const has = (...v: string[]) => v.every((x) => args.includes(x));
+  if ((prog === 'gh' && has('secret', 'set')) || (prog === 'wrangler' && has('secret', 'put')) || (prog === 'passwd' && has('--stdin'))) return true;
+  if (/^(?:docker|podman)$/.test(prog) && has('secret', 'create', '-')) return true;
+  if (/^(?:vault|bao)$/.test(prog) && has('login', '-')) return true;
+  return args.some(
+    (a, k) =>
+      /^--?[\w-]*(?:pass|passwd|password|token|secret|passphrase|key|pw|credentials?)[\w-]*-stdin$|^--with-token$|^--(?:passphrase|password|pin)-fd=0$/i.test(a) ||
+      (/^--(?:passphrase|password|pin)-fd$/.test(a) && args[k + 1] === '0') ||
+      (/^-(?:passin|pass|passout)$/.test(a) && /^(?:stdin|fd:0)$/.test(args[k + 1] ?? '')),
+  );
+}
+
+/** A literal word (not `$VAR`, not `$(…)`). */
+function literal(w: Word): boolean {
+  return w.value !== '' && !/^\$/.test(w.value) && !w.raw.startsWith('"$');
+}
+
+/**
+ * Secrets given on standard input to a command that reads one there: a here-string
+ * (`gh auth login --with-token <<< TOKEN`) and `echo SECRET | docker login --password-stdin`.
+ */
+function stdinSpans(segs: Segment[]): Span[] {
+  const spans: Span[] = [];
+  segs.forEach((words, k) => {
+    if (readsSecretFromStdin(words)) {
+      words.forEach((w, j) => {
+        if (w.value === '<<<') {
+          const n = words[j + 1];
+          if (n && literal(n)) spans.push(tailOf(n, n.value) as Span);
+        } else if (w.value.startsWith('<<<') && literal({ ...w, value: w.value.slice(3) })) spans.push(tailOf(w, w.value.slice(3)) as Span);
+      });
+    }
+    const next = segs[k + 1];
+    if (!words.piped || !next || !readsSecretFromStdin(next)) return;
+    const i = programIndex(words);
+    const prog = words[i]?.value.replace(/^.*\//, '');
+    if (prog !== 'echo' && prog !== 'printf') return;
+    for (const w of words.slice(i + 1)) {
+      if (w.value.startsWith('-') || (prog === 'printf' && w.value.includes('%')) || !literal(w)) continue;
+      spans.push(tailOf(w, w.value) as Span);
+    }
+  });
+  return spans.filter((s) => s !== undefined);
+}
+
+/** Programs whose `-u`/`--user` names a local user or `uid:gid`, never `user:password`. */
+const LOCAL_USER = new Set('docker podman nerdctl kubectl sudo su ps pgrep pkill top htop runuser chroot setpriv crontab systemctl journalctl loginctl useradd usermod id who lsof fuser find chown install'.split(' '));
+
+/** Methods `--auth` may name (`--auth basic`), as opposed to a credential (`--auth TOKEN`). */
+const AUTH_METHOD = /^(?:none|basic|digest|ntlm|negotiate|bearer|ldap|oauth2?|oidc|token|password|kerberos|krb5|gssapi|anonymous|any|anyauth|true|false|sigv4|aws|iam|jwt|mtls|tls|x509|saml|github|google|azure|gcp|local|pam|radius|sso|api-?key|key|cert|userpass|approle|k8s|kubernetes|scram-sha-(?:1|256)|md5|plain|login|cram-md5|xoauth2|trust|peer|ident)$/i;
+
+/** The part of `user:password` or `user,password` after the user (lftp, httpie-style user flags). */
+function afterUser(word: Word | undefined, value = word?.value): Span | undefined {
+  if (!word || value === undefined) return undefined;
+  const m = /^[\w.@%+-]+[:,](.+)$/.exec(value);
+  if (!m || /^\d+$/.test(m[1] as string) || (m[1] as string).startsWith('/')) return undefined;
+  return tailOf(word, m[1] as string);
+}
+
+/** The first word after `verb` that is not a flag or `key=value` (`vault login TOKEN`). */
+function positionalAfter(args: Word[], verb: string, nth = 0): Word | undefined {
+  const at = args.findIndex((w) => w.value === verb);
+  if (at < 0) return undefined;
+  return args.slice(at + 1).filter((w) => !w.value.startsWith('-') && !w.value.includes('='))[nth];
 }
 
 /** Programs with rules of their own below (found after a wrapper or inside another command). */
@@ -124,6 +217,14 @@ function segmentSpans(words: Word[]): Span[] {
   const args = words.slice(i + 1);
   const sub = new Set(args.filter((w) => !w.value.startsWith('-')).map((w) => w.value));
   const next = (k: number) => args[k + 1];
+  // A token given as the argument of a login verb.
+  if ((prog === 'vault' || prog === 'bao') && sub.has('login')) {
+    const t = positionalAfter(args, 'login');
+    if (t && t.value !== '-') spans.push(whole(t));
+  }
+  if (prog === 'snyk' && sub.has('auth')) spans.push(whole(positionalAfter(args, 'auth')));
+  if (prog === 'ngrok') spans.push(whole(positionalAfter(args, 'authtoken') ?? positionalAfter(args, 'add-authtoken')));
+  if (prog === 'cf' && sub.has('auth')) spans.push(whole(positionalAfter(args, 'auth', 1)));
   for (let k = 0; k < args.length; k++) {
     const w = args[k] as Word;
     const v = w.value;
@@ -140,10 +241,15 @@ function segmentSpans(words: Word[]): Span[] {
     if (long) {
       const name = long[1] as string;
       const isUser = /^(?:user|proxy-user)$/.test(name) && /^(?:curl|wget)$/.test(prog);
+      const value = long[2] ?? next(k)?.value;
+      const valueWord = long[2] !== undefined ? w : next(k);
       if (isUser) spans.push(long[2] !== undefined ? afterColon(w, long[2]) : afterColon(next(k)));
+      else if (/^(?:user|username|login)$/.test(name) && !LOCAL_USER.has(prog)) spans.push(afterUser(valueWord, value));
+      else if (name === 'auth' && value !== undefined && !value.startsWith('-') && !AUTH_METHOD.test(value)) spans.push(long[2] !== undefined ? tailOf(w, long[2]) : whole(next(k)));
+      else if (name === 'with-token') continue;
       else if (isCredentialName(name) || /^(?:pass|password|passwd|pw|pwd|token|secret|api-?key|apikey)$/i.test(name)) {
         if (long[2] !== undefined) spans.push(tailOf(w, long[2]));
-        else if (next(k) && !(next(k) as Word).value.startsWith('-')) spans.push(whole(next(k)));
+        else if (next(k) && !/^[-<>]/.test((next(k) as Word).value)) spans.push(whole(next(k)));
       }
       continue;
     }
@@ -199,12 +305,22 @@ function segmentSpans(words: Word[]): Span[] {
         break;
       case 'zip':
       case 'unzip':
+      case 'sqlcmd':
+      case 'bcp':
+      case 'osql':
         if (flags === 'P') spans.push(whole(next(k)));
         break;
       case '7z':
       case '7za':
       case '7zz':
         if (flags.startsWith('p') && flags.length > 1) spans.push(tailOf(w, flags.slice(1)));
+        break;
+      case 'ssh-keygen':
+        // -N new passphrase, -P old passphrase.
+        if (flags === 'N' || flags === 'P') spans.push(whole(next(k)));
+        break;
+      case 'lftp':
+        if (flags === 'u') spans.push(afterUser(next(k)));
         break;
       case 'smbclient':
         if (flags === 'U') spans.push(afterColon(next(k), next(k)?.value.replace('%', ':')));
@@ -230,6 +346,8 @@ function segmentSpans(words: Word[]): Span[] {
       default:
         if (/^(?:docker|podman|nerdctl|helm|buildah|skopeo|oras|crane|regctl)$/.test(prog) && sub.has('login') && flags.startsWith('p')) spans.push(attached('p'));
         if ((prog === 'az' || prog === 'cf') && sub.has('login') && flags === 'p') spans.push(whole(next(k)));
+        // `-u user:password` or `-u user,password` of any client but those naming a local user.
+        if (flags === 'u' && !LOCAL_USER.has(prog)) spans.push(afterUser(next(k)));
     }
   }
   return spans.filter((s): s is Span => s !== undefined && s.end > s.start);
@@ -238,7 +356,7 @@ function segmentSpans(words: Word[]): Span[] {
 /** Masks the password flags and credential prefixes of a command line (see the module docs). */
 export function maskCommandFlags(line: string, mask: (s: string) => string, depth = 0): string {
   const words = segments(line);
-  const spans: Span[] = words.flatMap(segmentSpans);
+  const spans: Span[] = [...words.flatMap(segmentSpans), ...stdinSpans(words)];
   // A quoted word holding a command (`bash -c "mysql -p…"`, `ssh host 'curl -u …'`) is
   // masked as a command line of its own, a few levels deep.
   if (depth < 3) {
@@ -259,4 +377,41 @@ export function maskCommandFlags(line: string, mask: (s: string) => string, dept
     at = s.end;
   }
   return out + line.slice(at);
+}
+
+/** Clients whose password flags are also masked where a command line shows up in output. */
+const OUTPUT_CLIENTS = [...CLIENTS, 'sqlcmd', 'bcp', 'osql', 'ssh-keygen', 'lftp', 'gpg', 'vault', 'bao', 'snyk', 'ngrok', 'docker', 'podman', 'helm', 'az', 'cf', 'chpasswd'];
+const CLIENT_WORD = new RegExp(`(?<![\\w-])(?:${OUTPUT_CLIENTS.map((c) => c.replace(/-/g, '\\-')).join('|')})(?![\\w-])`);
+// What a command line carrying a secret holds besides the client's name: a flag, a
+// here-string, or a login verb (`vault login TOKEN`).
+const ANCHORS = [' -', '\t-', '<<<', 'login ', 'auth'];
+
+/**
+ * Masks password flags in the lines of output that show a command line naming a client (a
+ * shell trace `+ mysql -p…`, `ps` output, a script's echo): each such line is masked as a
+ * command (see {@link maskCommandFlags}). Lines are found from rare anchors (` -`, `<<<`,
+ * `login `, `auth`), so most of a log is scanned, not parsed.
+ */
+export function maskCommandsInOutput(text: string, mask: (s: string) => string): string {
+  const starts = new Set<number>();
+  for (const needle of ANCHORS) {
+    for (let at = text.indexOf(needle); at >= 0; ) {
+      const start = text.lastIndexOf('\n', at) + 1;
+      starts.add(start);
+      const nl = text.indexOf('\n', at);
+      at = nl < 0 ? -1 : text.indexOf(needle, nl);
+    }
+  }
+  if (starts.size === 0) return text;
+  let out = '';
+  let copied = 0;
+  for (const start of [...starts].sort((a, b) => a - b)) {
+    const nl = text.indexOf('\n', start);
+    const end = nl < 0 ? text.length : nl;
+    const line = text.slice(start, end);
+    if (!CLIENT_WORD.test(line)) continue;
+    out += text.slice(copied, start) + maskCommandFlags(line, mask);
+    copied = end;
+  }
+  return copied === 0 ? text : out + text.slice(copied);
 }

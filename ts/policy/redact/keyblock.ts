@@ -19,10 +19,14 @@
 export const KEY_MASK = '[REDACTED PRIVATE KEY]';
 
 const NEEDLE = 'PRIVATE KEY';
-const BEGIN = /-----BEGIN [A-Z0-9 ]{0,40}$/;
-const END = /-----END [A-Z0-9 ]{0,40}$/;
-const CLOSE = /^(?: BLOCK)?-----/;
-const TRAILER = /(?:[ \t]|\u001b\[[0-?]*[ -/]*[@-~])*/y;
+// PEM and OpenPGP armour (`-----BEGIN RSA PRIVATE KEY-----`) and the SSH2 / RFC 4716 form
+// (`---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----`).
+const BEGIN = /-{4,5} ?BEGIN [A-Z0-9 ]{0,40}$/;
+const END = /-{4,5} ?END [A-Z0-9 ]{0,40}$/;
+const CLOSE = /^(?: BLOCK)? ?-{4,5}/;
+// What may follow a marker on its line: blanks, colour codes (`grep --color`), and the line
+// ends `cat -A` prints (`^M` for a carriage return, `$` for the line end).
+const TRAILER = /(?:[ \t]|\u001b\[[0-?]*[ -/]*[@-~]|\^M|\$(?=\r?\n|$))*/y;
 
 interface Marker {
   kind: 'begin' | 'end';
@@ -112,7 +116,8 @@ export function maskKeyBlocks(text: string, startsInside = false): string {
   return out + text.slice(copied);
 }
 
-const KEY_LINE = /^[A-Za-z0-9+/]{60,76}={0,2}\r?$/;
+// A trailing `$` or `^M$` is how `cat -A` shows the line end.
+const KEY_LINE = /^[A-Za-z0-9+/]{60,76}={0,2}(?:\r|\^M)?\$?$/;
 
 /**
  * Whether one line, seen alone (a watch-pattern hit), looks like a line of key material: 60–76

@@ -1,0 +1,70 @@
+/**
+ * The readable view of output: what a person sees on a terminal, for redaction. A job can
+ * hide a credential name from a pattern without hiding it from a reader: `DB_PASS\e[0mWORD=`
+ * (an escape sequence inside the name), `DB_PASSWORX\bD=` (a backspace that overwrites),
+ * `DB_PASS\u200bWORD=` (a zero-width character), `DB_PASSWORD\uff1d` (a fullwidth `=`).
+ * Redaction matches the readable view of every line that holds such characters, and a line
+ * whose readable view holds a secret comes out as its masked readable view (its escapes are
+ * lost, never the mask).
+ *
+ * Line breaks, tabs, carriage returns and NUL (`env -0`'s separator) are kept: the rules
+ * already read them, and pages keep the log's line numbers.
+ */
+
+// Variation selectors combine with the character before them (a class of them beside other
+// characters reads as misleading, so they are kept apart).
+const VARIATION = String.raw`[\ufe00-\ufe0f]`;
+// Escape sequences (CSI, OSC, two-byte), C0/C1 controls but tab, LF, CR and NUL, DEL, NBSP,
+// soft hyphen, the combining grapheme joiner, zero-width and bidirectional controls, word
+// joiners, BOM, fullwidth ASCII.
+const HIDING = new RegExp(String.raw`[\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\xa0\xad\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202f\u205f-\u206f\u3000\u3164\ufeff\uff01-\uff5e\uffa0]|\u034f|${VARIATION}`);
+const ESCAPES = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b\n]*(?:\u0007|\u001b\\)?|\u001b[P^_X][^\u001b\n]*(?:\u001b\\)?|\u001b[ -/]*[0-~]|\u009b[0-?]*[ -/]*[@-~]/g;
+const INVISIBLE = new RegExp(String.raw`[\x01-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0]|\u034f|${VARIATION}`, 'g');
+
+/** Whether `text` holds a character that hides or disguises what a reader sees. */
+export function hasHidingCharacters(text: string): boolean {
+  return HIDING.test(text);
+}
+
+/** One line as a terminal shows it: escapes removed, backspaces applied, invisibles dropped, compatibility forms folded (NFKC). */
+export function readableLine(line: string): string {
+  let s = line.replace(ESCAPES, '');
+  if (s.includes('\b')) {
+    // A backspace moves the cursor back one column and the next character overwrites it.
+    const kept: string[] = [];
+    for (const c of s) {
+      if (c === '\b') kept.pop();
+      else kept.push(c);
+    }
+    s = kept.join('');
+  }
+  return s.replace(INVISIBLE, '').normalize('NFKC');
+}
+
+/**
+ * `core` applied to `text` as written, and to the readable view of its lines that hold
+ * hiding characters; a line whose readable view `core` changes comes out as that masked
+ * readable view. `core` keeps the number of lines (every rule masks within a line, key
+ * blocks keep their line breaks); if it ever does not, the whole masked readable view is
+ * returned.
+ */
+export function redactReadable(text: string, core: (t: string) => string): string {
+  const out = core(text);
+  if (!HIDING.test(text)) return out;
+  const lines = text.split('\n');
+  let changed = false;
+  const readable = lines.map((l) => {
+    if (!HIDING.test(l)) return l;
+    const r = readableLine(l);
+    if (r !== l) changed = true;
+    return r;
+  });
+  if (!changed) return out;
+  const masked = core(readable.join('\n')).split('\n');
+  const outLines = out.split('\n');
+  if (masked.length !== lines.length || outLines.length !== lines.length) return masked.join('\n');
+  for (let i = 0; i < lines.length; i++) {
+    if (readable[i] !== lines[i] && masked[i] !== readable[i]) outLines[i] = masked[i] as string;
+  }
+  return outLines.join('\n');
+}
