@@ -116,7 +116,7 @@ export function redact(text: string, opts: RedactOptions = {}): string {
 
 // Cookie values of 16 or more characters (session identifiers); `theme=dark` stays.
 const COOKIE_HEADER = /\b((?:Set-)?Cookie[ \t]*:[ \t]*)([^\r\n]+)/gi;
-const COOKIE_VALUE = /(^|;[ \t]*)([^=;\s]+=)("?)([^;\s"]{16,})/g;
+const COOKIE_VALUE = /(^|;[ \t]*)([^=;\s]+=)("?)([^;\s",\\]{16,})/g;
 
 /** Key blocks, key bodies and the token rules. */
 function maskTokens(text: string, startsInKeyBlock: boolean): string {

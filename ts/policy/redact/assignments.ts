@@ -70,7 +70,7 @@ export function notASecret(raw: string, command = false): boolean {
   );
 }
 
-const LINE = /(^|\0)([ \t]*(?:export[ \t]+|declare[ \t]+-[a-zA-Z]+[ \t]+|set[ \t]+|-[ \t]+)?)([A-Za-z_][A-Za-z0-9_]*)=([^\n\0]*)/gm;
+const LINE = /(^|\0)([ \t]*(?:export[ \t]+|declare[ \t]+-[a-zA-Z]+[ \t]+|set[ \t]+|-[ \t]+)?)([A-Za-z_][\w.-]*)=([^\n\0]*)/gm;
 const WORD = /(^|[\s,;([{'"?&])([A-Za-z_][A-Za-z0-9_]*)=("[^"\n]*"|'[^'\n]*'|[^\s,;'"&)\]}]+)/g;
 // `"NAME": "value"` (JSON), and `"db_password": value` (YAML or a Python dict with a bare value).
 const QUOTED = /(["'])(?=[\w.-]*?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]*)\1(\s*:\s*)(?:(["'])((?:\\.|(?!\4)[^\\\n])*)\4|([^\s"',}\]{[][^\s,}\]]*))/gi;
@@ -81,9 +81,10 @@ const YAML = /^((?:[ \t]+(?:-[ \t]+)?|-[ \t]+)?)([A-Za-z_][\w-]*)(:[ \t]+)("[^"\
 // `NAME = value`, `NAME := value`, `$env:NAME = "value"`, `a.b.password=value` (TOML, INI,
 // HCL and terraform output, PowerShell, Makefiles, Java properties). An unquoted value must
 // end the line or precede a comment: `token = await fetchToken()` is code, not a setting.
-const SPACED = /(^|[\s,;({[-])(\$env:|\$)?(?=[\w.-]*?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]*)([ \t]*:?=[ \t]*)(?!=)("[^"\n]*"|'[^'\n]*'|[^\s"'#;]+(?=[ \t]*(?:[#;].*)?$))/gi;
-// `NAME<TAB>value`, a line of two columns (`env | tr = '\t'`, `docker inspect` templates).
-const TABBED = /^([ \t]*)([A-Za-z_][\w.-]*)(\t[ \t]*)(\S+)([ \t]*)$/;
+const SPACED = /(^|[\s,;({[-])(\$env:|\$)?(?=[\w.-]*?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]*)([ \t]*:?=[ \t]*)(?!=)((?:"[^"\n]*"|'[^'\n]*')(?=[ \t]*[;,]?[ \t]*(?:(?:#|\/\/).*)?$)|[^\s"'#;]+(?=[ \t]*(?:[#;].*)?$))/gi;
+// `NAME<TAB>value`, a line of two columns (`env | tr = '\t'`, `docker inspect` templates), with
+// an environment-style name (`kpasswd<TAB>464/tcp` is /etc/services).
+const TABBED = /^([ \t]*)([A-Z_][A-Z0-9_]*)(\t[ \t]*)(\S+)([ \t]*)$/;
 // fish `set -gx NAME value`, csh `setenv NAME value`: the rest of the line is the value.
 const SET = /^([ \t]*(?:set(?:[ \t]+-[A-Za-z]+)*|setenv)[ \t]+)([A-Za-z_]\w*)([ \t]+)(\S(?:.*\S)?)([ \t]*)$/;
 // `<password>value</password>`, `<ns:Password>`.
@@ -99,9 +100,10 @@ const PAIR = new RegExp(`(${nameKey(2)}[^\\n{}<>]{0,200}?(?<![\\w-])${valueKey(5
 // The same over lines (YAML `- name: DB_PASSWORD` then `value: …`, pretty-printed JSON).
 const NAME_LINE = new RegExp(`^[ \\t]*(?:-[ \\t]+)?${nameKey(1)}[ \\t]*,?[ \\t]*$`);
 const VALUE_LINE = /^([ \t]*(?:-[ \t]+)?(["']?)(?:value|Value|VALUE|ParameterValue|OutputValue)\2[ \t]*[:=][ \t]*)("[^"\n]*"|'[^'\n]*'|[^\s#,][^#\n]*?)([ \t]*,?[ \t]*)$/;
-// .netrc: `machine h login u password p` (one line), or `password p` on a line below `machine`/`login`.
-const NETRC = /(^|[ \t])((?:(?:machine|login|account|port)[ \t]+\S+[ \t]+|default[ \t]+)+password[ \t]+)(\S+)/;
-const NETRC_PASSWORD = /^([ \t]*password[ \t]+)(\S+)([ \t]*)$/;
+// .netrc: `machine h login u password p` (one line), or `[login u] password p` on a line below
+// `machine`/`login` (prose such as `your login and password below` has neither).
+const NETRC = /^([ \t]*)((?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account|port)[ \t]+\S+)*[ \t]+password[ \t]+)(\S+)/;
+const NETRC_PASSWORD = /^([ \t]*(?:login[ \t]+\S+[ \t]+)?password[ \t]+)(\S+)([ \t]*)$/;
 const NETRC_ABOVE = /^[ \t]*(?:machine|login|default)\b/;
 
 /**
@@ -151,9 +153,19 @@ function unquoted(v: string, m: (s: string) => string): string {
   return q ? `${q[1]}${m(q[2] as string)}${q[1]}` : m(v);
 }
 
-/** A lower-case name is often code (`token=getToken()`, `key=args.key`). */
+/** A lower-case name is often code (`token=getToken()`, `key=args.key`, `self.secret=secret`). */
 function code(name: string, v: string): boolean {
-  return /[a-z]/.test(name) && (/[([]/.test(v) || /^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$/.test(v));
+  return /[a-z]/.test(name) && (/[([]/.test(v) || /^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$/.test(v) || (/^\w+$/.test(v) && name.toLowerCase().endsWith(v.toLowerCase())));
+}
+
+/**
+ * An unquoted value after ` = ` that is code rather than a setting: an identifier of letters
+ * and underscores (`token = Error`, `self.password = password`, `tokenMap = token_map`), a
+ * call, an index or a literal that goes on (`typing.Union[`). A configuration value of letters
+ * only is missed (`password = dbpassword`): in source code the same shape is everywhere.
+ */
+function expression(v: string): boolean {
+  return !/^["']/.test(v) && (/^(?:!+|~|-)?[A-Za-z_]+$/.test(v) || /^\$\{?[A-Za-z_]/.test(v) || /^-\d{1,7}$/.test(v) || /[([{\\]|,$/.test(v) || /^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$/.test(v));
 }
 
 /** Whether a value under a credential name is masked. */
@@ -170,9 +182,11 @@ function maskLine(text: string, mask: (s: string) => string, lines: boolean): st
       );
     }
     out = out.replace(WORD, (all, lead: string, name: string, value: string) => (secretUnder(name, value) ? `${lead}${name}=${unquoted(value, mask)}` : all));
-    out = out.replace(SPACED, (all, lead: string, env: string | undefined, name: string, sep: string, value: string) =>
-      secretUnder(name, value) ? `${lead}${env ?? ''}${name}${sep}${unquoted(value, mask)}` : all,
-    );
+    out = out.replace(SPACED, (all, lead: string, env: string | undefined, name: string, sep: string, value: string) => {
+      // `NAME=value` without blanks is LINE's and WORD's (`f(password=None)` is an argument).
+      if (!env && !/[ \t]|:=/.test(sep)) return all;
+      return secretUnder(name, value) && !expression(value) ? `${lead}${env ?? ''}${name}${sep}${unquoted(value, mask)}` : all;
+    });
   }
   if (/value/i.test(out)) {
     out = out.replace(PAIR, (all, head: string, _q1, _q2, name: string, _q4, value: string) => (isCredentialName(name) && !notASecret(value) ? `${head}${unquoted(value, mask)}` : all));
@@ -189,9 +203,9 @@ function maskLine(text: string, mask: (s: string) => string, lines: boolean): st
   if (!out.includes(':')) return out;
   out = out.replace(QUOTED, (all, q: string, name: string, sep: string, vq: string | undefined, value: string | undefined, bare: string | undefined) => {
     if (vq !== undefined) return isCredentialName(name) && !notASecret(value ?? '') ? `${q}${name}${q}${sep}${vq}${mask(value ?? '')}${vq}` : all;
-    return bare !== undefined && secretUnder(name, bare) ? `${q}${name}${q}${sep}${mask(bare)}` : all;
+    return bare !== undefined && secretUnder(name, bare) && !expression(bare) ? `${q}${name}${q}${sep}${mask(bare)}` : all;
   });
   return out.replace(YAML, (all, lead: string, name: string, sep: string, value: string, trail: string) =>
-    isCredentialName(name) && !notASecret(value) ? `${lead}${name}${sep}${unquoted(value, mask)}${trail}` : all,
+    secretUnder(name, value) ? `${lead}${name}${sep}${unquoted(value, mask)}${trail}` : all,
   );
 }

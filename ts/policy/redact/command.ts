@@ -161,10 +161,11 @@ function positionalAfter(args: Word[], verb: string, nth = 0): Word | undefined 
 
 /** Programs with rules of their own below (found after a wrapper or inside another command). */
 const CLIENTS = new Set(
-  'mysql mysqldump mysqladmin mysqlimport mysqlshow mysqlcheck mariadb mariadb-dump mariadb-admin curl wget redis-cli mongo mongosh mongodump mongorestore mongoexport mongoimport sshpass ldapsearch ldapadd ldapmodify ldapdelete ldappasswd ldapwhoami zip unzip 7z 7za 7zz smbclient openssl keytool htpasswd psql pg_dump'.split(' '),
+  'mysql mysqldump mysqladmin mysqlimport mysqlshow mysqlcheck mariadb mariadb-dump mariadb-admin curl wget redis-cli mongo mongosh mongodump mongorestore mongoexport mongoimport sshpass ldapsearch ldapadd ldapmodify ldapdelete ldappasswd ldapwhoami zip unzip 7z 7za 7zz smbclient openssl keytool htpasswd psql pg_dump sqlcmd bcp osql ssh-keygen lftp gpg vault bao snyk ngrok'.split(' '),
 );
 
-const WRAPPERS = new Set(['sudo', 'env', 'nohup', 'time', 'exec', 'command', 'nice', 'ionice', 'timeout', 'stdbuf', 'xargs', 'doas', 'builtin']);
+// `+` and `$`: a shell trace (`set -x`) or a prompt shown in output.
+const WRAPPERS = new Set(['+', '++', '$', 'sudo', 'env', 'nohup', 'time', 'exec', 'command', 'nice', 'ionice', 'timeout', 'stdbuf', 'xargs', 'doas', 'builtin']);
 const ASSIGN = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s;
 
 /** A range of the line to mask. */
@@ -230,7 +231,7 @@ function segmentSpans(words: Word[]): Span[] {
     const v = w.value;
     // A client run by another program (`docker exec db mysql -p…`, `ssh host curl -u …`,
     // `kubectl exec pod -- redis-cli -a …`): the rest is its command line.
-    if (k > 0 && CLIENTS.has(v.replace(/^.*\//, ''))) {
+    if (CLIENTS.has(v.replace(/^.*\//, ''))) {
       spans.push(...segmentSpans(args.slice(k)));
       break;
     }
@@ -380,7 +381,7 @@ export function maskCommandFlags(line: string, mask: (s: string) => string, dept
 }
 
 /** Clients whose password flags are also masked where a command line shows up in output. */
-const OUTPUT_CLIENTS = [...CLIENTS, 'sqlcmd', 'bcp', 'osql', 'ssh-keygen', 'lftp', 'gpg', 'vault', 'bao', 'snyk', 'ngrok', 'docker', 'podman', 'helm', 'az', 'cf', 'chpasswd'];
+const OUTPUT_CLIENTS = [...CLIENTS, 'docker', 'podman', 'helm', 'az', 'cf', 'chpasswd'];
 const CLIENT_WORD = new RegExp(`(?<![\\w-])(?:${OUTPUT_CLIENTS.map((c) => c.replace(/-/g, '\\-')).join('|')})(?![\\w-])`);
 // What a command line carrying a secret holds besides the client's name: a flag, a
 // here-string, or a login verb (`vault login TOKEN`).

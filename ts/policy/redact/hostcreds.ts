@@ -40,7 +40,7 @@ export function maskBareCredentials(text: string, mask: (s: string) => string): 
 }
 
 // ~/.pgpass: host (with a letter or a dot, or `*`), port (or `*`), database, user, password.
-const PGPASS = /^((?:[\w.-]*[A-Za-z.][\w.-]*|\*):(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:)([^\s:]\S*)(\r?)$/;
+const PGPASS = /^((?:[\w.-]*[A-Za-z.][\w.-]*|\*):(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:)((?:\\:|[^\s:])+)(\r?)$/;
 const PORT_FIELD = /:(?:\d{1,5}|\*):/g;
 
 /** Masks the password of `~/.pgpass` lines. */
