@@ -1,6 +1,7 @@
 // Redaction against a corpus of realistic fake secrets and benign look-alikes
 // (fixtures/redaction-corpus.ts), plus the streaming cases: tokens split across chunks or
 // broken by ANSI sequences, and the shape of the masks.
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -313,6 +314,8 @@ describe('secrets through the registry (issue 12)', () => {
       'PGPASSWORD=/tmp/Pw9 true',
       'echo postgres://app:Pw10/Secret@db.internal/x',
       'echo admin:Pw11SecretValue@db.internal',
+      // Issue 12 follow-up (attack a22): a secret on stdin, after a login verb, in a user,password pair.
+      ...['lftp -u user,Pw12Secret h', 'vault login Pw13Secret', 'gh auth login --with-token <<< Pw14Secret', 'sqlcmd -S h -U sa -P Pw15Secret', 'gpg --passphrase Pw16Secret -d f', 'ssh-keygen -N Pw17Secret -f k', 'echo Pw18Secret | docker login -u me --password-stdin', './run --auth Pw19Secret'].map((c) => `true || ${c}`),
     ];
     try {
       for (const c of commands) {
@@ -326,10 +329,84 @@ describe('secrets through the registry (issue 12)', () => {
         const f = join(sessions, d, 'session.json');
         if (existsSync(f)) stored += readFileSync(f, 'utf8');
       }
-      for (const secret of ['Pw1Secret', 'Pw2Secret', 'Pw3Secret', 'Pw4Secret', 'Pw5Secret', 'Pw6Secret', 'Pw7Secret', 'Pw8Secret', 'PGPASSWORD=123', '/tmp/Pw9', 'Pw10/Secret', 'Pw11Secret']) {
+      for (const secret of ['Pw1Secret', 'Pw2Secret', 'Pw3Secret', 'Pw4Secret', 'Pw5Secret', 'Pw6Secret', 'Pw7Secret', 'Pw8Secret', 'PGPASSWORD=123', '/tmp/Pw9', 'Pw10/Secret', 'Pw11Secret', ...Array.from({ length: 8 }, (_, k) => `Pw${12 + k}Secret`)]) {
         expect(stored).not.toContain(secret);
       }
       expect(stored).toContain('docker login -p ');
+    } finally {
+      await r.close();
+    }
+  });
+});
+
+// Issue 12 follow-up: the kinds an attacker found leaking (attacks a04, a05, a17, a22).
+describe('redaction by kind, as a reader sees the text (issue 12 follow-up)', () => {
+  const S = 'Zq8xP2mWv7Lr4Kt9';
+
+  /** Runs `command` to its end; everything wait, poll and readLog (plain and raw) show of it. */
+  async function shownEverywhere(r: Awaited<ReturnType<typeof ProcessRegistry.open>>, command: string): Promise<string> {
+    const s = await r.spawn(command);
+    cleanupGroup(s.pid);
+    const w = await r.wait(s.id, { timeoutMs: 20_000 });
+    expect(w.exitCode, command).toBe(0);
+    return JSON.stringify([w, await r.poll(s.id), await r.readLog(s.id, { view: 'plain' }), await r.readLog(s.id, { view: 'raw' })]);
+  }
+
+  it('a line whose secret only a reader sees is masked as read; lines without one keep their escapes', () => {
+    const coloured = '\u001b[32mPASS\u001b[0m tests/a.test.ts';
+    for (const hidden of [`DB_PASS\u001b[0mWORD=${S}`, `DB_PASSWORX\bD=${S}`, `DB_PASS\u200bWORD=${S}`, `DB_PASSWORD\uff1d${S}`, `\u001b]0;title\u0007API_TOKEN=${S}`]) {
+      const out = redact(`${coloured}\n${hidden}\nok`);
+      expect(out, JSON.stringify(hidden)).not.toContain(S);
+      expect(out.split('\n')).toHaveLength(3);
+      expect(out.split('\n')[0]).toBe(coloured);
+      expect(out.split('\n')[2]).toBe('ok');
+    }
+    expect(redact(`${coloured}\nno secret\b here`)).toBe(`${coloured}\nno secret\b here`);
+  });
+
+  it('secrets in other syntaxes and hidden by escapes never leave through wait, poll or readLog', async () => {
+    const dir = tempDir();
+    const shapes = {
+      ansiName: `DB_PASS\u001b[0mWORD=${S}`,
+      osc: `\u001b]0;x\u0007DB_PASSWORD=${S}`,
+      backspace: `DB_PASSWORX\bD=${S}`,
+      crHide: `harmless line\rDB_PASSWORD=${S}`,
+      fish: `set -gx DB_PASSWORD ${S}`,
+      toml: `password = "${S}"`,
+      xml: `<password>${S}</password>`,
+      netrc: `machine h login me password ${S}`,
+      k8s: `{"name":"DB_PASSWORD","value":"${S}"}`,
+      k8sYaml: `env:\n  - name: DB_PASSWORD\n    value: ${S}`,
+      ssh2: `---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nP2/56wAAA${S}\n---- END SSH2 ENCRYPTED PRIVATE KEY ----`,
+      keyCRLF: `-----BEGIN RSA PRIVATE KEY-----\r\nMIIEowIBAAKCAQEA${S}\r\n-----END RSA PRIVATE KEY-----`,
+    };
+    const r = await ProcessRegistry.open({ stateDir: join(dir, 'state') });
+    try {
+      for (const [name, text] of Object.entries(shapes)) {
+        const file = join(dir, `${name}.txt`);
+        writeFileSync(file, `${text}\nafter\n`);
+        const shown = await shownEverywhere(r, `cat ${file}`);
+        expect(shown, name).toContain('after');
+        expect(shown, name).not.toContain(S);
+      }
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('fragments of a real RSA key without their BEGIN line never leave: body only, cat -A, re-wrapped at 76 columns', async () => {
+    const dir = tempDir();
+    const key = join(dir, 'id_rsa');
+    execFileSync('openssl', ['genrsa', '-out', key, '2048'], { stdio: 'ignore' });
+    const body = readFileSync(key, 'utf8').trim().split('\n').slice(1, -1);
+    const pieces = body.map((l) => l.slice(8, 40));
+    const r = await ProcessRegistry.open({ stateDir: join(dir, 'state') });
+    try {
+      for (const command of [`sed -n 2,20p ${key}`, `cat -A ${key}`, `sed 1d ${key} | sed '$d' | tr -d '\\n' | fold -w 76`, `openssl pkey -in ${key} | sed 1d | sed '$d'`]) {
+        const shown = await shownEverywhere(r, `${command}; echo done`);
+        expect(shown, command).toContain('done');
+        expect(pieces.filter((p) => shown.includes(p)), command).toEqual([]);
+      }
     } finally {
       await r.close();
     }

@@ -6,7 +6,8 @@
  *   the INTEGER version 0, 1 or 2 (PKCS#1 RSA `MIIEow…`, PKCS#8 `MIIEvQ…`, SEC 1 EC `MHcC…`,
  *   Ed25519 PKCS#8 `MC4C…`). Certificates, public keys, CSRs and encrypted PKCS#8 start with
  *   a SEQUENCE inside the SEQUENCE and are left alone; PKCS#12 has version 3. Also OpenSSH's
- *   `openssh-key-v1` magic (`b3BlbnNzaC1rZXktdjE…`) and an OpenPGP secret-key packet
+ *   `openssh-key-v1` magic (`b3BlbnNzaC1rZXktdjE…`), the SSH2 (RFC 4716) private-key magic
+ *   `0x3f6ff9eb` (`P2/56w…`) and an OpenPGP secret-key packet
  *   (`lQ…`, version 4 or 5). This is a body printed by `sed -n 2,20p`, re-wrapped by
  *   `fold -w 76` or `openssl base64`, or unwrapped on one line: the run is masked, and so are
  *   the base64 lines that follow it (the rest of a wrapped body).
@@ -19,10 +20,11 @@
 import { KEY_MASK } from './keyblock.js';
 
 // A run that may start a key: not inside a longer base64 word.
-const START = /(?<![A-Za-z0-9+/])(?:M[A-Za-z0-9+/]{11}|b3BlbnNzaC1rZXktdjE|lQ[A-Za-z0-9+/]{6}|LS0tLS1CRUdJTi)[A-Za-z0-9+/]*={0,2}/g;
+const START = /(?<![A-Za-z0-9+/])(?:M[A-Za-z0-9+/]{11}|b3BlbnNzaC1rZXktdjE|P2\/56w|lQ[A-Za-z0-9+/]{6}|LS0tLS1CRUdJTi)[A-Za-z0-9+/]*={0,2}/g;
 // A following line of a wrapped body: indentation or a line number (`nl`, `grep -n`), base64,
 // and the line ends `cat -A` prints.
 const BODY_LINE = /^([ \t]*(?:\d+[\t:][ \t]*)?)([A-Za-z0-9+/]+={0,2})((?:\r|\^M)?\$?\r?)$/;
+const PADDED_END = /^([ \t]*(?:\d+[\t:][ \t]*)?)([A-Za-z0-9+/]+={1,2})()/;
 
 function bytes(b64: string, n: number): Uint8Array {
   return Buffer.from(b64.slice(0, Math.ceil((n * 4) / 3 / 4) * 4), 'base64');
@@ -30,7 +32,7 @@ function bytes(b64: string, n: number): Uint8Array {
 
 /** Whether a base64 run starts private-key material (see the module docs). */
 export function startsPrivateKey(run: string): boolean {
-  if (run.startsWith('b3BlbnNzaC1rZXktdjE')) return run.length >= 40;
+  if (run.startsWith('b3BlbnNzaC1rZXktdjE') || run.startsWith('P2/56w')) return run.length >= 40;
   if (run.startsWith('LS0tLS1CRUdJTi')) return /PRIVATE KEY/.test(Buffer.from(run.slice(0, 80), 'base64').toString('latin1'));
   if (run.length < 40) return false;
   const b = bytes(run, 9);
@@ -44,13 +46,13 @@ export function startsPrivateKey(run: string): boolean {
 /** Masks key material without markers (see the module docs), keeping the line breaks. */
 export function maskKeyBodies(text: string): string {
   let out = maskPuttyKeys(text);
-  if (!/M[A-Za-z0-9+/]|b3BlbnNz|lQ|LS0tLS1C/.test(out)) return out;
+  if (!/M[A-Za-z0-9+/]|b3BlbnNz|P2\/56w|lQ|LS0tLS1C/.test(out)) return out;
   START.lastIndex = 0;
   let result = '';
   let copied = 0;
   for (let m = START.exec(out); m; m = START.exec(out)) {
     if (m.index < copied || !startsPrivateKey(m[0])) continue;
-    let end = m.index + m[0].length;
+    const end = m.index + m[0].length;
     result += out.slice(copied, m.index) + KEY_MASK;
     copied = end;
     // A run that ends its line (after `cat -A`'s marks) continues on the base64 lines below.
@@ -61,11 +63,13 @@ export function maskKeyBodies(text: string): string {
     while (at < out.length) {
       const next = out.indexOf('\n', at + 1);
       const stop = next < 0 ? out.length : next;
-      const line = BODY_LINE.exec(out.slice(at + 1, stop));
+      // The last line of a body may run into what follows it (`fold` ends without a line
+      // break): its padded base64 is still the key's.
+      const line = BODY_LINE.exec(out.slice(at + 1, stop)) ?? PADDED_END.exec(out.slice(at + 1, stop));
       const b64 = line?.[2] ?? '';
       if (!line || b64.length > width) break;
       result += out.slice(copied, at + 1) + (line[1] as string) + KEY_MASK + (line[3] as string);
-      copied = end = stop;
+      copied = at + 1 + line[0].length;
       at = stop;
       if (b64.length < width || b64.endsWith('=')) break;
     }

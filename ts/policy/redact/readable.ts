@@ -26,6 +26,10 @@ export function hasHidingCharacters(text: string): boolean {
   return HIDING.test(text);
 }
 
+// Colour and cursor codes (CSI): they carry no text, so a line holding nothing else shows all
+// its text in its readable view.
+const CSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u009b[0-?]*[ -/]*[@-~]/g;
+
 /** One line as a terminal shows it: escapes removed, backspaces applied, invisibles dropped, compatibility forms folded (NFKC). */
 export function readableLine(line: string): string {
   let s = line.replace(ESCAPES, '');
@@ -38,33 +42,49 @@ export function readableLine(line: string): string {
     }
     s = kept.join('');
   }
-  return s.replace(INVISIBLE, '').normalize('NFKC');
+  s = s.replace(INVISIBLE, '');
+  return /[^\x00-\x7f]/.test(s) ? s.normalize('NFKC') : s;
 }
 
 /**
- * `core` applied to `text` as written, and to the readable view of its lines that hold
- * hiding characters; a line whose readable view `core` changes comes out as that masked
- * readable view. `core` keeps the number of lines (every rule masks within a line, key
- * blocks keep their line breaks); if it ever does not, the whole masked readable view is
- * returned.
+ * `core` applied to the readable view of `text` (see the module docs). A line whose readable
+ * view `core` changes comes out as that masked view. A line holding only colour codes shows
+ * all its text in its readable view, and comes out as written when that view holds no
+ * secret. Other lines with hiding characters (a title, a backspace, an invisible character)
+ * can carry text a reader does not see, so they are also masked as written. `core` keeps the
+ * number of lines (every rule masks within a line, key blocks keep their line breaks); if it
+ * ever does not, the whole masked readable view is returned.
  */
 export function redactReadable(text: string, core: (t: string) => string): string {
-  const out = core(text);
-  if (!HIDING.test(text)) return out;
+  if (!HIDING.test(text)) return core(text);
   const lines = text.split('\n');
-  let changed = false;
+  const stripped = text.replace(CSI, '');
+  if (!HIDING.test(stripped)) {
+    // Colour codes only (the common case): one pass over the text without them.
+    const masked = core(stripped);
+    if (masked === stripped) return text;
+    const r = stripped.split('\n');
+    const m = masked.split('\n');
+    return m.length !== lines.length ? masked : lines.map((l, i) => (m[i] === r[i] ? l : (m[i] as string))).join('\n');
+  }
+  let opaque = false;
   const readable = lines.map((l) => {
     if (!HIDING.test(l)) return l;
-    const r = readableLine(l);
-    if (r !== l) changed = true;
-    return r;
+    const plain = l.replace(CSI, '');
+    if (!HIDING.test(plain)) return plain;
+    opaque = true;
+    return readableLine(l);
   });
-  if (!changed) return out;
   const masked = core(readable.join('\n')).split('\n');
-  const outLines = out.split('\n');
-  if (masked.length !== lines.length || outLines.length !== lines.length) return masked.join('\n');
-  for (let i = 0; i < lines.length; i++) {
-    if (readable[i] !== lines[i] && masked[i] !== readable[i]) outLines[i] = masked[i] as string;
-  }
-  return outLines.join('\n');
+  if (masked.length !== lines.length) return masked.join('\n');
+  const raw = opaque ? core(text).split('\n') : undefined;
+  if (raw && raw.length !== lines.length) return masked.join('\n');
+  return lines
+    .map((l, i) => {
+      const r = readable[i] as string;
+      const m = masked[i] as string;
+      if (r === l || m !== r) return m;
+      return raw ? (raw[i] as string) : l;
+    })
+    .join('\n');
 }
