@@ -6,7 +6,7 @@
 //! - [`SpawnOptions`], [`Capture`], [`Input`]: what to run and how;
 //! - [`DrainOptions`]: how long to read after the direct child exited;
 //! - [`JobEvent`] and [`EventSink`]: what the reader reports, and where to;
-//! - [`Launched`]: the started direct child, waited for exactly once.
+//! - `Launched` (crate-private): the started direct child, waited for exactly once.
 
 use crate::pty::PtySize;
 use crate::status::ExitInfo;

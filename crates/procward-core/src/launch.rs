@@ -7,7 +7,7 @@
 //! copying its page tables and then taking copy-on-write faults. `posix_spawn` itself is
 //! not enough: it can neither join a cgroup before `execve` nor set a controlling terminal.
 //!
-//! The child runs [`child_main`] on its own stack, sharing the host's memory while the
+//! The child runs `child_main` on its own stack, sharing the host's memory while the
 //! host's thread is suspended: it only makes system calls on data the host prepared
 //! (no allocation, no locks), in this order: default disposition for every signal, a new
 //! session (`setsid`), joining the job's cgroup, stdin/stdout/stderr (`dup2`), the PTY as
@@ -15,7 +15,7 @@
 //! step reports its errno through the shared memory and the child exits with 127.
 //!
 //! Elsewhere `spawn` uses `fork` + `exec` with a `pre_exec` hook; both paths end in a
-//! [`Launched`].
+//! `Launched`.
 
 use crate::job::Launched;
 #[cfg(target_os = "linux")]
