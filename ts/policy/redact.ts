@@ -100,7 +100,6 @@ const RULES: Rule[] = [
   { name: 'vendor-prefixed', pattern: /\b(?:lin_api_|shp(?:at|ca|pa|ss)_|gl(?:c|sa)_|hv[sbr]\.|dckr_pat_|figd_|whsec_|xapp-|npm_config__authToken=)[A-Za-z0-9_.=-]{16,}/g, group: 0 },
   { name: 'npmrc-token', pattern: /_authToken\s*=\s*([^\s"']{8,})/g, group: 1 },
   { name: 'aws-secret', pattern: /\baws_secret_access_key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})/gi, group: 1 },
-  { name: 'curl-user', pattern: /\bcurl\b[^\n]*?\s(?:-u|--user)\s+["']?[^\s:"']+:([^\s"']+)/g, group: 1 },
   { name: 'stripe', pattern: /(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, group: 0 },
 ];
 

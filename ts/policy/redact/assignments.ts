@@ -73,15 +73,15 @@ export function notASecret(raw: string, command = false): boolean {
 const LINE = /(^|\0)([ \t]*(?:export[ \t]+|declare[ \t]+-[a-zA-Z]+[ \t]+|set[ \t]+|-[ \t]+)?)([A-Za-z_][\w.-]*)=([^\n\0]*)/gm;
 const WORD = /(^|[\s,;([{'"?&])([A-Za-z_][A-Za-z0-9_]*)=("[^"\n]*"|'[^'\n]*'|[^\s,;'"&)\]}]+)/g;
 // `"NAME": "value"` (JSON), and `"db_password": value` (YAML or a Python dict with a bare value).
-const QUOTED = /(["'])(?=[\w.-]*?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]*)\1(\s*:\s*)(?:(["'])((?:\\.|(?!\4)[^\\\n])*)\4|([^\s"',}\]{[][^\s,}\]]*))/gi;
+const QUOTED = /(["'])(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]{0,127})\1(\s*:\s*)(?:(["'])((?:\\.|(?!\4)[^\\\n])*)\4|([^\s"',}\]{[][^\s,}\]]*))/gi;
 // An indented key (inside a mapping) may have a value of several words; at column 0 only one
 // (`passwd: password updated successfully` is a message, not YAML).
-const YAML = /^((?:[ \t]+(?:-[ \t]+)?|-[ \t]+)?)([A-Za-z_][\w-]*)(:[ \t]+)("[^"\n]*"|'[^'\n]*'|[^\s#|>&*!{[][^\s#]*|(?<=^[ \t]+[\w-]+:[ \t]+)[^\s#|>&*!{[][^#\n]*?)([ \t]*)$/gm;
+const YAML = /^((?:[ \t]+(?:-[ \t]+)?|-[ \t]+)?)([A-Za-z_][\w-]*)(:[ \t]+)("[^"\n]*"|'[^'\n]*'|[^\s#|>&*!{[][^\s#]*|(?<=^[ \t]+[\w-]+:[ \t]+)[^\s#|>&*!{[](?:[^#\n]*[^\s#])?)([ \t]*)$/gm;
 
 // `NAME = value`, `NAME := value`, `$env:NAME = "value"`, `a.b.password=value` (TOML, INI,
 // HCL and terraform output, PowerShell, Makefiles, Java properties). An unquoted value must
 // end the line or precede a comment: `token = await fetchToken()` is code, not a setting.
-const SPACED = /(^|[\s,;({[-])(\$env:|\$)?(?=[\w.-]*?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]*)([ \t]*:?=[ \t]*)(?!=)((?:"[^"\n]*"|'[^'\n]*')(?=[ \t]*[;,]?[ \t]*(?:(?:#|\/\/).*)?$)|[^\s"'#;]+(?=[ \t]*(?:[#;].*)?$))/gi;
+const SPACED = /(^|[\s,;({[-])(\$env:|\$)?(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]{0,127})([ \t]*:?=[ \t]*)(?!=)((?:"[^"\n]*"|'[^'\n]*')(?=[ \t]*[;,]?[ \t]*(?:(?:#|\/\/).*)?$)|[^\s"'#;]+(?=[ \t]*(?:[#;].*)?$))/gi;
 // `NAME<TAB>value`, a line of two columns (`env | tr = '\t'`, `docker inspect` templates), with
 // an environment-style name (`kpasswd<TAB>464/tcp` is /etc/services).
 const TABBED = /^([ \t]*)([A-Z_][A-Z0-9_]*)(\t[ \t]*)(\S+)([ \t]*)$/;
@@ -90,16 +90,18 @@ const SET = /^([ \t]*(?:set(?:[ \t]+-[A-Za-z]+)*|setenv)[ \t]+)([A-Za-z_]\w*)([ 
 // `<password>value</password>`, `<ns:Password>`.
 const XML = /<([A-Za-z_][\w.:-]*)((?:[ \t][^<>\n]*)?>)([^<>\n]+)(<\/\1>)/g;
 /** A name field whose quote is capture group `q` (the name itself is group `q + 2`). */
-const nameKey = (q: number) => `(["']?)(?:name|key|Name|Key|NAME|KEY|ParameterKey|ParameterName|OutputKey)\\${q}[ \\t]*[:=][ \\t]*(["']?)([\\w./:-]+)\\${q + 1}`;
+const nameKey = (q: number) => `(?<![\\w-])(["']?)(?:name|key|Name|Key|NAME|KEY|ParameterKey|ParameterName|OutputKey)\\${q}[ \\t]*[:=][ \\t]*(["']?)([\\w./:-]{1,128})\\${q + 1}`;
 /** A value field whose quote is capture group `q`. */
 const valueKey = (q: number) => `(["']?)(?:value|Value|VALUE|ParameterValue|OutputValue)\\${q}[ \\t]*[:=][ \\t]*`;
 // A name field and a value field on one line: `{"name":"DB_PASSWORD","value":"…"}` (Kubernetes,
 // ECS), `<add key="DbPassword" value="…"/>` (.NET), `"Name": "/prod/db/password", "Type":
 // "SecureString", "Value": "…"` (SSM), `{name: DB_PASSWORD, value: …}`.
-const PAIR = new RegExp(`(${nameKey(2)}[^\\n{}<>]{0,200}?(?<![\\w-])${valueKey(5)})("[^"\\n]*"|'[^'\\n]*'|[^\\s,;}\\]>]+)`, 'g');
+const NAME_FIELD = new RegExp(nameKey(1), 'g');
+// The value field after a credential-named name field, within 200 characters.
+const VALUE_AFTER = new RegExp(`^([^\\n{}<>]{0,200}?(?<![\\w-])${valueKey(2)})("[^"\\n]*"|'[^'\\n]*'|[^\\s,;}\\]>]+)`);
 // The same over lines (YAML `- name: DB_PASSWORD` then `value: …`, pretty-printed JSON).
 const NAME_LINE = new RegExp(`^[ \\t]*(?:-[ \\t]+)?${nameKey(1)}[ \\t]*,?[ \\t]*$`);
-const VALUE_LINE = /^([ \t]*(?:-[ \t]+)?(["']?)(?:value|Value|VALUE|ParameterValue|OutputValue)\2[ \t]*[:=][ \t]*)("[^"\n]*"|'[^'\n]*'|[^\s#,][^#\n]*?)([ \t]*,?[ \t]*)$/;
+const VALUE_LINE = /^([ \t]*(?:-[ \t]+)?(["']?)(?:value|Value|VALUE|ParameterValue|OutputValue)\2[ \t]*[:=][ \t]*)("[^"\n]*"|'[^'\n]*'|[^\s#,](?:[^#\n]*[^\s#,])?)([ \t]*,?[ \t]*)$/;
 // .netrc: `machine h login u password p` (one line), or `[login u] password p` on a line below
 // `machine`/`login` (prose such as `your login and password below` has neither).
 const NETRC = /^([ \t]*)((?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account|port)[ \t]+\S+)*[ \t]+password[ \t]+)(\S+)/;
@@ -168,6 +170,21 @@ function expression(v: string): boolean {
   return !/^["']/.test(v) && (/^(?:!+|~|-)?[A-Za-z_]+$/.test(v) || /^\$\{?[A-Za-z_]/.test(v) || /^-\d{1,7}$/.test(v) || /[([{\\]|,$/.test(v) || /^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$/.test(v));
 }
 
+/** Name and value fields on one line (see NAME_FIELD): the value after a credential name. */
+function maskPairs(line: string, mask: (s: string) => string): string {
+  let out = '';
+  let copied = 0;
+  for (const m of line.matchAll(NAME_FIELD)) {
+    const from = m.index + m[0].length;
+    if (m.index < copied || !isCredentialName(m[3] as string)) continue;
+    const v = VALUE_AFTER.exec(line.slice(from, from + 400));
+    if (!v || notASecret(v[3] as string)) continue;
+    out += line.slice(copied, from) + (v[1] as string) + unquoted(v[3] as string, mask);
+    copied = from + v[0].length;
+  }
+  return copied === 0 ? line : out + line.slice(copied);
+}
+
 /** Whether a value under a credential name is masked. */
 function secretUnder(name: string, value: string): boolean {
   return isCredentialName(name) && !notASecret(value) && !code(name, value);
@@ -189,7 +206,7 @@ function maskLine(text: string, mask: (s: string) => string, lines: boolean): st
     });
   }
   if (/value/i.test(out)) {
-    out = out.replace(PAIR, (all, head: string, _q1, _q2, name: string, _q4, value: string) => (isCredentialName(name) && !notASecret(value) ? `${head}${unquoted(value, mask)}` : all));
+    out = maskPairs(out, mask);
   }
   const cols = (out.includes('\t') ? TABBED.exec(out) : null) ?? SET.exec(out);
   if (cols && secretUnder(cols[2] as string, cols[4] as string)) out = `${cols[1]}${cols[2]}${cols[3]}${unquoted(cols[4] as string, mask)}${cols[5]}`;

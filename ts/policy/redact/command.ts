@@ -199,7 +199,7 @@ function afterColon(word: Word | undefined, value = word?.value): Span | undefin
 }
 
 /** Spans to mask in one segment. */
-function segmentSpans(words: Word[]): Span[] {
+function segmentSpans(words: Word[], depth = 0): Span[] {
   const spans: (Span | undefined)[] = [];
   let i = 0;
   // Prefix assignments and wrappers.
@@ -231,8 +231,9 @@ function segmentSpans(words: Word[]): Span[] {
     const v = w.value;
     // A client run by another program (`docker exec db mysql -p…`, `ssh host curl -u …`,
     // `kubectl exec pod -- redis-cli -a …`): the rest is its command line.
-    if (CLIENTS.has(v.replace(/^.*\//, ''))) {
-      spans.push(...segmentSpans(args.slice(k)));
+    // A few levels: output can name a client thousands of times on one line.
+    if (depth < 4 && CLIENTS.has(v.replace(/^.*\//, ''))) {
+      spans.push(...segmentSpans(args.slice(k), depth + 1));
       break;
     }
     // export-style assignments after the program (`export A=1 B_TOKEN=x`).
@@ -357,7 +358,7 @@ function segmentSpans(words: Word[]): Span[] {
 /** Masks the password flags and credential prefixes of a command line (see the module docs). */
 export function maskCommandFlags(line: string, mask: (s: string) => string, depth = 0): string {
   const words = segments(line);
-  const spans: Span[] = [...words.flatMap(segmentSpans), ...stdinSpans(words)];
+  const spans: Span[] = [...words.flatMap((w) => segmentSpans(w)), ...stdinSpans(words)];
   // A quoted word holding a command (`bash -c "mysql -p…"`, `ssh host 'curl -u …'`) is
   // masked as a command line of its own, a few levels deep.
   if (depth < 3) {
@@ -387,6 +388,21 @@ const CLIENT_WORD = new RegExp(`(?<![\\w-])(?:${OUTPUT_CLIENTS.map((c) => c.repl
 // here-string, or a login verb (`vault login TOKEN`).
 const ANCHORS = [' -', '\t-', '<<<', 'login ', 'auth'];
 
+/** Longest part of an output line parsed as a command: parsing costs about 0.25 ms per KB. */
+const MAX_COMMAND_CHARS = 64 * 1024;
+
+/**
+ * `line` masked as a command. A line longer than {@link MAX_COMMAND_CHARS} is parsed from its
+ * first client on, up to that length (a job printing megabytes of client names on one line
+ * would otherwise make every page cost seconds); flags past it are not masked.
+ */
+function maskLongLine(line: string, client: number, mask: (s: string) => string): string {
+  if (line.length <= MAX_COMMAND_CHARS) return maskCommandFlags(line, mask);
+  const cut = line.lastIndexOf(' ', client + MAX_COMMAND_CHARS);
+  const end = cut > client ? cut : client + MAX_COMMAND_CHARS;
+  return line.slice(0, client) + maskCommandFlags(line.slice(client, end), mask) + line.slice(end);
+}
+
 /**
  * Masks password flags in the lines of output that show a command line naming a client (a
  * shell trace `+ mysql -p…`, `ps` output, a script's echo): each such line is masked as a
@@ -410,8 +426,9 @@ export function maskCommandsInOutput(text: string, mask: (s: string) => string):
     const nl = text.indexOf('\n', start);
     const end = nl < 0 ? text.length : nl;
     const line = text.slice(start, end);
-    if (!CLIENT_WORD.test(line)) continue;
-    out += text.slice(copied, start) + maskCommandFlags(line, mask);
+    const client = CLIENT_WORD.exec(line);
+    if (!client) continue;
+    out += text.slice(copied, start) + maskLongLine(line, client.index, mask);
     copied = end;
   }
   return copied === 0 ? text : out + text.slice(copied);

@@ -5,8 +5,26 @@
  */
 import { rewriteLines } from './lines.js';
 
-// user:password just before an `@`; not after `/`, `:` or `@` (part of a URL or a path).
-const USERINFO = /(?<![\w/:@.%+-])[A-Za-z0-9._%+-]+:([^\s:@/'"]+)$/;
+const USER = /[A-Za-z0-9._%+-]/;
+const PASSWORD = /[^\s:@/'"]/;
+// Before the user: not `/`, `:` or `@` (part of a URL or a path), nor a word character.
+const BEFORE_USER = /[\w/:@.%+-]/;
+
+/**
+ * The password of `user:password` ending at `at` (an `@`), read backwards so each `@` costs
+ * at most 300 characters whatever surrounds it.
+ */
+function passwordBefore(text: string, at: number, floor: number): string | undefined {
+  const lo = Math.max(floor, at - 300);
+  let i = at;
+  while (i > lo && PASSWORD.test(text[i - 1] as string)) i--;
+  if (i === at || text[i - 1] !== ':') return undefined;
+  const colon = i - 1;
+  let u = colon;
+  while (u > lo && USER.test(text[u - 1] as string)) u--;
+  if (u === colon || (u > 0 && BEFORE_USER.test(text[u - 1] as string))) return undefined;
+  return text.slice(colon + 1, at);
+}
 // A host with a dot, localhost or an IP address.
 const HOST = /^(?:(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b|localhost\b|\d{1,3}(?:\.\d{1,3}){3}\b)/;
 // A one-label host (`me:pw@db`, a compose service), with an optional port: not an image
@@ -23,11 +41,9 @@ export function maskBareCredentials(text: string, mask: (s: string) => string): 
   let out = '';
   let copied = 0;
   while (at >= 0) {
-    const from = Math.max(copied, at - 300);
-    const m = USERINFO.exec(text.slice(from, at));
+    const pw = passwordBefore(text, at, copied);
     const after = text.slice(at + 1, at + 260);
-    if (m) {
-      const pw = m[1] as string;
+    if (pw !== undefined) {
       if (HOST.test(after) || (LABEL_HOST.test(after) && pw.length >= 6 && /\D/.test(pw))) {
         const start = at - pw.length;
         out += text.slice(copied, start) + mask(pw);
@@ -40,13 +56,14 @@ export function maskBareCredentials(text: string, mask: (s: string) => string): 
 }
 
 // ~/.pgpass: host (with a letter or a dot, or `*`), port (or `*`), database, user, password.
-const PGPASS = /^((?:[\w.-]*[A-Za-z.][\w.-]*|\*):(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:)((?:\\:|[^\s:])+)(\r?)$/;
+const PGPASS = /^((?:[\w.-]{1,253}|\*):(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:)((?:\\:|[^\s:])+)(\r?)$/;
 const PORT_FIELD = /:(?:\d{1,5}|\*):/g;
 
 /** Masks the password of `~/.pgpass` lines. */
 export function maskPgpass(text: string, mask: (s: string) => string): string {
   return rewriteLines(text, PORT_FIELD, (l) => {
     const line = PGPASS.exec(l);
-    return line ? `${line[1]}${mask(line[2] as string)}${line[3]}` : undefined;
+    // The host holds a letter or a dot (`12:00:01:…` is a time), or is `*`.
+    return line && /^(?:[^:]*[A-Za-z.]|\*)/.test(line[1] as string) ? `${line[1]}${mask(line[2] as string)}${line[3]}` : undefined;
   });
 }
