@@ -2,14 +2,27 @@
  * Redaction: the one function every command written to disk and every output or
  * notification leaving through a surface (tool, CLI, MCP) passes through.
  *
- * Masked in output: private-key blocks whole, whatever their size and wherever the text
- * starts (`redact/keyblock.ts`); credential-named values by the shape of the text, whatever
- * command printed them (`NAME=value` lines, `env -0`, JSON, YAML: `redact/assignments.ts`);
- * vendor tokens (OpenAI/Anthropic, GitHub, GitLab, Slack, AWS, Google, npm, Hugging Face,
- * Stripe, ...), `Authorization`/`X-Api-Key` credentials (the scheme is kept), passwords in
- * URLs (any characters, with or without a scheme), JWTs. Commands additionally lose the
- * values of password flags and credential prefixes (`redact/command.ts`). Long tokens keep a
- * short prefix and suffix so they stay recognisable.
+ * Masked in output, each kind in a module of its own:
+ * - private-key blocks whole, whatever their size and wherever the text starts, in PEM,
+ *   OpenPGP and SSH2 armour, also as `cat -A` prints them (`redact/keyblock.ts`); key
+ *   material without markers where its first bytes tell it (a DER private key, OpenSSH,
+ *   SSH2 or OpenPGP secret-key magic, base64 of a PEM key, PuTTY's private lines:
+ *   `redact/keybody.ts`);
+ * - credential-named values by the shape of the text, whatever command printed them
+ *   (`NAME=value` lines, `env -0`, JSON, YAML, `NAME = value` in TOML/INI/HCL/PowerShell,
+ *   `NAME<TAB>value`, fish and csh `set`, XML elements, name/value pairs of Kubernetes, ECS,
+ *   SSM and .NET, `.netrc`: `redact/assignments.ts`);
+ * - `user:password@host` without a scheme and `.pgpass` lines (`redact/hostcreds.ts`);
+ * - password flags of client command lines shown in output (`ps`, `set -x` traces), and in
+ *   commands: password flags, credential prefixes, secrets given on stdin, tokens after a
+ *   login verb, `user:password` pairs (`redact/command.ts`);
+ * - vendor tokens (OpenAI/Anthropic, GitHub, GitLab, Slack, AWS, Google, npm, Hugging Face,
+ *   Stripe, ...), `Authorization`/`X-Api-Key` credentials (the scheme is kept), passwords in
+ *   URLs (any characters, with or without a scheme), JWTs, cookie values.
+ *
+ * Every rule also reads lines as a person sees them: escape sequences, backspaces,
+ * zero-width and fullwidth characters cannot split a name or a token (`redact/readable.ts`).
+ * Long tokens keep a short prefix and suffix so they stay recognisable.
  *
  * URL credentials: `scheme://user:password@host` masks everything between the first `:`
  * after the user and the last `@` before the host, so a password may hold `/`, `:` or `@`
