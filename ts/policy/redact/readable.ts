@@ -15,9 +15,13 @@
 // characters reads as misleading, so they are kept apart).
 const VARIATION = String.raw`[\ufe00-\ufe0f]`;
 // Escape sequences (CSI, OSC, two-byte), C0/C1 controls but tab, LF, CR and NUL, DEL, NBSP,
-// soft hyphen, the combining grapheme joiner, zero-width and bidirectional controls, word
-// joiners, BOM, fullwidth ASCII.
-const HIDING = new RegExp(String.raw`[\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\xa0\xad\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202f\u205f-\u206f\u3000\u3164\ufeff\uff01-\uff5e\uffa0]|\u034f|${VARIATION}`);
+// soft hyphen, the combining grapheme joiner, wide and zero-width spaces, bidirectional
+// controls, word joiners, BOM, and characters NFKC folds to ASCII: super- and subscripts,
+// letterlike and enclosed forms, small and fullwidth forms, mathematical letters (`𝐏𝐀𝐒𝐒`).
+// Not `…` (U+2026): masks hold it.
+const HIDING = new RegExp(
+  String.raw`[\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\xa0\xad\u061c\u115f\u1160\u17b4\u17b5\u180e\u2000-\u200f\u202a-\u202f\u205f-\u206f\u2070-\u209f\u2100-\u214f\u2460-\u24ff\u3000\u3164\ufe50-\ufe6f\ufeff\uff00-\uffef]|\u034f|\ud835[\udc00-\udfff]|${VARIATION}`,
+);
 const ESCAPES = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b\n]*(?:\u0007|\u001b\\)?|\u001b[P^_X][^\u001b\n]*(?:\u001b\\)?|\u001b[ -/]*[0-~]|\u009b[0-?]*[ -/]*[@-~]/g;
 const INVISIBLE = new RegExp(String.raw`[\x01-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0]|\u034f|${VARIATION}`, 'g');
 
@@ -67,14 +71,19 @@ export function redactReadable(text: string, core: (t: string) => string): strin
     const m = masked.split('\n');
     return m.length !== lines.length ? masked : lines.map((l, i) => (m[i] === r[i] ? l : (m[i] as string))).join('\n');
   }
+  // Opaque: a line whose readable view differs by more than its colour codes.
   let opaque = false;
+  let changed = false;
   const readable = lines.map((l) => {
     if (!HIDING.test(l)) return l;
     const plain = l.replace(CSI, '');
-    if (!HIDING.test(plain)) return plain;
-    opaque = true;
-    return readableLine(l);
+    const r = HIDING.test(plain) ? readableLine(plain) : plain;
+    if (r !== plain) opaque = true;
+    if (r !== l) changed = true;
+    return r;
   });
+  // Typographic characters that read as themselves (`—`, `“`): the text as written.
+  if (!changed) return core(text);
   const masked = core(readable.join('\n')).split('\n');
   if (masked.length !== lines.length) return masked.join('\n');
   const raw = opaque ? core(text).split('\n') : undefined;
