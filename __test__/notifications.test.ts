@@ -130,6 +130,22 @@ describe('watch patterns', () => {
     await r.close();
   });
 
+  it('lines still queued for the event loop when a poll takes the end from the job are matched', async () => {
+    const r = await ProcessRegistry.open({ watch: { cooldownMs: 0 } });
+    try {
+      const s = await r.spawn('for i in 1 2 3; do echo "hit $i"; done', { watchPatterns: ['hit'] });
+      cleanupGroup(s.pid);
+      // Block the event loop while the job prints and ends: its output events wait in the
+      // queue, and the poll below learns of the end from the job before they are delivered.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+      expect(await r.poll(s.id)).toMatchObject({ status: 'exited', exitCode: 0 });
+      const lines = (await r.drainNotifications()).map((e) => (e as { line?: string }).line);
+      expect(lines).toEqual(['hit 1', 'hit 2', 'hit 3']);
+    } finally {
+      await r.close();
+    }
+  });
+
   it('an invalid pattern is INVALID_ARGUMENT', async () => {
     await expect(ctx.registry.spawn('true', { watchPatterns: ['('] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });

@@ -82,12 +82,18 @@ export abstract class HostSession extends BaseSession {
   /** Called once the job runs and the session is registered. */
   protected started(): void {}
 
+  /** Bytes of output fed to the watcher from output events (see `catchUpWatcher`). */
+  private watchedBytes = 0;
+
   private onEvent(ev: JobEvent): void {
     const live = this.live;
     if (ev.kind === 'output') {
       if (!ev.data) return;
       live.tail.append(ev.data);
-      if (live.watcher) this.host.watch(live, ev.data.toString('utf8'));
+      if (live.watcher) {
+        this.watchedBytes += ev.data.length;
+        this.host.watch(live, ev.data.toString('utf8'));
+      }
       return;
     }
     const end = { exitCode: ev.exitCode ?? null, signal: ev.signal ?? null };
@@ -107,7 +113,10 @@ export abstract class HostSession extends BaseSession {
       // Our own child: its reader may have published the end while the event loop did not
       // run yet (a caller polling in a loop that never yields); take it from the job.
       const ended = live.job?.exitStatus();
-      if (ended) this.onEvent(ended);
+      if (ended) {
+        this.catchUpWatcher();
+        this.onEvent(ended);
+      }
       return;
     }
     if (!(await this.adopt())) return;
@@ -127,6 +136,24 @@ export abstract class HostSession extends BaseSession {
       if (written) this.host.finish(live, written);
       else this.endFromExit({ exitCode: null, signal: null });
     }
+  }
+
+  /**
+   * Before an end taken from the job ahead of its events: output events still queued for the
+   * event loop would reach the watcher after the session ended (and its watcher was
+   * dropped), so their lines would never be matched. Feeds the watcher the output it has
+   * not seen from the native tail (which holds every byte the reader read, up to its cap);
+   * the queued events arrive later and find no watcher.
+   */
+  private catchUpWatcher(): void {
+    const { live } = this;
+    if (!live.watcher || !live.job) return;
+    const { total } = live.job.tailStats();
+    const missing = total - this.watchedBytes;
+    if (missing <= 0) return;
+    const tail = Buffer.from(live.job.tailText(), 'utf8');
+    this.watchedBytes = total;
+    this.host.watch(live, tail.subarray(Math.max(0, tail.length - missing)).toString('utf8'));
   }
 
   /** Whether a detached job can be judged now (a durable job may still be starting). */
