@@ -262,7 +262,7 @@ export declare function removeCgroup(cgroup: string, sessionId?: string | undefi
 export declare function signalName(signal: number): string
 
 /**
- * Starts a job in a new session. Events arrive through `onEvent` from the job's own reader
+ * Starts a job in a new session. Events arrive through `onEvent` from the core's reactor
  * thread; the callback is weak, so a running job never keeps Node's event loop alive.
  */
 export declare function spawn(options: SpawnOptions, onEvent: ((arg: JobEvent) => unknown)): NativeJob

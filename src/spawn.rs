@@ -143,12 +143,14 @@ fn spawn_options(o: SpawnOptions) -> Result<core::job::SpawnOptions> {
   Ok(opts)
 }
 
-/// Events a job may have queued for the JS thread before its reader blocks. A blocked
-/// reader stops reading, the pipe fills and the job blocks on write: the same back-pressure
-/// Node streams apply, so an output flood cannot grow the host's memory without bound.
+/// Events a job may have queued for the JS thread before the core's reactor (one thread
+/// for every job) waits for JS to take one. A waiting reactor stops reading, the pipe fills
+/// and the job blocks on write: the same back-pressure Node streams apply, so an output
+/// flood cannot grow the host's memory without bound. Other jobs wait meanwhile, for as
+/// long as JS takes to handle one event.
 const EVENT_QUEUE: usize = 16;
 
-/// Starts a job in a new session. Events arrive through `onEvent` from the job's own reader
+/// Starts a job in a new session. Events arrive through `onEvent` from the core's reactor
 /// thread; the callback is weak, so a running job never keeps Node's event loop alive.
 #[napi]
 pub fn spawn(

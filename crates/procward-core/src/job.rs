@@ -19,7 +19,7 @@ use std::time::Duration;
 /// Where the job's output goes.
 #[derive(Debug, Clone)]
 pub enum Capture {
-  /// One pipe for stdout and stderr, read by a dedicated thread.
+  /// One pipe for stdout and stderr, read by the reactor.
   Pipe,
   /// A log file (appended, created 0600) and an exit file written by the supervisor.
   Durable {
@@ -135,7 +135,9 @@ impl Default for DrainOptions {
   }
 }
 
-/// Receives a job's events on the job's reader thread.
+/// Receives a job's events, on the reactor thread that follows every job of the process:
+/// a sink should return quickly (while it blocks, no job's output is read), and it must
+/// never wait for something that waits for the reactor (another job's event, say).
 pub type EventSink = Box<dyn FnMut(JobEvent) + Send + 'static>;
 
 /// A started process this host is the parent of: wait for it exactly once.

@@ -13,6 +13,8 @@
 //!   `spawn`, `launch` and `reader`, so that none of the three imports another in a circle.
 //! - [`spawn`]: `<shell> -c <command>` in a new session, with pipe or durable file capture.
 //! - [`reader`]: orphan-safe output capture (pipe drain and log-file tail).
+//! - `reactor` (crate-private): one thread, on epoll (kqueue on macOS) through `mio`,
+//!   follows every live job's output and exit; no thread per job.
 //! - [`launch`]: starting a job's first process (`clone(CLONE_VM | CLONE_VFORK)` on Linux).
 //! - [`pty`]: pseudo-terminals and the job's input side (stdin pipe or PTY master).
 //! - [`utf8`]: incremental UTF-8 decoding of output chunks.
@@ -46,6 +48,8 @@ pub mod patterns;
 pub mod probe;
 #[cfg(unix)]
 pub mod pty;
+#[cfg(unix)]
+mod reactor;
 #[cfg(unix)]
 pub mod reader;
 #[cfg(unix)]

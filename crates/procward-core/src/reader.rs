@@ -7,30 +7,30 @@
 //! idle for `idle` or `max_wait` or `byte_cap` is reached, then publishes the exit. Output
 //! that arrives later (from a grandchild still holding the pipe) is delivered as late
 //! output; the grandchild is neither waited for nor killed (only a kill kills).
+//!
+//! A job's capture is a state machine ([`PipeCapture`], [`LogCapture`]) that the
+//! [`reactor`](crate::reactor) turns when its descriptors are ready or its deadline comes:
+//! no thread per job.
 
 use crate::job::{EventSink, Launched};
 use crate::logfile::LogFollower;
+use crate::reactor::{Followed, Next, Wake};
 use crate::status::ExitInfo;
 use crate::utf8::Utf8Decoder;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::fs::File;
 use std::io::{ErrorKind, Read};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 // Their home is `job`; re-exported where they were first published.
 pub use crate::job::{DrainOptions, JobEvent};
 
-const CHUNK: usize = 256 * 1024;
 /// Polling tick for the direct child when no pidfd exists.
 const EXIT_TICK: Duration = Duration::from_millis(20);
 /// How often a durable job's log file is checked for growth.
 const TAIL_TICK: Duration = Duration::from_millis(15);
-
-fn timeout(d: Duration) -> PollTimeout {
-  PollTimeout::try_from(d.as_millis().min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX)
-}
 
 fn reap(child: &mut Launched) -> Option<ExitInfo> {
   match child.try_wait() {
@@ -59,141 +59,227 @@ pub fn poll_ready(main: BorrowedFd, other: Option<BorrowedFd>, wait: PollTimeout
   }
 }
 
-/// The pipe reader: runs on its own thread until EOF.
-pub(crate) fn run_pipe(pipe: OwnedFd, mut child: Launched, pidfd: Option<OwnedFd>, drain: DrainOptions, mut sink: EventSink) {
-  let mut file = File::from(pipe);
-  let mut buf = vec![0u8; CHUNK];
-  let mut decoder = Utf8Decoder::new();
-  let mut exit: Option<ExitInfo> = None;
-  let mut exit_at = Instant::now();
-  let mut after_exit = 0usize;
-  let mut eof = false;
+/// Reads of [`BUFFER`](crate::reactor::BUFFER) bytes a job may make in one turn, so that one job flooding its pipe
+/// cannot hold the reactor from the others.
+const READS_PER_TURN: usize = 4;
 
-  loop {
-    let wait = match (exit.is_some(), pidfd.is_some()) {
-      (true, _) => timeout(drain.idle.min(drain.max_wait.saturating_sub(exit_at.elapsed()))),
-      (false, true) => PollTimeout::NONE,
-      (false, false) => timeout(EXIT_TICK),
-    };
-    let Some((pipe_ready, child_ready)) =
-      poll_ready(file.as_fd(), if exit.is_none() { pidfd.as_ref().map(|p| p.as_fd()) } else { None }, wait)
-    else {
-      continue;
-    };
+/// A pipe (or PTY) job followed by the reactor: its output, its exit, the drain between.
+pub(crate) struct PipeCapture {
+  /// Non-blocking: the reactor reads until `EAGAIN`.
+  file: File,
+  child: Launched,
+  pidfd: Option<OwnedFd>,
+  /// No pidfd (old kernels, macOS) or one that fired before the process could be reaped:
+  /// the exit is polled on every turn, and turns come every [`EXIT_TICK`].
+  exit_by_tick: bool,
+  /// The output descriptor could not be registered: it is read on every tick.
+  output_by_tick: bool,
+  drain: DrainOptions,
+  sink: EventSink,
+  decoder: Utf8Decoder,
+  exit: Option<ExitInfo>,
+  exit_at: Instant,
+  /// The last read after the exit (or the exit itself): the idle window starts here.
+  quiet_since: Instant,
+  after_exit: usize,
+  eof: bool,
+  published: bool,
+}
 
-    if pipe_ready {
-      match file.read(&mut buf) {
-        Ok(0) => eof = true,
+impl PipeCapture {
+  /// `pipe` must be non-blocking (its only other holder, a PTY master's input side, is).
+  pub(crate) fn new(pipe: OwnedFd, child: Launched, pidfd: Option<OwnedFd>, drain: DrainOptions, sink: EventSink) -> Self {
+    let now = Instant::now();
+    PipeCapture {
+      file: File::from(pipe),
+      child,
+      exit_by_tick: pidfd.is_none(),
+      pidfd,
+      output_by_tick: false,
+      drain,
+      sink,
+      decoder: Utf8Decoder::new(),
+      exit: None,
+      exit_at: now,
+      quiet_since: now,
+      after_exit: 0,
+      eof: false,
+      published: false,
+    }
+  }
+
+  /// Reads what the pipe holds, up to [`READS_PER_TURN`] chunks; true when it may hold more.
+  fn read(&mut self, buf: &mut [u8], now: Instant) -> bool {
+    for _ in 0..READS_PER_TURN {
+      match self.file.read(buf) {
+        Ok(0) => {
+          self.eof = true;
+          return false;
+        }
         Ok(n) => {
-          let text = decoder.decode(&buf[..n]);
+          let text = self.decoder.decode(&buf[..n]);
           if !text.is_empty() {
-            sink(JobEvent::Output { text, late: false });
+            (self.sink)(JobEvent::Output { text, late: self.published });
           }
-          if exit.is_some() {
-            after_exit += n;
+          if self.exit.is_some() && !self.published {
+            self.after_exit += n;
+            self.quiet_since = now;
+            if self.after_exit >= self.drain.byte_cap {
+              return true;
+            }
           }
         }
-        Err(e) if matches!(e.kind(), ErrorKind::Interrupted | ErrorKind::WouldBlock) => {}
+        Err(e) if e.kind() == ErrorKind::Interrupted => {}
+        Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
         // EIO: a PTY master whose slave side has no holder left.
-        Err(_) => eof = true,
-      }
-    }
-
-    let mut just_exited = false;
-    if exit.is_none() && (child_ready || pidfd.is_none() || eof) {
-      exit =
-        if eof { child.wait().ok().map(ExitInfo::from_status).or(Some(ExitInfo { code: None, signal: None })) } else { reap(&mut child) };
-      exit_at = Instant::now();
-      just_exited = exit.is_some();
-    }
-
-    if let Some(info) = exit {
-      // Idle means a whole poll window passed after the exit with nothing to read.
-      let idle = !pipe_ready && !just_exited;
-      if eof || idle || after_exit >= drain.byte_cap || exit_at.elapsed() >= drain.max_wait {
-        if eof {
-          flush(&mut decoder, false, &mut sink);
+        Err(_) => {
+          self.eof = true;
+          return false;
         }
-        sink(JobEvent::Exit(info));
-        break;
       }
     }
-  }
-
-  if !eof {
-    late_output(file, buf, decoder, sink);
+    true
   }
 }
 
-/// After the exit is published: keep reading until the last holder of the pipe closes it,
-/// so a grandchild that writes never gets SIGPIPE from us.
-fn late_output(mut file: File, mut buf: Vec<u8>, mut decoder: Utf8Decoder, mut sink: EventSink) {
-  loop {
-    // The descriptor may be non-blocking (a PTY master shared with the input side).
-    let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
-    if matches!(poll(&mut fds, PollTimeout::NONE), Err(e) if e != nix::errno::Errno::EINTR) {
-      break;
-    }
-    match file.read(&mut buf) {
-      Ok(0) => break,
-      Ok(n) => {
-        let text = decoder.decode(&buf[..n]);
-        if !text.is_empty() {
-          sink(JobEvent::Output { text, late: true });
-        }
-      }
-      Err(e) if matches!(e.kind(), ErrorKind::Interrupted | ErrorKind::WouldBlock) => continue,
-      Err(_) => break,
-    }
+impl Followed for PipeCapture {
+  fn output_fd(&self) -> Option<RawFd> {
+    Some(self.file.as_raw_fd())
   }
-  flush(&mut decoder, true, &mut sink);
+
+  fn exit_fd(&self) -> Option<RawFd> {
+    self.pidfd.as_ref().map(AsRawFd::as_raw_fd)
+  }
+
+  fn close_exit(&mut self) {
+    self.pidfd = None;
+  }
+
+  fn output_unwatched(&mut self) {
+    self.output_by_tick = true;
+  }
+
+  fn turn(&mut self, wake: Wake, buf: &mut [u8]) -> Next {
+    let now = wake.now;
+    let mut more = false;
+    // On an exit, read first: what the child wrote before it exited comes before its end.
+    if !self.eof && (wake.output || self.output_by_tick || (wake.exit && self.exit.is_none())) {
+      more = self.read(buf, now);
+    }
+    let mut exit_done = false;
+    // Never from pipe EOF alone: a job may close its output and go on running.
+    if self.exit.is_none() && (wake.exit || self.exit_by_tick) {
+      if let Some(info) = reap(&mut self.child) {
+        self.exit = Some(info);
+        (self.exit_at, self.quiet_since) = (now, now);
+        exit_done = self.pidfd.is_some();
+      } else if wake.exit {
+        // A pidfd fires once (edge-triggered); one that fired too early (a thread group
+        // whose leader ended first, on kernels before 6.9) leaves the tick to find the end.
+        self.exit_by_tick = true;
+        exit_done = true;
+      }
+    }
+
+    if let (Some(info), false) = (self.exit, self.published) {
+      // Idle: a whole window passed after the exit (or the last read since) with nothing read.
+      let idle = !more && now >= self.quiet_since + self.drain.idle;
+      if self.eof || idle || self.after_exit >= self.drain.byte_cap || now >= self.exit_at + self.drain.max_wait {
+        if self.eof {
+          flush(&mut self.decoder, false, &mut self.sink);
+        }
+        (self.sink)(JobEvent::Exit(info));
+        self.published = true;
+      }
+    }
+    if self.published && self.eof {
+      // The last holder of the pipe closed it: what the decoder holds is late output.
+      flush(&mut self.decoder, true, &mut self.sink);
+      return Next::Done;
+    }
+
+    let mut at = None;
+    let mut soonest = |t: Instant| at = Some(at.map_or(t, |a: Instant| a.min(t)));
+    if self.exit.is_none() && self.exit_by_tick || self.output_by_tick && !self.eof {
+      soonest(now + EXIT_TICK);
+    }
+    if self.exit.is_some() && !self.published {
+      soonest((self.quiet_since + self.drain.idle).min(self.exit_at + self.drain.max_wait));
+    }
+    Next::Keep { more, at, exit_done }
+  }
 }
 
-/// The durable-job tailer: follows the log (across rotations) while the supervisor runs.
-/// The job's end is published as soon as the supervisor has written the exit file, even
-/// when the supervisor stays on because a grandchild still holds the job's output pipe;
-/// output after that is late output. A supervisor that ended without an exit file (SIGKILL,
-/// a full disk) gives an unknown end (no code, no signal), never its own status.
-pub(crate) fn run_tail(log_path: PathBuf, exit_path: PathBuf, mut child: Launched, pidfd: Option<OwnedFd>, mut sink: EventSink) {
-  let mut follower = LogFollower::new(&log_path);
-  let mut buf = vec![0u8; CHUNK];
-  let mut decoder = Utf8Decoder::new();
-  let mut published = false;
-  let mut pump = |late: bool, sink: &mut EventSink, decoder: &mut Utf8Decoder| {
-    follower.read_new(&mut buf, &mut |bytes| {
+/// A durable job followed by the reactor: its log (across rotations) while the supervisor
+/// runs. The job's end is published as soon as the supervisor has written the exit file,
+/// even when the supervisor stays on because a grandchild still holds the job's output
+/// pipe; output after that is late output. A supervisor that ended without an exit file
+/// (SIGKILL, a full disk) gives an unknown end (no code, no signal), never its own status.
+pub(crate) struct LogCapture {
+  follower: LogFollower,
+  exit_path: PathBuf,
+  child: Launched,
+  pidfd: Option<OwnedFd>,
+  sink: EventSink,
+  decoder: Utf8Decoder,
+  published: bool,
+}
+
+impl LogCapture {
+  pub(crate) fn new(log_path: PathBuf, exit_path: PathBuf, child: Launched, pidfd: Option<OwnedFd>, sink: EventSink) -> Self {
+    LogCapture { follower: LogFollower::new(&log_path), exit_path, child, pidfd, sink, decoder: Utf8Decoder::new(), published: false }
+  }
+
+  fn pump(&mut self, late: bool, buf: &mut [u8]) {
+    let (decoder, sink) = (&mut self.decoder, &mut self.sink);
+    self.follower.read_new(buf, &mut |bytes| {
       let text = decoder.decode(bytes);
       if !text.is_empty() {
         sink(JobEvent::Output { text, late });
       }
     });
-  };
-  loop {
-    pump(published, &mut sink, &mut decoder);
-    let gone = reap(&mut child);
-    if !published {
-      let recorded = std::fs::read_to_string(&exit_path).ok().and_then(|t| ExitInfo::from_json(&t));
+  }
+}
+
+impl Followed for LogCapture {
+  fn output_fd(&self) -> Option<RawFd> {
+    None
+  }
+
+  fn exit_fd(&self) -> Option<RawFd> {
+    self.pidfd.as_ref().map(AsRawFd::as_raw_fd)
+  }
+
+  fn close_exit(&mut self) {
+    self.pidfd = None;
+  }
+
+  fn output_unwatched(&mut self) {}
+
+  fn turn(&mut self, wake: Wake, buf: &mut [u8]) -> Next {
+    self.pump(self.published, buf);
+    let gone = reap(&mut self.child);
+    if !self.published {
+      let recorded = std::fs::read_to_string(&self.exit_path).ok().and_then(|t| ExitInfo::from_json(&t));
       // Without an exit file the job's end is unknown: the supervisor's own status says
       // nothing about the job (SIGKILLed alone, it leaves the job running).
       if let Some(info) = recorded.or(gone.map(|_| ExitInfo { code: None, signal: None })) {
-        pump(false, &mut sink, &mut decoder);
+        self.pump(false, buf);
         if gone.is_some() {
-          flush(&mut decoder, false, &mut sink);
+          flush(&mut self.decoder, false, &mut self.sink);
         }
-        sink(JobEvent::Exit(info));
-        published = true;
+        (self.sink)(JobEvent::Exit(info));
+        self.published = true;
       }
     }
     if gone.is_some() {
-      pump(true, &mut sink, &mut decoder);
-      flush(&mut decoder, true, &mut sink);
-      return;
+      self.pump(true, buf);
+      flush(&mut self.decoder, true, &mut self.sink);
+      return Next::Done;
     }
-    if let Some(p) = &pidfd {
-      let mut fds = [PollFd::new(p.as_fd(), PollFlags::POLLIN)];
-      let _ = poll(&mut fds, timeout(TAIL_TICK));
-    } else {
-      std::thread::sleep(TAIL_TICK);
-    }
+    // The log is a regular file (epoll cannot watch it): it is checked on a tick. A pidfd
+    // that fired without a reapable supervisor is closed; the tick finds the end.
+    Next::Keep { more: false, at: Some(wake.now + TAIL_TICK), exit_done: wake.exit }
   }
 }
 

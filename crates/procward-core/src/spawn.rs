@@ -2,13 +2,14 @@
 //! process group id equals its PID and a tree kill can address the whole group.
 //!
 //! Two capture modes:
-//! - [`Capture::Pipe`]: stdout and stderr share one pipe (merged in arrival order); a reader
-//!   thread drains it without ever hanging on a grandchild that keeps the pipe open.
+//! - [`Capture::Pipe`]: stdout and stderr share one pipe (merged in arrival order); the
+//!   reactor (one thread for every job) drains it without ever hanging on a grandchild that
+//!   keeps the pipe open.
 //! - [`Capture::Durable`]: the job is started under `procward-supervise`, which copies its
 //!   output into a rotating log file and writes its exact exit status to an exit file; the
 //!   job's pipe ends in the supervisor, not the host, so the job survives the host (no
-//!   SIGPIPE) and its output and exit status outlive it. A thread follows the log while the
-//!   host lives.
+//!   SIGPIPE) and its output and exit status outlive it. The reactor follows the log while
+//!   the host lives.
 //!
 //! stdin is `/dev/null`. Every signal disposition is reset to default and the signal mask
 //! cleared in the child (Node ignores SIGPIPE, and ignored dispositions survive `exec`).
@@ -17,7 +18,8 @@ use crate::error::{Error, Result};
 use crate::identity::{identity_of_child, Identity};
 use crate::job::{JobEvent, Launched};
 use crate::pty::{self, InputKind, JobInput};
-use crate::reader;
+use crate::reactor::{self, Followed};
+use crate::reader::{LogCapture, PipeCapture};
 use crate::status::ExitInfo;
 use crate::tail::{SharedTail, Tail};
 use std::ffi::OsString;
@@ -30,7 +32,7 @@ use std::sync::{Arc, Mutex};
 pub use crate::job::{default_shell, Capture, EventSink, Input, SpawnOptions};
 
 /// A started job. Its events (output, then exactly one exit) go to the sink given to
-/// [`spawn`], from a dedicated thread.
+/// [`spawn`], from the reactor thread that follows every job of this process.
 #[derive(Debug)]
 pub struct Job {
   /// PID of the direct child (the shell, or the supervisor in durable mode); also the
@@ -39,7 +41,7 @@ pub struct Job {
   pub identity: Identity,
   /// The host's side of the job's stdin (pipe or PTY), when it has one.
   pub input: Option<JobInput>,
-  /// The rolling tail of the job's output, filled by the reader thread.
+  /// The rolling tail of the job's output, filled by the reactor.
   pub tail: SharedTail,
   /// The job's end once the reader published it (set just before the exit event is handed
   /// to the sink), so a host whose event loop has not run the event yet can still see it.
@@ -50,11 +52,12 @@ pub struct Job {
 #[cfg(target_os = "linux")]
 const PIPE_SIZE: libc::c_int = 256 * 1024;
 
-/// Starts the job and its reader thread.
+/// Starts the job and hands its capture to the reactor (started with the first job).
 ///
 /// Errors: `InvalidInput` for an empty command; `Io` when the pipe, the log file, the spawn
 /// or the exec fails (for example `ENOENT` for a missing shell or cwd, `EMFILE` when the
-/// host is out of file descriptors).
+/// host is out of file descriptors), or when the reactor cannot start; the job is killed
+/// and reaped then.
 pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   if opts.command.is_empty() {
     return Err(Error::InvalidInput("command is empty".into()));
@@ -155,23 +158,26 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     }) as EventSink
   };
 
-  // Reader threads mostly sit in poll(2): a small stack keeps a spawn's mmap cheap.
-  let thread = std::thread::Builder::new().name(format!("procward-reader-{pid}")).stack_size(READER_STACK);
-  let drain = opts.drain.clone();
-  let spawned = match (read_end, opts.capture) {
-    (Some(r), _) => thread.spawn(move || reader::run_pipe(r, child, pidfd, drain, sink)),
-    (None, Capture::Durable { log_path, exit_path, .. }) => thread.spawn(move || reader::run_tail(log_path, exit_path, child, pidfd, sink)),
+  let followed: Box<dyn Followed> = match (read_end, opts.capture) {
+    (Some(r), _) => {
+      // The reactor reads until EAGAIN. A PTY master's copy shares its file description
+      // with the input side, which is non-blocking already.
+      if let Err(e) = pty::nonblocking(&r) {
+        abandon(&mut child);
+        return Err(Error::io("making the output pipe non-blocking", e));
+      }
+      Box::new(PipeCapture::new(r, child, pidfd, opts.drain, sink))
+    }
+    (None, Capture::Durable { log_path, exit_path, .. }) => Box::new(LogCapture::new(log_path, exit_path, child, pidfd, sink)),
     (None, Capture::Pipe) => unreachable!("pipe capture always has a read end"),
   };
-  if let Err(e) = spawned {
+  if let Err(e) = reactor::follow(followed) {
+    // The capture (and with it the child's handle) was dropped: kill and reap by PID.
     abandon(&mut Launched::new(pid));
-    return Err(Error::io("starting the reader thread", e));
+    return Err(Error::io("starting the reactor", e));
   }
   Ok(Job { pid, identity, input, tail, exit })
 }
-
-/// Stack of a reader thread (its buffers live on the heap).
-const READER_STACK: usize = 256 * 1024;
 
 /// The program and its arguments: `<shell> <shell_args...> <command>`, under the supervisor
 /// for durable jobs.
