@@ -63,6 +63,7 @@ export function notASecret(raw: string, command = false): boolean {
   if (command) return false;
   return (
     /^\d{1,7}$/.test(v) ||
+    /^#[0-9a-fA-F]{3,8}$/.test(v) ||
     /^(?:true|false|yes|no|on|off|null|nil|none|undefined|required|optional|bearer|basic)$/i.test(v) ||
     /^<[^<>]*>$|^\{\{.*\}\}$|^%[A-Za-z_]\w*%$|^\[(?:REDACTED|MASKED|HIDDEN)[^\]]*\]$/i.test(v) ||
     /^(?:\/|\.{1,2}\/|~\/)[\w./-]*$/.test(v) ||
@@ -73,7 +74,7 @@ export function notASecret(raw: string, command = false): boolean {
 const LINE = /(^|\0)([ \t]*(?:export[ \t]+|declare[ \t]+-[a-zA-Z]+[ \t]+|set[ \t]+|-[ \t]+)?)([A-Za-z_][\w.-]*)=([^\n\0]*)/gm;
 const WORD = /(^|[\s,;([{'"?&])([A-Za-z_][A-Za-z0-9_]*)=("[^"\n]*"|'[^'\n]*'|[^\s,;'"&)\]}]+)/g;
 // `"NAME": "value"` (JSON), and `"db_password": value` (YAML or a Python dict with a bare value).
-const QUOTED = /(["'])(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]{0,127})\1(\s*:\s*)(?:(["'])((?:\\.|(?!\4)[^\\\n])*)\4|([^\s"',}\]{[][^\s,}\]]*))/gi;
+const QUOTED = /(["'])(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]{0,127})\1(\s*(?::|=>)\s*)(?:(["'])((?:\\.|(?!\4)[^\\\n])*)\4|([^\s"',}\]{[][^\s,}\]]*))/gi;
 // An indented key (inside a mapping) may have a value of several words; at column 0 only one
 // (`passwd: password updated successfully` is a message, not YAML).
 const YAML = /^((?:[ \t]+(?:-[ \t]+)?|-[ \t]+)?)([A-Za-z_][\w-]*)(:[ \t]+)("[^"\n]*"|'[^'\n]*'|[^\s#|>&*!{[][^\s#]*|(?<=^[ \t]+[\w-]+:[ \t]+)[^\s#|>&*!{[](?:[^#\n]*[^\s#])?)([ \t]*)$/gm;
@@ -87,10 +88,17 @@ const SPACED = /(^|[\s,;({[-])(\$env:|\$)?(?=[\w.-]{0,64}?(?:pass|pwd|token|secr
 const TABBED = /^([ \t]*)([A-Z_][A-Z0-9_]*)(\t[ \t]*)(\S+)([ \t]*)$/;
 // fish `set -gx NAME value`, csh `setenv NAME value`: the rest of the line is the value.
 const SET = /^([ \t]*(?:set(?:[ \t]+-[A-Za-z]+)*|setenv)[ \t]+)([A-Za-z_]\w*)([ \t]+)(\S(?:.*\S)?)([ \t]*)$/;
-// `<password>value</password>`, `<ns:Password>`.
+// An unquoted key and a quoted value inside a line: `{ password: "…" }` (JavaScript, YAML
+// flow mappings), `:password => "…"` (Ruby).
+const KEYED = /((?:^|[{,(\s]):?)(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]{0,127})([ \t]*(?::|=>)[ \t]*)("[^"\n]*"|'[^'\n]*')/gi;
+// A label of a few words ending in a credential word, then one value: `Generated admin
+// password: …`, `Your API key: …`. A value of lower-case letters only is a status
+// (`Password: changed`).
+const LABEL = /^([ \t]*(?:[A-Za-z][\w-]*[ \t]+){1,4}(?:password|passwd|passphrase|token|secret|api[ _-]?key|access[ _-]?key|secret[ _-]?key|private[ _-]?key|client[ _-]?secret|auth[ _-]?token|access[ _-]?token|refresh[ _-]?token)[ \t]*[:=][ \t]*)(\S+)([ \t]*)$/i;
+// `<password>value</password>`, `<ns:Password>`, `<entry key="password">value</entry>`.
 const XML = /<([A-Za-z_][\w.:-]*)((?:[ \t][^<>\n]*)?>)([^<>\n]+)(<\/\1>)/g;
 /** A name field whose quote is capture group `q` (the name itself is group `q + 2`). */
-const nameKey = (q: number) => `(?<![\\w-])(["']?)(?:name|key|Name|Key|NAME|KEY|ParameterKey|ParameterName|OutputKey)\\${q}[ \\t]*[:=][ \\t]*(["']?)([\\w./:-]{1,128})\\${q + 1}`;
+const nameKey = (q: number) => `(?<![\\w-])(["']?)(?:name|key|type|Name|Key|NAME|KEY|ParameterKey|ParameterName|OutputKey)\\${q}[ \\t]*[:=][ \\t]*(["']?)([\\w./:-]{1,128})\\${q + 1}`;
 /** A value field whose quote is capture group `q`. */
 const valueKey = (q: number) => `(["']?)(?:value|Value|VALUE|ParameterValue|OutputValue)\\${q}[ \\t]*[:=][ \\t]*`;
 // A name field and a value field on one line: `{"name":"DB_PASSWORD","value":"…"}` (Kubernetes,
@@ -211,13 +219,17 @@ function maskLine(text: string, mask: (s: string) => string, lines: boolean): st
   const cols = (out.includes('\t') ? TABBED.exec(out) : null) ?? SET.exec(out);
   if (cols && secretUnder(cols[2] as string, cols[4] as string)) out = `${cols[1]}${cols[2]}${cols[3]}${unquoted(cols[4] as string, mask)}${cols[5]}`;
   if (out.includes('</')) {
-    out = out.replace(XML, (all, name: string, open: string, value: string, close: string) =>
-      isCredentialName(name.replace(/^.*:/, '')) && !notASecret(value) ? `<${name}${open}${mask(value)}${close}` : all,
-    );
+    out = out.replace(XML, (all, name: string, open: string, value: string, close: string) => {
+      const keyed = /[ \t](?:key|name)=["']([^"']+)["']/.exec(open)?.[1];
+      return (isCredentialName(name.replace(/^.*:/, '')) || (keyed !== undefined && isCredentialName(keyed))) && !notASecret(value) ? `<${name}${open}${mask(value)}${close}` : all;
+    });
   }
   const netrc = out.includes('password') ? NETRC.exec(out) : null;
   if (netrc && !notASecret(netrc[3] as string)) out = out.replace(NETRC, (_all, lead: string, head: string, value: string) => `${lead}${head}${mask(value)}`);
-  if (!out.includes(':')) return out;
+  if (!out.includes(':') && !out.includes('=>')) return out;
+  out = out.replace(KEYED, (all, lead: string, name: string, sep: string, value: string) => (isCredentialName(name) && !notASecret(value) ? `${lead}${name}${sep}${unquoted(value, mask)}` : all));
+  const label = LABEL.exec(out);
+  if (label && !notASecret(label[2] as string) && !/^[a-z]+[.!]?$/.test(label[2] as string)) out = `${label[1]}${mask(label[2] as string)}${label[3]}`;
   out = out.replace(QUOTED, (all, q: string, name: string, sep: string, vq: string | undefined, value: string | undefined, bare: string | undefined) => {
     if (vq !== undefined) return isCredentialName(name) && !notASecret(value ?? '') ? `${q}${name}${q}${sep}${vq}${mask(value ?? '')}${vq}` : all;
     return bare !== undefined && secretUnder(name, bare) && !expression(bare) ? `${q}${name}${q}${sep}${mask(bare)}` : all;

@@ -110,6 +110,18 @@ function literal(w: Word): boolean {
   return w.value !== '' && !/^\$/.test(w.value) && !w.raw.startsWith('"$');
 }
 
+/** The here-string words of a segment (`<<< WORD`, `<<<WORD`), literal ones only. */
+function hereStrings(words: Word[]): Span[] {
+  const spans: Span[] = [];
+  words.forEach((w, j) => {
+    if (w.value === '<<<') {
+      const n = words[j + 1];
+      if (n && literal(n)) spans.push(tailOf(n, n.value) as Span);
+    } else if (w.value.startsWith('<<<') && literal({ ...w, value: w.value.slice(3) })) spans.push(tailOf(w, w.value.slice(3)) as Span);
+  });
+  return spans;
+}
+
 /**
  * Secrets given on standard input to a command that reads one there: a here-string
  * (`gh auth login --with-token <<< TOKEN`) and `echo SECRET | docker login --password-stdin`.
@@ -117,16 +129,11 @@ function literal(w: Word): boolean {
 function stdinSpans(segs: Segment[]): Span[] {
   const spans: Span[] = [];
   segs.forEach((words, k) => {
-    if (readsSecretFromStdin(words)) {
-      words.forEach((w, j) => {
-        if (w.value === '<<<') {
-          const n = words[j + 1];
-          if (n && literal(n)) spans.push(tailOf(n, n.value) as Span);
-        } else if (w.value.startsWith('<<<') && literal({ ...w, value: w.value.slice(3) })) spans.push(tailOf(w, w.value.slice(3)) as Span);
-      });
-    }
+    if (readsSecretFromStdin(words)) spans.push(...hereStrings(words));
     const next = segs[k + 1];
     if (!words.piped || !next || !readsSecretFromStdin(next)) return;
+    // `cat <<< SECRET | docker login --password-stdin`
+    spans.push(...hereStrings(words));
     const i = programIndex(words);
     const prog = words[i]?.value.replace(/^.*\//, '');
     if (prog !== 'echo' && prog !== 'printf') return;
@@ -214,8 +221,10 @@ function segmentSpans(words: Word[], depth = 0): Span[] {
     if (WRAPPERS.has(w.value) || (words[i - 1] && WRAPPERS.has((words[i - 1] as Word).value) && w.value.startsWith('-'))) continue;
     break;
   }
-  const prog = (words[i]?.value ?? '').replace(/^.*\//, '');
-  const args = words.slice(i + 1);
+  // A line of output may start with a flag (a usage text, a wrapped command): no program.
+  const flagFirst = words[i]?.value.startsWith('-') === true;
+  const prog = flagFirst ? '' : (words[i]?.value ?? '').replace(/^.*\//, '');
+  const args = words.slice(flagFirst ? i : i + 1);
   const sub = new Set(args.filter((w) => !w.value.startsWith('-')).map((w) => w.value));
   const next = (k: number) => args[k + 1];
   // A token given as the argument of a login verb.
@@ -355,10 +364,17 @@ function segmentSpans(words: Word[], depth = 0): Span[] {
   return spans.filter((s): s is Span => s !== undefined && s.end > s.start);
 }
 
-/** Masks the password flags and credential prefixes of a command line (see the module docs). */
-export function maskCommandFlags(line: string, mask: (s: string) => string, depth = 0): string {
+// What a usage text shows where a value goes: `--password PASSWORD`, `<token>`, `[key]`.
+const PLACEHOLDER = /^(?:[A-Z][A-Z0-9_-]*|<[^<>]*>|\[[^\]]*\]|\{[^{}]*\}|\.\.\.)$/;
+
+/**
+ * Masks the password flags and credential prefixes of a command line (see the module docs).
+ * `output`: the line was found in output, where usage texts show placeholders as values.
+ */
+export function maskCommandFlags(line: string, mask: (s: string) => string, depth = 0, output = false): string {
   const words = segments(line);
-  const spans: Span[] = [...words.flatMap((w) => segmentSpans(w)), ...stdinSpans(words)];
+  let spans: Span[] = [...words.flatMap((w) => segmentSpans(w)), ...stdinSpans(words)];
+  if (output) spans = spans.filter((s) => !PLACEHOLDER.test(line.slice(s.start, s.end)));
   // A quoted word holding a command (`bash -c "mysql -p…"`, `ssh host 'curl -u …'`) is
   // masked as a command line of its own, a few levels deep.
   if (depth < 3) {
@@ -366,7 +382,7 @@ export function maskCommandFlags(line: string, mask: (s: string) => string, dept
       const q = w.raw[0];
       if ((q !== '"' && q !== "'") || w.raw.length < 3 || w.raw[w.raw.length - 1] !== q || !/\s/.test(w.value)) continue;
       const inner = w.raw.slice(1, -1);
-      const masked = maskCommandFlags(inner, mask, depth + 1);
+      const masked = maskCommandFlags(inner, mask, depth + 1, output);
       if (masked !== inner) spans.push({ start: w.start, end: w.end, secret: '', replacement: `${q}${masked}${q}` });
     }
   }
@@ -384,9 +400,10 @@ export function maskCommandFlags(line: string, mask: (s: string) => string, dept
 /** Clients whose password flags are also masked where a command line shows up in output. */
 const OUTPUT_CLIENTS = [...CLIENTS, 'docker', 'podman', 'helm', 'az', 'cf', 'chpasswd'];
 const CLIENT_WORD = new RegExp(`(?<![\\w-])(?:${OUTPUT_CLIENTS.map((c) => c.replace(/-/g, '\\-')).join('|')})(?![\\w-])`);
+const CREDENTIAL_FLAG = /(?<!\S)--?[\w-]*(?:pass|token|secret|api-?key|auth|cred)[\w-]*(?=[=\s])/i;
 // What a command line carrying a secret holds besides the client's name: a flag, a
 // here-string, or a login verb (`vault login TOKEN`).
-const ANCHORS = [' -', '\t-', '<<<', 'login ', 'auth'];
+const ANCHORS = [' -', '\t-', '\n-', '<<<', 'login ', 'auth'];
 
 /** Longest part of an output line parsed as a command: parsing costs about 0.25 ms per KB. */
 const MAX_COMMAND_CHARS = 64 * 1024;
@@ -397,10 +414,10 @@ const MAX_COMMAND_CHARS = 64 * 1024;
  * would otherwise make every page cost seconds); flags past it are not masked.
  */
 function maskLongLine(line: string, client: number, mask: (s: string) => string): string {
-  if (line.length <= MAX_COMMAND_CHARS) return maskCommandFlags(line, mask);
+  if (line.length <= MAX_COMMAND_CHARS) return maskCommandFlags(line, mask, 0, true);
   const cut = line.lastIndexOf(' ', client + MAX_COMMAND_CHARS);
   const end = cut > client ? cut : client + MAX_COMMAND_CHARS;
-  return line.slice(0, client) + maskCommandFlags(line.slice(client, end), mask) + line.slice(end);
+  return line.slice(0, client) + maskCommandFlags(line.slice(client, end), mask, 0, true) + line.slice(end);
 }
 
 /**
@@ -410,13 +427,14 @@ function maskLongLine(line: string, client: number, mask: (s: string) => string)
  * `login `, `auth`), so most of a log is scanned, not parsed.
  */
 export function maskCommandsInOutput(text: string, mask: (s: string) => string): string {
-  const starts = new Set<number>();
+  const starts = new Set<number>(text.startsWith('-') ? [0] : []);
   for (const needle of ANCHORS) {
     for (let at = text.indexOf(needle); at >= 0; ) {
-      const start = text.lastIndexOf('\n', at) + 1;
+      // A `\n-` anchor: the line starts after its line break.
+      const start = text[at] === '\n' ? at + 1 : text.lastIndexOf('\n', at) + 1;
       starts.add(start);
       const nl = text.indexOf('\n', at);
-      at = nl < 0 ? -1 : text.indexOf(needle, nl);
+      at = nl < 0 ? -1 : text.indexOf(needle, nl + 1);
     }
   }
   if (starts.size === 0) return text;
@@ -426,7 +444,8 @@ export function maskCommandsInOutput(text: string, mask: (s: string) => string):
     const nl = text.indexOf('\n', start);
     const end = nl < 0 ? text.length : nl;
     const line = text.slice(start, end);
-    const client = CLIENT_WORD.exec(line);
+    // A client's name, or a credential-named flag of any program (`./deploy --password …`).
+    const client = CLIENT_WORD.exec(line) ?? CREDENTIAL_FLAG.exec(line);
     if (!client) continue;
     out += text.slice(copied, start) + maskLongLine(line, client.index, mask);
     copied = end;
