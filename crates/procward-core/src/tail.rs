@@ -4,9 +4,9 @@
 //!
 //! The tail also remembers whether the bytes it dropped ended inside a private-key block
 //! (`starts_in_key_block`), so redaction can mask a block whose BEGIN line has fallen off
-//! the front (`ts/redact/keyblock.ts` has the same rules: a BEGIN marker opens a block only
-//! when it ends its line, an END marker closes it). Dropped bytes are scanned once, as they
-//! are dropped.
+//! the front (`ts/policy/redact/keyblock.ts` has the same rules: a BEGIN marker opens a
+//! block only when it ends its line, an END marker closes it; PEM, OpenPGP and SSH2
+//! markers, `cat -A` line ends). Dropped bytes are scanned once, as they are dropped.
 
 use std::sync::{Arc, Mutex};
 
@@ -32,24 +32,32 @@ const MARKER_MAX: usize = 5 + 50 + 11 + 11;
 fn marker_at(buf: &[u8], at: usize) -> Option<(bool, usize)> {
   let after = at + NEEDLE.len();
   let rest = &buf[after..];
-  let close = if rest.starts_with(b"-----") {
-    5
-  } else if rest.starts_with(b" BLOCK-----") {
-    11
-  } else {
+  // PEM's `-----` or OpenPGP's ` BLOCK-----`, and the SSH2 / RFC 4716 form's ` ----`
+  // (`---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----`): ` BLOCK`, a space, then 4 or 5 dashes.
+  let mut close = if rest.starts_with(b" BLOCK") { 6 } else { 0 };
+  if rest[close..].starts_with(b" ") {
+    close += 1;
+  }
+  let dashes = rest[close..].iter().take(5).take_while(|&&b| b == b'-').count();
+  if dashes < 4 {
     return None;
-  };
-  let end = after + close;
+  }
+  let end = after + close + dashes;
   // Back over the label (`BEGIN RSA `, `END `: capitals, digits, spaces) to the dashes.
   let lo = at.saturating_sub(50);
   let mut i = at;
   while i > lo && matches!(buf[i - 1], b'A'..=b'Z' | b'0'..=b'9' | b' ') {
     i -= 1;
   }
-  if !buf[..i].ends_with(b"-----") {
+  let mut label = &buf[i..at];
+  // `---- BEGIN` (SSH2): the space after the dashes is not the label's.
+  if let [b' ', rest @ ..] = label {
+    label = rest;
+  }
+  let open = buf[..i].iter().rev().take(5).take_while(|&&b| b == b'-').count();
+  if open < 4 {
     return None;
   }
-  let label = &buf[i..at];
   let begin = if label.starts_with(b"BEGIN ") {
     true
   } else if label.starts_with(b"END ") {
@@ -57,7 +65,7 @@ fn marker_at(buf: &[u8], at: usize) -> Option<(bool, usize)> {
   } else {
     return None;
   };
-  let start = i - 5;
+  let start = i - open;
   // A marker ends its line (an END also its quoted string), or it is prose.
   // Trailing blanks and colour codes (`grep --color`) do not count.
   let mut tail = &buf[end..];
@@ -68,6 +76,11 @@ fn marker_at(buf: &[u8], at: usize) -> Option<(bool, usize)> {
       // CSI: parameter and intermediate bytes, then one final byte.
       let n = rest.iter().position(|b| (0x40..=0x7e).contains(b)).map_or(rest.len(), |p| p + 1);
       tail = &rest[n..];
+    } else if let [b'^', b'M', rest @ ..] = tail {
+      // `cat -A` shows a carriage return as `^M` and the line end as `$`.
+      tail = rest;
+    } else if tail.starts_with(b"$") && matches!(tail.get(1), None | Some(b'\n' | b'\r')) {
+      tail = &tail[1..];
     } else {
       break;
     }
@@ -238,6 +251,29 @@ mod tests {
         let cut = text.len() - keep;
         assert_eq!(t.starts_in_key_block(), cut > begin && cut <= end, "piece {piece}, cut {cut}");
       }
+    }
+  }
+
+  #[test]
+  fn ssh2_markers_and_cat_a_line_ends_open_and_close_blocks() {
+    let body = "AAAAB3NzaC1yc2EAAAADAQABAAABAQC7vbqajDhA2Pw3uG5yRbBJXpO9xVdZr3Kh\n";
+    for (begin, end) in [
+      ("---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\n", "---- END SSH2 ENCRYPTED PRIVATE KEY ----\n"),
+      ("-----BEGIN RSA PRIVATE KEY-----$\n", "-----END RSA PRIVATE KEY-----$\n"),
+      ("-----BEGIN RSA PRIVATE KEY-----^M$\n", "-----END RSA PRIVATE KEY-----^M$\n"),
+    ] {
+      let mut t = Tail::new(body.len());
+      t.append(&format!("log\n{begin}{body}{body}"));
+      assert!(t.starts_in_key_block(), "inside after {begin:?}");
+      let mut t = Tail::new(4);
+      t.append(&format!("log\n{begin}{body}{end}after\n"));
+      assert!(!t.starts_in_key_block(), "closed by {end:?}");
+    }
+    // Three dashes, or a `$` that does not end the line, are not markers.
+    for prose in ["--- BEGIN SSH2 ENCRYPTED PRIVATE KEY ---\n", "-----BEGIN RSA PRIVATE KEY-----$ and more\n"] {
+      let mut t = Tail::new(body.len());
+      t.append(&format!("{prose}{body}{body}"));
+      assert!(!t.starts_in_key_block(), "{prose:?}");
     }
   }
 
