@@ -285,9 +285,13 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   /**
    * Line-paged output: by default the last 200 lines; `offset` 0 is the first line. Durable
-   * jobs are read from their full log file, others from the in-memory tail.
+   * jobs are read from their full log file, others from the in-memory tail. `maxBytes`
+   * (default 1 MiB, at least 256) caps the page's text in UTF-8 bytes: lines that do not fit
+   * are left out (the page's `offset` and `showing` say which it holds), and a line longer
+   * than the cap alone is cut with a marker that says how many bytes were cut.
+   * `INVALID_ARGUMENT` for a bad offset, limit, view or maxBytes.
    */
-  async readLog(id: string, opts: { offset?: number; limit?: number; view?: 'plain' | 'raw' } = {}): Promise<LogResult> {
+  async readLog(id: string, opts: { offset?: number; limit?: number; view?: 'plain' | 'raw'; maxBytes?: number } = {}): Promise<LogResult> {
     const live = this.get(id);
     await this.refresh(live);
     if (opts.view !== undefined && opts.view !== 'plain' && opts.view !== 'raw') {

@@ -9,9 +9,9 @@
  */
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { StringDecoder } from 'node:string_decoder';
 import { openPrivate, readPrivate } from '../persist/jobfiles.js';
-import { insideKeyBlockAt } from '../policy/redact.js';
+import { insideKeyBlockAt, leadsWithKeyMaterial } from '../policy/redact.js';
+import { type IndexedLog, LineIndex } from './lineoffsets.js';
 
 /** What was lost to the log's cap. */
 export interface LogDrops {
@@ -26,6 +26,8 @@ export interface LogDrops {
 interface Part {
   handle: FileHandle;
   size: number;
+  /** The part's inode number: a cached line index is trusted only for the inode it read. */
+  ino: bigint;
 }
 
 /** The kept parts of a log as of one moment, oldest first. Close it after use. */
@@ -76,7 +78,7 @@ async function openLog(path: string): Promise<OpenLog> {
       continue;
     }
     const drops = { bytes: Number(field(stateText, 'droppedBytes')), lines: Number(field(stateText, 'droppedLines')), lostBytes: Number(field(stateText, 'lostBytes')) };
-    const parts = handles.map((handle, i) => ({ handle, size: Number(stats[i]?.size ?? 0) }));
+    const parts = handles.map((handle, i) => ({ handle, size: Number(stats[i]?.size ?? 0), ino: stats[i]?.ino ?? 0n }));
     const start = drops.bytes;
     return { parts, drops, start, end: start + parts.reduce((n, p) => n + p.size, 0), close };
   }
@@ -88,7 +90,7 @@ async function* chunks(log: OpenLog, from: number, chunkBytes = 1 << 20): AsyncG
   for (const part of log.parts) {
     let pos = Math.max(0, from - at);
     while (pos < part.size) {
-      const buf = Buffer.alloc(Math.min(chunkBytes, part.size - pos));
+      const buf = Buffer.allocUnsafe(Math.min(chunkBytes, part.size - pos));
       const { bytesRead } = await part.handle.read(buf, 0, buf.length, pos);
       if (bytesRead === 0) break;
       pos += bytesRead;
@@ -108,23 +110,16 @@ async function withLog<T>(path: string, use: (log: OpenLog) => Promise<T>): Prom
 }
 
 async function collect(log: OpenLog, from: number, maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer> {
+  if (maxBytes <= 0) return Buffer.alloc(0);
   const got: Buffer[] = [];
   let n = 0;
-  for await (const c of chunks(log, from)) {
+  for await (const c of chunks(log, from, Math.min(1 << 20, maxBytes))) {
     got.push(c);
     n += c.length;
     if (n >= maxBytes) break;
   }
   const all = Buffer.concat(got);
   return all.length > maxBytes ? all.subarray(0, maxBytes) : all;
-}
-
-/**
- * The whole kept log as text (lossy UTF-8) and what was dropped; empty when there is no log.
- * `null` when the kept parts hold more than `maxBytes` (page it with `streamLogPage`).
- */
-export async function readLog(path: string, maxBytes = Number.POSITIVE_INFINITY): Promise<{ text: string; drops: LogDrops } | null> {
-  return withLog(path, async (log) => (log.end - log.start > maxBytes ? null : { text: (await collect(log, log.start)).toString('utf8'), drops: log.drops }));
 }
 
 /** The last `bytes` bytes of the log as text, without a partial first character. */
@@ -158,58 +153,80 @@ export async function readLogFrom(path: string, offset: number): Promise<{ text:
   });
 }
 
-/** Logs larger than this are paged by streaming instead of being read whole. */
-export const LARGE_LOG_BYTES = 16 * 1024 * 1024;
+/** Bytes before a page searched for the private-key marker that decides whether the page starts in a key. */
+const KEY_LOOKBACK = 1024 * 1024;
+/** Bytes of context lines read before a page, so redaction sees a secret that starts before it. */
+const CONTEXT_BYTES = 64 * 1024;
+
+/** A log's bytes as the line index reads them. */
+function indexed(log: OpenLog): IndexedLog {
+  return { start: log.start, end: log.end, parts: log.parts, read: (from, to) => collect(log, from, to - from) };
+}
+
+/** One page of a log's lines, raw (not redacted), with context lines before it. */
+export interface RawLogPage {
+  /** The context lines, then the page's lines (the last one cut when it alone exceeds the cap). */
+  lines: string[];
+  /** How many of `lines` are context. */
+  before: number;
+  /** Zero-based line number of the page's first line. */
+  offset: number;
+  totalLines: number;
+  drops: LogDrops;
+  /** Whether the first of `lines` lies inside a private-key block whose BEGIN came earlier. */
+  startsInKeyBlock: boolean;
+  /** Bytes cut from the end of the page's only line because it alone exceeds the cap (0: nothing cut). */
+  cutBytes: number;
+}
 
 /**
- * Pages a large log without reading it into memory: counts its lines and keeps the page's
- * lines plus up to `context` lines before them (so a secret that starts before the page is
- * still recognised by redaction). `offset` undefined means the last `limit` lines.
- * The scan also follows private-key BEGIN/END markers from the log's start, so
- * `startsInKeyBlock` says whether the first returned line lies inside a block whose BEGIN
- * line came earlier: a page at any offset masks a key whatever its size, in the one pass
- * the page already costs.
+ * A page of `limit` lines from line `offset` (undefined: the last `limit` lines) holding at
+ * most `maxBytes` bytes of the log: lines that do not fit are left out (from the end of a
+ * page at an offset, from the start of a page from the end), and a line longer than the cap
+ * alone is cut (`cutBytes`). Costs a line-index lookup (see `lineoffsets.ts`) and one read of
+ * the page, its context (up to `context` lines and 64 KiB) and up to 1 MiB before them,
+ * searched for the private-key marker that says whether the page starts inside a key (a
+ * log whose front was rotated away may start inside a key whose BEGIN went with it: that
+ * is told from key material at its first lines).
  */
-export async function streamLogPage(
-  path: string,
-  opts: { offset?: number; limit: number; context: number },
-): Promise<{ lines: string[]; before: number; totalLines: number; offset: number; drops: LogDrops; startsInKeyBlock: boolean }> {
+export async function logPage(path: string, opts: { offset?: number; limit: number; context: number; maxBytes: number }): Promise<RawLogPage> {
   return withLog(path, async (log) => {
-    const decoder = new StringDecoder('utf8');
-    const keep = opts.limit + opts.context;
-    let partial = '';
-    let index = 0;
-    // Whether the next line starts inside a private-key block.
-    let inKey = false;
-    const ring: { i: number; line: string; inKey: boolean }[] = [];
-    const take = (line: string) => {
-      const i = index++;
-      const entry = { i, line, inKey };
-      if (line.includes('PRIVATE KEY')) inKey = insideKeyBlockAt(`${line}\n`, line.length + 1, inKey);
+    const idx = await LineIndex.of(path, indexed(log));
+    const totalLines = idx.totalLines;
+    let first = opts.offset ?? Math.max(0, totalLines - opts.limit);
+    let last = Math.min(totalLines, first + opts.limit);
+    const empty = { lines: [], before: 0, offset: first, totalLines, drops: log.drops, startsInKeyBlock: false, cutBytes: 0 };
+    if (first >= totalLines) return empty;
+    let s = await idx.lineStart(first);
+    let e = await idx.lineStart(last);
+    if (e - s > opts.maxBytes) {
       if (opts.offset === undefined) {
-        ring.push(entry);
-        if (ring.length > keep) ring.shift();
-      } else if (i >= opts.offset - opts.context && i < opts.offset + opts.limit) {
-        ring.push(entry);
+        // From the end: keep the last lines that fit.
+        const cutAt = e - opts.maxBytes;
+        const k = await idx.lineAt(cutAt);
+        first = Math.min(last - 1, (await idx.lineStart(k)) >= cutAt ? k : k + 1);
+        s = await idx.lineStart(first);
+      } else {
+        last = Math.max(first + 1, await idx.lineAt(s + opts.maxBytes));
+        e = await idx.lineStart(last);
       }
-    };
-    for await (const chunk of chunks(log, log.start)) {
-      const parts = (partial + decoder.write(chunk)).split('\n');
-      partial = parts.pop() ?? '';
-      for (const line of parts) take(line);
     }
-    partial += decoder.end();
-    if (partial) take(partial);
-    const totalLines = index;
-    const offset = opts.offset ?? Math.max(0, totalLines - opts.limit);
-    const lines = ring.filter((e) => e.i >= offset - opts.context && e.i < offset + opts.limit);
-    return {
-      lines: lines.map((e) => e.line),
-      before: lines.filter((e) => e.i < offset).length,
-      totalLines,
-      offset,
-      drops: log.drops,
-      startsInKeyBlock: lines[0]?.inKey ?? false,
-    };
+    const lineBytes = e - s - (last <= idx.newlines ? 1 : 0);
+    const cutBytes = e - s > opts.maxBytes ? lineBytes - opts.maxBytes : 0;
+    let ctxFirst = Math.max(0, first - opts.context);
+    let cs = await idx.lineStart(ctxFirst);
+    if (s - cs > CONTEXT_BYTES) {
+      ctxFirst = Math.min(first, (await idx.lineAt(s - CONTEXT_BYTES)) + 1);
+      cs = await idx.lineStart(ctxFirst);
+    }
+    const lookFrom = Math.max(log.start, cs - KEY_LOOKBACK);
+    const lead = log.drops.bytes > 0 && lookFrom === log.start && leadsWithKeyMaterial((await collect(log, log.start, 16 * 1024)).toString('utf8'));
+    const behind = (await collect(log, lookFrom, cs - lookFrom)).toString('utf8');
+    const startsInKeyBlock = insideKeyBlockAt(behind, behind.length, lead);
+    let text = (await collect(log, cs, Math.min(e, s + opts.maxBytes) - cs)).toString('utf8');
+    if (cutBytes > 0) text = text.replace(/\uFFFD+$/, '');
+    const lines = text.split('\n');
+    if (cutBytes === 0 && lines[lines.length - 1] === '' && lines.length > last - ctxFirst) lines.pop();
+    return { lines, before: first - ctxFirst, offset: first, totalLines, drops: log.drops, startsInKeyBlock, cutBytes };
   });
 }

@@ -1,52 +1,93 @@
 /**
  * `readLog`'s pages: from a session's in-memory tail, or from a durable job's log file
- * (streamed when it is too large to read whole). Redaction runs on the whole text (or a
- * page with context before it) before the page is cut.
+ * through its line index (a page costs one read of its bytes, whatever the log's size).
+ * Redaction runs on the page with context before it before the page is cut; every page is
+ * cut to a byte cap (`maxBytes`, default 1 MiB), a line longer than the cap with a marker.
  */
-import { leadsWithKeyMaterial, insideKeyBlockAt } from '../policy/redact.js';
+import { insideKeyBlockAt } from '../policy/redact.js';
 import type { LogOptions, LogPage, RedactView } from '../session/kind.js';
 import type { SessionStatus } from '../session/record.js';
 import type { LogResult } from '../types.js';
-import { LARGE_LOG_BYTES, NO_DROPS, readLog, streamLogPage } from './durablelog.js';
+import { logPage, NO_DROPS } from './durablelog.js';
 import type { TailView } from './tail.js';
-import { type LinePage, pageLines, showing } from './views.js';
+import { pageLines, showing } from './views.js';
 
-/** A page of the in-memory tail, from its first whole line. */
+/** The default byte cap of a page: 1 MiB of text (UTF-8). */
+export const DEFAULT_PAGE_BYTES = 1024 * 1024;
+/** The smallest byte cap a caller may ask for: room for a cut marker and some text. */
+export const MIN_PAGE_BYTES = 256;
+
+/** The page's limit, offset and byte cap, checked (`RangeError` names the bad one). */
+function checked(opts: LogOptions): { limit: number; maxBytes: number } {
+  const limit = opts.limit ?? 200;
+  if (!Number.isSafeInteger(limit) || limit <= 0) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+  if (opts.offset !== undefined && (!Number.isSafeInteger(opts.offset) || opts.offset < 0)) throw new RangeError(`offset must be a non-negative integer, got ${opts.offset}`);
+  const maxBytes = opts.maxBytes ?? DEFAULT_PAGE_BYTES;
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < MIN_PAGE_BYTES) throw new RangeError(`maxBytes must be an integer of at least ${MIN_PAGE_BYTES}, got ${maxBytes}`);
+  return { limit, maxBytes };
+}
+
+/** A page of the in-memory tail, from its first whole line, cut to its byte cap. */
 export function pageTail(tail: TailView, opts: LogOptions, redactView: RedactView): LogPage {
+  const { maxBytes } = checked(opts);
   const all = tail.text();
   const text = wholeLines(all, tail.droppedChars);
   const startsInKeyBlock = insideKeyBlockAt(all, all.length - text.length, tail.startsInKeyBlock);
-  const page = pageLines(redactView(text, opts.view ?? 'plain', startsInKeyBlock), { ...opts, view: 'raw' });
+  const full = pageLines(redactView(text, opts.view ?? 'plain', startsInKeyBlock), { ...opts, view: 'raw' });
+  const fit = fitPage(full.lines, maxBytes, opts.offset === undefined, 0);
+  const offset = full.offset + fit.skipped;
+  const page = { lines: fit.lines, totalLines: full.totalLines, offset, showing: showing(offset, fit.lines.length, full.totalLines) };
   return { page, drops: NO_DROPS, droppedChars: tail.droppedChars, cap: 'the in-memory cap (maxOutputChars)' };
 }
 
-/** A page of a durable job's log file (`STATE_DIR_UNTRUSTED` when a part is not a regular file). */
+/**
+ * A page of a durable job's log file (`STATE_DIR_UNTRUSTED` when a part is not a regular
+ * file), read through its line index (see `durablelog.logPage`) and redacted with up to 64
+ * lines of context before it and the private-key state where that context starts.
+ */
 export async function pageLogFile(path: string, opts: LogOptions, redactView: RedactView): Promise<LogPage> {
-  // A log too large to read whole (null) is paged by streaming.
-  const log = await readLog(path, LARGE_LOG_BYTES);
-  let page: LinePage;
-  let drops = NO_DROPS;
-  if (log) {
-    drops = log.drops;
-    // A log whose front was rotated away may start inside a key whose BEGIN went with it.
-    const inKey = log.drops.bytes > 0 && leadsWithKeyMaterial(log.text);
-    page = pageLines(redactView(log.text, opts.view ?? 'plain', inKey), { ...opts, view: 'raw' });
-  } else ({ page, drops } = await pageLargeLog(path, opts, redactView));
+  const { limit, maxBytes } = checked(opts);
+  const got = await logPage(path, { ...(opts.offset !== undefined && { offset: opts.offset }), limit, context: 64, maxBytes });
+  const redacted = got.lines.length === 0 ? [] : redactView(got.lines.join('\n'), opts.view ?? 'plain', got.startsInKeyBlock).split('\n');
+  const fit = fitPage(redacted.slice(got.before, got.before + limit), maxBytes, opts.offset === undefined, got.cutBytes);
+  const offset = got.offset + fit.skipped;
+  const page = { lines: fit.lines, totalLines: got.totalLines, offset, showing: showing(offset, fit.lines.length, got.totalLines) };
+  const drops = got.drops;
   return { page, drops, droppedChars: drops.bytes + drops.lostBytes, droppedLines: drops.lines, cap: 'the log cap (logMaxBytes)' };
 }
 
+/** What a line cut to the page's byte cap ends with: how many of its bytes were left out. */
+export function cutMarker(bytes: number): string {
+  return ` [… ${bytes} more bytes of this line cut]`;
+}
+
 /**
- * Pages a log too large to read whole (see `streamLogPage`), redacting the page with some
- * context before it and the private-key state the pager tracked up to that context.
+ * `lines` cut to `maxBytes` bytes of text (UTF-8, lines joined by line breaks; redaction may
+ * have made them longer than the bytes read): whole lines are left out from the start
+ * (`fromEnd`: the caller asked for the last lines; `skipped` counts them) or from the end,
+ * and a line that alone exceeds the cap is cut with {@link cutMarker}. `cutBytes`: bytes
+ * already cut from the only line by the reader.
  */
-async function pageLargeLog(path: string, opts: LogOptions, redactView: RedactView): Promise<Pick<LogPage, 'page' | 'drops'>> {
-  const limit = opts.limit ?? 200;
-  if (!Number.isInteger(limit) || limit <= 0) throw new RangeError(`limit must be a positive integer, got ${limit}`);
-  if (opts.offset !== undefined && (!Number.isInteger(opts.offset) || opts.offset < 0)) throw new RangeError(`offset must be a non-negative integer, got ${opts.offset}`);
-  const got = await streamLogPage(path, { ...(opts.offset !== undefined && { offset: opts.offset }), limit, context: 64 });
-  const redacted = redactView(got.lines.join('\n'), opts.view ?? 'plain', got.startsInKeyBlock).split('\n');
-  const lines = redacted.slice(got.before, got.before + limit);
-  return { page: { lines, totalLines: got.totalLines, offset: got.offset, showing: showing(got.offset, lines.length, got.totalLines) }, drops: got.drops };
+export function fitPage(lines: string[], maxBytes: number, fromEnd: boolean, cutBytes: number): { lines: string[]; skipped: number } {
+  const sizes = lines.map((l) => Buffer.byteLength(l));
+  let total = sizes.reduce((n, b) => n + b, 0) + Math.max(0, lines.length - 1);
+  let from = 0;
+  let to = lines.length;
+  while (total > maxBytes && to - from > 1) {
+    total -= (sizes[fromEnd ? from : to - 1] as number) + 1;
+    if (fromEnd) from++;
+    else to--;
+  }
+  const kept = lines.slice(from, to);
+  if (kept.length === 1 && (total > maxBytes || cutBytes > 0)) {
+    const line = kept[0] as string;
+    const bytes = sizes[from] as number;
+    // The marker's own length depends on the count it prints: leave room for the largest.
+    const room = Math.max(0, maxBytes - Buffer.byteLength(cutMarker(bytes + cutBytes)));
+    const head = Buffer.from(line).subarray(0, Math.min(room, bytes)).toString('utf8').replace(/\uFFFD+$/, '');
+    kept[0] = head + cutMarker(cutBytes + bytes - Buffer.byteLength(head));
+  }
+  return { lines: kept, skipped: from };
 }
 
 /** What `readLog` returns for a page. */

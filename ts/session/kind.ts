@@ -77,6 +77,8 @@ export interface LogOptions {
   offset?: number;
   limit?: number;
   view?: 'plain' | 'raw';
+  /** The page's byte cap (UTF-8 text, default 1 MiB, at least 256; see `output/paging.ts`). */
+  maxBytes?: number;
 }
 
 /** One page of a session's output and what was dropped before it (see `output/paging.ts`). */

@@ -3,6 +3,7 @@
  * checkpoint in the state directory, so a job started by one invocation is listed, polled,
  * waited for and killed by the next.
  */
+import { once } from 'node:events';
 import { constants as osConstants } from 'node:os';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import shellQuote from 'shell-quote';
@@ -126,16 +127,35 @@ common(program.command('log'))
   .argument('<id>', 'session id or unique prefix')
   .option('--offset <n>', 'first line, 0-based', int('offset', 0))
   .option('--limit <n>', 'number of lines', int('limit', 1))
-  .action(async (id: string, opts: Common & { offset?: number; limit?: number }) => {
+  .option('--max-bytes <n>', 'byte cap of the page (default 1 MiB; a longer line is cut with a marker)', int('max-bytes', 256))
+  .action(async (id: string, opts: Common & { offset?: number; limit?: number; maxBytes?: number }) => {
     await withRegistry(opts, async (r) => {
       const page = await r.readLog(id, {
         ...(opts.offset !== undefined && { offset: opts.offset }),
         ...(opts.limit !== undefined && { limit: opts.limit }),
+        ...(opts.maxBytes !== undefined && { maxBytes: opts.maxBytes }),
       });
       print(opts, page, page.lines.length ? `${page.text}\n` : '');
       if (!opts.json) process.stderr.write(`[${page.showing}]\n`);
     });
   });
+
+/**
+ * Writes a session's whole output to stdout, one capped page (1 MiB) at a time and waiting
+ * for stdout to drain between pages, so a log of any size streams in bounded memory. A job
+ * still running (a timed-out wait) is shown up to the lines it had written at the first page.
+ */
+async function streamLog(r: ProcessRegistry, id: string): Promise<void> {
+  let offset = 0;
+  let end = Number.POSITIVE_INFINITY;
+  while (offset < end) {
+    const page = await r.readLog(id, { offset, limit: Math.min(100_000, end - offset) });
+    end = Math.min(end, page.totalLines);
+    if (page.lines.length > 0 && !process.stdout.write(`${page.text}\n`)) await once(process.stdout, 'drain');
+    if (page.lines.length === 0) return;
+    offset = page.offset + page.lines.length;
+  }
+}
 
 common(program.command('wait'))
   .description(
@@ -148,8 +168,7 @@ common(program.command('wait'))
       const w = await r.wait(id, opts.timeout !== undefined ? { timeoutMs: opts.timeout } : {});
       if (opts.json) print(opts, w, '');
       else {
-        const log = await r.readLog(w.id, { limit: 1_000_000 });
-        process.stdout.write(log.lines.length ? `${log.text}\n` : '');
+        await streamLog(r, w.id);
         process.stderr.write(`${w.id}: ${w.timedOut ? 'still running (timed out)' : describeEnd(w)}\n`);
       }
       if (w.timedOut) process.exitCode = 124;

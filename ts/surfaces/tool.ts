@@ -24,8 +24,15 @@ const processInput = z
     action: z.enum(['list', 'poll', 'log', 'wait', 'kill', 'write', 'submit', 'close']).describe('What to do.'),
     session_id: sessionId.optional().describe('The session (every action but list).'),
     timeout_ms: z.number().int().min(1).max(86_400_000).optional().describe('wait: give up after this many milliseconds (default 30000, at most a day).'),
-    offset: z.number().int().min(0).optional().describe('log: first line, 0-based (default: the last `limit` lines).'),
-    limit: z.number().int().min(1).optional().describe('log: number of lines (default 200).'),
+    offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional().describe('log: first line, 0-based (default: the last `limit` lines).'),
+    limit: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional().describe('log: number of lines (default 200).'),
+    max_bytes: z
+      .number()
+      .int()
+      .min(256)
+      .max(4 * 1024 * 1024)
+      .optional()
+      .describe('log: byte cap of the page (default 1048576, at most 4 MiB); lines that do not fit are left out (see showing), a longer line is cut with a marker.'),
     grace_ms: z.number().int().min(0).max(3_600_000).optional().describe('kill: milliseconds between SIGTERM and SIGKILL (default 2000, at most an hour).'),
     data: z.string().optional().describe('write: raw text to send to stdin.'),
     text: z.string().optional().describe('submit: a line to send to stdin, followed by Enter.'),
@@ -161,7 +168,11 @@ async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext)
     case 'poll':
       return registry.poll(id, { acknowledge: input.acknowledge === true });
     case 'log':
-      return registry.readLog(id, { ...(input.offset !== undefined && { offset: input.offset }), ...(input.limit !== undefined && { limit: input.limit }) });
+      return registry.readLog(id, {
+        ...(input.offset !== undefined && { offset: input.offset }),
+        ...(input.limit !== undefined && { limit: input.limit }),
+        ...(input.max_bytes !== undefined && { maxBytes: input.max_bytes }),
+      });
     case 'wait':
       return registry.wait(id, { timeoutMs: input.timeout_ms ?? 30_000 });
     case 'kill':
