@@ -31,7 +31,7 @@ import { fromNative, ProcwardError } from '../errors.js';
 import { native } from '../native.js';
 import { confinePaths } from './jobfiles.js';
 import { scanOrphanSessions } from './recovery.js';
-import { expiredIds, type RetentionOptions } from '../policy/retention.js';
+import { DEFAULT_MAX_SESSIONS, expiredIds, type RetentionOptions } from '../policy/retention.js';
 import { readOnlyView, SESSION_SCHEMA_VERSION, sessionRecordSchema, type SessionRecord, understood } from '../session/record.js';
 
 export const CHECKPOINT_VERSION = 1;
@@ -60,6 +60,8 @@ export interface LoadResult {
 interface Generation {
   sessions: SessionRecord[];
   text: string;
+  /** The file's identity when it was read (see `fileKey`). */
+  key: string;
   /** Raw entries this version does not understand, written back untouched (see `session/record.ts`). */
   kept: unknown[];
   /** Written by a newer procward (document version above ours): read, never written over. */
@@ -68,17 +70,47 @@ interface Generation {
   notes: string[];
 }
 
-/** The id of a raw entry, when it has one of the right shape. */
-const rawId = (raw: unknown): string | undefined => readOnlyView(raw)?.id;
+/**
+ * One entry of the document as this process last read or wrote it. `text` is its JSON as
+ * written (computed once, then reused by every later write of an unchanged entry); `null`
+ * until the entry is first written by this process.
+ */
+interface CachedEntry {
+  record: SessionRecord;
+  text: string | null;
+}
+
+/** An entry's JSON as written, serialised on first use. */
+function textOf(e: CachedEntry): string {
+  if (e.text === null) e.text = JSON.stringify(e.record);
+  return e.text;
+}
 
 /**
- * What a write keeps of the entries this version does not understand: their raw JSON,
- * untouched, unless `written` has an entry of the same id.
+ * The document as this process last read or wrote it, valid while the file still has the
+ * identity `key`: every write replaces the file (a new inode), so an unchanged key means no
+ * other host wrote since, and a write needs neither to read nor to validate the file again.
  */
-function keptEntries(gen: Pick<Generation, 'kept'> | null, written: Iterable<SessionRecord>): unknown[] {
-  const ids = new Set([...written].map((r) => r.id));
-  return (gen?.kept ?? []).filter((raw) => !ids.has(rawId(raw) ?? ''));
+interface CachedDocument {
+  key: string;
+  entries: Map<string, CachedEntry>;
+  kept: unknown[];
+  notes: string[];
 }
+
+/** What a writer hands to `save`. */
+export interface SaveSet {
+  /** Its records that may have changed since its last save (a superset is fine: unchanged ones cost a comparison). */
+  changed: SessionRecord[];
+  /** All of its records: asked for only when the file changed under it (another host wrote it, or it was damaged). */
+  all(): SessionRecord[];
+}
+
+/** The identity of a file's current content: device, inode, size, modification and change times. */
+const keyOf = (st: { dev: number; ino: number; size: number; mtimeMs: number; ctimeMs: number }) => `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+
+/** The id of a raw entry, when it has one of the right shape. */
+const rawId = (raw: unknown): string | undefined => readOnlyView(raw)?.id;
 
 /**
  * Creates the state directory (0700) if it is missing, and checks that it can be trusted:
@@ -131,22 +163,25 @@ export class Checkpoint {
   readonly lockPath: string;
   /** Completed writes (a burst of spawns shares one; see the registry's group commit). */
   writes = 0;
-  /**
-   * The generation this process wrote last, keyed by the file's identity. Every write
-   * replaces the file (a new inode), so an unchanged key means no other host wrote since,
-   * and the merge can skip reading and validating the file again.
-   */
-  private last: { key: string; sessions: SessionRecord[]; kept: unknown[] } | null = null;
+  /** The document as this process last read or wrote it (see `CachedDocument`). */
+  private cache: CachedDocument | null = null;
   /** When this process last kept a previous generation. */
   private prevAt = 0;
+  /** When a write last applied retention to the whole document. */
+  private retainedAt = 0;
 
   private fileKey(): string | null {
     try {
-      const st = statSync(this.path);
-      return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+      return keyOf(statSync(this.path));
     } catch {
       return null;
     }
+  }
+
+  /** The cached document, if the file is still the one it was read from or written as. */
+  private cached(): CachedDocument | null {
+    const c = this.cache;
+    return c !== null && c.key === this.fileKey() ? c : null;
   }
 
   constructor(readonly dir: string) {
@@ -159,9 +194,12 @@ export class Checkpoint {
   /** Reads one generation; `null` when it does not exist. Throws `CHECKPOINT_CORRUPT`. */
   private async read(path: string): Promise<Generation | null> {
     let text: string;
+    let key: string;
     try {
       const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
       try {
+        // The identity of the inode read (a writer never changes a file in place).
+        key = keyOf(await handle.stat());
         text = await handle.readFile('utf8');
       } finally {
         await handle.close();
@@ -194,15 +232,22 @@ export class Checkpoint {
       kept.push(raw);
       if (!newer) notes.push(`${path}: entry ${i} (${rawId(raw) ?? 'no session id'}) kept read-only: ${whyNotUnderstood(raw)}`);
     });
-    return { sessions, text, kept, newer, notes };
+    return { sessions, text, key, kept, newer, notes };
   }
 
-  /** The newest readable generation; corrupt files are moved aside with a diagnostic. */
+  /**
+   * The newest readable generation; corrupt files are moved aside with a diagnostic. The
+   * current file, read whole and of this version, becomes the cached document.
+   */
   private async newest(diagnostics: string[]): Promise<Generation | null> {
+    this.cache = null;
     for (const path of [this.path, this.prevPath]) {
       try {
         const gen = await this.read(path);
         if (gen && path === this.prevPath) diagnostics.push(`${this.path} is missing; read the previous generation ${this.prevPath}`);
+        if (gen && path === this.path && !gen.newer) {
+          this.cache = { key: gen.key, entries: new Map(gen.sessions.map((record) => [record.id, { record, text: null }])), kept: gen.kept, notes: gen.notes };
+        }
         if (gen) return gen;
       } catch (err) {
         if (!(err instanceof ProcwardError)) throw err;
@@ -214,13 +259,22 @@ export class Checkpoint {
     return null;
   }
 
-  /** Reads the checkpoint. Never throws for a corrupt file (see the module docs). */
+  /**
+   * Reads the checkpoint. Never throws for a corrupt file (see the module docs). The
+   * records are the caller's own copies; an unchanged file is not read again.
+   */
   async load(): Promise<LoadResult> {
+    const cached = this.cached();
+    if (cached) {
+      this.newer = false;
+      const readOnly = cached.kept.map(readOnlyView).filter((r): r is SessionRecord => r !== null);
+      return { sessions: [...cached.entries.values()].map((e) => ({ ...e.record })), readOnly, diagnostics: [...cached.notes] };
+    }
     const diagnostics: string[] = [];
     const gen = await this.newest(diagnostics);
     this.newer = gen?.newer ?? false;
     const readOnly = (gen?.kept ?? []).map(readOnlyView).filter((r): r is SessionRecord => r !== null);
-    return { sessions: gen?.sessions ?? [], readOnly, diagnostics: [...diagnostics, ...(gen?.notes ?? [])] };
+    return { sessions: (gen?.sessions ?? []).map((r) => ({ ...r })), readOnly, diagnostics: [...diagnostics, ...(gen?.notes ?? [])] };
   }
 
   /** The checkpoint was written by a newer procward (seen by the last `load`): this host only reads it. */
@@ -260,7 +314,7 @@ export class Checkpoint {
    * `checkpoint.prev.json`), and the new one lands by temp file + fsync + rename over the
    * current file. A failed write leaves the current file as it was.
    */
-  private async writeGeneration(hasCurrent: boolean, sessions: SessionRecord[]): Promise<void> {
+  private async writeGeneration(hasCurrent: boolean, doc: CachedDocument): Promise<void> {
     // At most once per PREV_EVERY_MS: the previous generation is only needed when the
     // current one was damaged from outside, and the link and rename cost a directory update.
     if (hasCurrent && Date.now() - this.prevAt >= PREV_EVERY_MS) {
@@ -275,10 +329,36 @@ export class Checkpoint {
         await unlink(temp).catch(() => undefined);
       }
     }
-    const doc = { version: CHECKPOINT_VERSION, writtenAt: Date.now(), sessions };
-    await writeFileAtomic(this.path, `${JSON.stringify(doc, null, 1)}\n`, { mode: 0o600, fsync: true });
-    fsyncDir(this.dir);
+    // One entry per line, each serialised once and reused while it is unchanged: a write
+    // costs a join and the I/O, not a serialisation of every session.
+    const lines: string[] = [];
+    for (const e of doc.entries.values()) lines.push(textOf(e));
+    for (const raw of doc.kept) if (!doc.entries.has(rawId(raw) ?? '')) lines.push(JSON.stringify(raw));
+    const text = `{"version":${CHECKPOINT_VERSION},"writtenAt":${Date.now()},"sessions":[${lines.length ? `\n${lines.join(',\n')}\n` : ''}]}\n`;
+    try {
+      await writeFileAtomic(this.path, text, { mode: 0o600, fsync: true });
+      fsyncDir(this.dir);
+    } catch (err) {
+      this.cache = null;
+      throw err;
+    }
     this.writes++;
+    const key = this.fileKey();
+    this.cache = key === null ? null : { ...doc, key };
+  }
+
+  /**
+   * The document to write over, under the lock: the cached one when no other host wrote
+   * since, else the file read again (`fresh`: the caller then merges all of its records,
+   * not only the changed ones). Null when a newer procward wrote it (never written over).
+   */
+  private async current(diagnostics: string[]): Promise<{ doc: CachedDocument; fresh: boolean; hasCurrent: boolean } | null> {
+    const cached = this.cached();
+    if (cached) return { doc: cached, fresh: false, hasCurrent: true };
+    const gen = await this.newest(diagnostics);
+    if (gen?.newer) return null;
+    const doc = this.cache ?? { key: '', entries: new Map((gen?.sessions ?? []).map((record) => [record.id, { record, text: null }])), kept: gen?.kept ?? [], notes: gen?.notes ?? [] };
+    return { doc, fresh: true, hasCurrent: gen !== null };
   }
 
   /**
@@ -292,16 +372,18 @@ export class Checkpoint {
     const lock = await this.lock();
     try {
       this.removeStaleTemps();
-      const current = await this.newest([]);
-      if (!current || current.newer) return new Set(ids);
-      const byId = new Map(current.sessions.map((r) => [r.id, r]));
+      const current = await this.current([]);
+      if (!current?.hasCurrent) return new Set(ids);
+      const { entries } = current.doc;
+      let dirty = false;
       for (const id of ids) {
-        const r = byId.get(id);
-        if (r?.notificationDelivered) continue;
+        const e = entries.get(id);
+        if (e?.record.notificationDelivered) continue;
         claimed.add(id);
-        if (r) Object.assign(r, { notificationDelivered: true, updatedAt: Date.now() });
+        if (e) entries.set(id, { record: { ...e.record, notificationDelivered: true, updatedAt: Date.now() }, text: null });
+        dirty ||= e !== undefined;
       }
-      await this.writeGeneration(true, [...current.sessions, ...keptEntries(current, current.sessions)] as SessionRecord[]);
+      if (dirty) await this.writeGeneration(true, current.doc);
       return claimed;
     } finally {
       lock.release();
@@ -312,38 +394,57 @@ export class Checkpoint {
    * Merges `records` into the checkpoint under the lock (see the module docs); finished
    * sessions past their retention are dropped, but only those `mayPrune` allows (a writer
    * passes "mine, or no live host's": another live host's entries are its to expire).
-   * Returns the merged list and diagnostics.
+   * `records` are the writer's records (an array), or a `SaveSet`: then only `changed` is
+   * merged while no other host wrote since this process last read or
+   * wrote the file; an entry whose JSON is unchanged is not rewritten, and a save that
+   * changes nothing writes nothing. Returns diagnostics.
    */
-  async save(records: SessionRecord[], retention: RetentionOptions = {}, mayPrune: (r: SessionRecord) => boolean = () => true): Promise<LoadResult> {
+  async save(records: SaveSet | SessionRecord[], retention: RetentionOptions = {}, mayPrune: (r: SessionRecord) => boolean = () => true): Promise<{ diagnostics: string[] }> {
     const lock = await this.lock();
     try {
       this.removeStaleTemps();
       const diagnostics: string[] = [];
-      const key = this.fileKey();
-      const current = key !== null && this.last?.key === key ? { sessions: this.last.sessions, kept: this.last.kept, newer: false } : await this.newest(diagnostics);
+      const current = await this.current(diagnostics);
       // A newer procward's checkpoint is never written over (see `load`).
-      if (current?.newer) return { sessions: current.sessions, diagnostics: [...diagnostics, `${this.path}: written by a newer procward; not written`] };
-      const merged = new Map((current?.sessions ?? []).map((s) => [s.id, s]));
+      if (!current) return { diagnostics: [...diagnostics, `${this.path}: written by a newer procward; not written`] };
+      const { doc, fresh } = current;
+      const set = Array.isArray(records) ? { changed: records, all: () => records } : records;
+      const mine = fresh ? set.all() : set.changed;
+      // A missing or damaged file is written whatever changed.
+      let dirty = !current.hasCurrent || diagnostics.length > 0;
       // A damaged file (moved aside, or entries skipped) may have held other hosts' newest
       // entries: every session also has its directory, so take back what it tells.
       if (diagnostics.length > 0) {
-        const known = [...merged.keys(), ...records.map((r) => r.id), ...(current?.kept ?? []).map((raw) => rawId(raw) ?? '')];
-        for (const r of scanOrphanSessions(this.dir, new Set(known), () => false).records) merged.set(r.id, r);
+        const known = [...doc.entries.keys(), ...mine.map((r) => r.id), ...doc.kept.map((raw) => rawId(raw) ?? '')];
+        for (const r of scanOrphanSessions(this.dir, new Set(known), () => false).records) doc.entries.set(r.id, { record: r, text: null });
       }
-      for (const rec of records) {
-        const other = merged.get(rec.id);
-        if (!other || other.updatedAt <= rec.updatedAt) merged.set(rec.id, rec);
+      for (const rec of mine) {
+        const other = doc.entries.get(rec.id);
+        if (other && other.record.updatedAt > rec.updatedAt) continue;
+        const text = JSON.stringify(rec);
+        if (other && textOf(other) === text) continue;
+        doc.entries.set(rec.id, { record: rec, text });
+        dirty = true;
       }
-      const expired = expiredIds(merged.values(), retention, Date.now(), mayPrune);
-      const sessions = [...merged.values()].filter((s) => !expired.has(s.id)).sort((a, b) => a.startedAt - b.startedAt);
-      const kept = keptEntries(current, sessions);
-      await this.writeGeneration(current !== null, [...sessions, ...kept] as SessionRecord[]);
-      const written = this.fileKey();
-      this.last = written ? { key: written, sessions, kept } : null;
-      return { sessions, diagnostics };
+      if (this.retentionDue(doc.entries.size, retention)) {
+        this.retainedAt = Date.now();
+        for (const id of expiredIds([...doc.entries.values()].map((e) => e.record), retention, Date.now(), mayPrune)) dirty = doc.entries.delete(id) || dirty;
+      }
+      // Nothing changed: the file already says it all.
+      if (dirty) await this.writeGeneration(current.hasCurrent, doc);
+      return { diagnostics };
     } finally {
       lock.release();
     }
+  }
+
+  /**
+   * Whether a write applies retention to the whole document: at most every 250 ms (or the
+   * TTL, if shorter), as the registry prunes, unless the document is over its size cap.
+   */
+  private retentionDue(size: number, retention: RetentionOptions): boolean {
+    const every = Math.min(250, retention.finishedTtlMs ?? 250);
+    return size > (retention.maxSessions ?? DEFAULT_MAX_SESSIONS) || Date.now() - this.retainedAt >= every;
   }
 }
 

@@ -15,6 +15,11 @@ import { removeSessionDir } from './jobfiles.js';
 import { scanOrphanSessions } from './recovery.js';
 import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './writer.js';
 
+/** How often a save hands every record to the checkpoint, not only those that look changed. */
+const CHECK_ALL_EVERY_MS = 30_000;
+/** A record changed up to this long before the last save is handed over again (same millisecond, clock steps). */
+const CLOCK_SLACK_MS = 1000;
+
 /** What a host recovers from its state directory. */
 export interface Recovered {
   /** Entries this version understands, from the checkpoint and from orphaned session directories. */
@@ -34,6 +39,12 @@ export class SessionStore {
   readonly readOnly = new Set<string>();
   private closed = false;
   private prunedAt = 0;
+  /** What the last save took of each record (see `changedRecords`). */
+  private readonly saved = new Map<string, { updatedAt: number; status: string }>();
+  /** When the last save took its records. */
+  private savedAt = 0;
+  /** The next save at or after this time hands every record to the checkpoint (see `changedRecords`). */
+  private checkAllAt = 0;
 
   constructor(
     private readonly options: RegistryOptions,
@@ -45,13 +56,55 @@ export class SessionStore {
     this.writer = newWriter();
     this.commits = new GroupCommit(async () => {
       this.prune();
-      const saved = await this.checkpoint?.save(
-        [...this.sessions.values()].filter((l) => l.kind.owned && !this.readOnly.has(l.record.id)).map((l) => ({ ...l.record })),
-        this.options,
-        this.mayPrune(),
-      );
-      this.diagnostics.push(...(saved?.diagnostics ?? []));
+      if (!this.checkpoint) return;
+      const changed = this.changedRecords();
+      try {
+        const saved = await this.checkpoint.save({ changed, all: () => this.ownRecords() }, this.options, this.mayPrune());
+        this.diagnostics.push(...saved.diagnostics);
+      } catch (err) {
+        // Not written: the next save hands every record over again.
+        this.saved.clear();
+        throw err;
+      }
     });
+  }
+
+  /** Copies of the records this host writes: its own sessions, not those kept read-only. */
+  private ownRecords(): SessionRecord[] {
+    return [...this.sessions.values()].filter((l) => l.kind.owned && !this.readOnly.has(l.record.id)).map((l) => ({ ...l.record }));
+  }
+
+  /**
+   * Copies of the records that may have changed since the last save, so a save costs what
+   * changed rather than every session: a running session, a record whose status or
+   * `updatedAt` differs from what the last save took, or whose `updatedAt` is within a second
+   * of that save (a change in the same millisecond, or a clock step back). Every change to a
+   * finished record bumps `updatedAt`; in case one did not, every record is handed over
+   * again every 30 s, after a recovery and on close (the checkpoint compares each with its
+   * JSON as written, so an unchanged one costs no write).
+   */
+  private changedRecords(): SessionRecord[] {
+    const now = Date.now();
+    if (now >= this.checkAllAt) {
+      this.checkAllAt = now + CHECK_ALL_EVERY_MS;
+      this.savedAt = now;
+      const all = this.ownRecords();
+      this.saved.clear();
+      for (const r of all) this.saved.set(r.id, { updatedAt: r.updatedAt, status: r.status });
+      return all;
+    }
+    const since = this.savedAt - CLOCK_SLACK_MS;
+    this.savedAt = now;
+    const out: SessionRecord[] = [];
+    for (const l of this.sessions.values()) {
+      const r = l.record;
+      const last = this.saved.get(r.id);
+      if (last && r.status !== 'running' && last.status === r.status && last.updatedAt === r.updatedAt && r.updatedAt < since) continue;
+      if (!l.kind.owned || this.readOnly.has(r.id)) continue;
+      this.saved.set(r.id, { updatedAt: r.updatedAt, status: r.status });
+      out.push({ ...r });
+    }
+    return out;
   }
 
   /** The state directory, or null for an in-memory registry. */
@@ -69,9 +122,25 @@ export class SessionStore {
     return this.checkpoint?.writes ?? 0;
   }
 
+  /**
+   * Writers known not to be another live host (dead, this registry, a closed one): such an
+   * answer never changes (a dead process does not come back), so it is kept, and a state
+   * directory of 10 000 entries from a few dead hosts costs a few identity reads, not 10 000.
+   */
+  private readonly notForeign = new Set<string>();
+
   /** Whether a live host other than this one wrote the record. */
   isForeign(record: SessionRecord): boolean {
-    return isForeign(record, this.writer);
+    const w = record.writer;
+    const key = `${w.pid}:${w.startTime}:${w.bootId}:${w.instance ?? ''}`;
+    if (this.notForeign.has(key)) return false;
+    const foreign = isForeign(record, this.writer);
+    if (!foreign) {
+      // Bounded: entries name few writers, but a crafted directory may name many.
+      if (this.notForeign.size >= 4096) this.notForeign.clear();
+      this.notForeign.add(key);
+    }
+    return foreign;
   }
 
   /**
@@ -88,6 +157,13 @@ export class SessionStore {
     const understood = new Set(sessions.map((r) => r.id));
     const unread = [...readOnly, ...orphans.readOnly].filter((r) => !understood.has(r.id));
     for (const r of unread) this.readOnly.add(r.id);
+    // The checkpoint holds these as read: later saves hand over only what changes. Records
+    // normalised on the way in (redacted, paths derived) are written back by the save that
+    // checks every record, a second from now, in the background.
+    this.savedAt = Date.now();
+    for (const r of sessions) this.saved.set(r.id, { updatedAt: r.updatedAt, status: r.status });
+    this.checkAllAt = this.savedAt + CLOCK_SLACK_MS;
+    if (sessions.length > 0) this.commits.soon(CLOCK_SLACK_MS, this.reportWriteError);
     return { records: [...sessions, ...orphans.records], readOnly: unread, changed: sessions.length + orphans.records.length > 0 || diagnostics.length > 0 };
   }
 
@@ -124,6 +200,7 @@ export class SessionStore {
     for (const id of expiredIds(prunable, this.options, now, this.mayPrune())) {
       this.sessions.get(id)?.kind.pruned();
       this.sessions.delete(id);
+      this.saved.delete(id);
       if (this.checkpoint) removeSessionDir(this.checkpoint.dir, id);
     }
   }
@@ -171,6 +248,8 @@ export class SessionStore {
   /** Releases this host's writer identity and writes the last checkpoint; never rejects (a failed write is a diagnostic). */
   async close(): Promise<void> {
     releaseWriter(this.writer);
+    // The last save checks every record (see `changedRecords`).
+    this.checkAllAt = 0;
     // Closed either way: a final write that fails (a full disk, a lock held too long)
     // becomes a diagnostic, never a half-closed registry.
     try {
