@@ -5,6 +5,7 @@ import { cpus, release } from 'node:os';
 import { join } from 'node:path';
 import { killBench, probeBench, treeBench } from './identity.mjs';
 import { latencyBench, spawnBench, throughputBench } from './output.mjs';
+import { liveJobsBench } from './livejobs.mjs';
 import { recoveryBench } from './recovery.mjs';
 import { sshPollBench } from './environments.mjs';
 import { mcpBench } from './mcp.mjs';
@@ -19,6 +20,8 @@ const suites = {
   spawn: spawnBench,
   latency: latencyBench,
   throughput: throughputBench,
+  // Each count in a fresh child process (its own threads, descriptors and RSS).
+  livejobs: liveJobsBench,
   recovery: recoveryBench,
   ssh: sshPollBench,
   mcp: mcpBench,

@@ -64,9 +64,10 @@ pub(crate) trait Followed: Send {
   fn turn(&mut self, wake: Wake, buf: &mut [u8]) -> Next;
   /// Closes the exit descriptor (already deregistered).
   fn close_exit(&mut self);
-  /// Called once when the output descriptor cannot be watched (a kqueue that refuses a
-  /// terminal): the job is then turned on its own timer with `output: true`.
-  fn output_unwatched(&mut self);
+  /// Called once, before the first turn, for a descriptor the poller refused (a kqueue
+  /// that refuses a terminal, epoll's `max_user_watches` reached): `exit` tells which. The
+  /// job must then look at it on a deadline of its own.
+  fn unwatched(&mut self, exit: bool);
 }
 
 /// The handle jobs are handed to.
@@ -114,8 +115,6 @@ struct Entry {
   exit: Option<RawFd>,
   at: Option<Instant>,
   more: bool,
-  /// Turned on its timer with `output: true` (its output could not be registered).
-  output_by_timer: bool,
 }
 
 /// Tokens: slot * 2 for the output descriptor, slot * 2 + 1 for the exit descriptor.
@@ -136,22 +135,19 @@ impl Table {
       self.entries.push(None);
       self.entries.len() - 1
     });
-    let mut output = job.output_fd();
-    if let Some(fd) = output {
-      if registry.register(&mut SourceFd(&fd), token(slot, false), Interest::READABLE).is_err() {
-        output = None;
-        job.output_unwatched();
+    let watch = |job: &mut dyn Followed, exit: bool| {
+      let fd = if exit { job.exit_fd() } else { job.output_fd() }?;
+      if registry.register(&mut SourceFd(&fd), token(slot, exit), Interest::READABLE).is_ok() {
+        return Some(fd);
       }
-    }
-    let output_by_timer = output.is_none() && job.output_fd().is_some();
-    let mut exit = job.exit_fd();
-    if let Some(fd) = exit {
-      if registry.register(&mut SourceFd(&fd), token(slot, true), Interest::READABLE).is_err() {
-        exit = None;
-      }
-    }
-    // First turn at once: output or an exit may have come before the registration.
-    self.entries[slot] = Some(Entry { job, output, exit, at: Some(Instant::now()), more: false, output_by_timer });
+      job.unwatched(exit);
+      None
+    };
+    let output = watch(job.as_mut(), false);
+    let exit = watch(job.as_mut(), true);
+    // First turn at once: a descriptor that was ready before its registration is reported
+    // too, but a refused one is not.
+    self.entries[slot] = Some(Entry { job, output, exit, at: Some(Instant::now()), more: false });
     self.timed.insert(slot);
   }
 
@@ -169,7 +165,7 @@ impl Table {
 
   fn turn(&mut self, registry: &Registry, slot: usize, output: bool, exit: bool, now: Instant, buf: &mut [u8]) {
     let Some(e) = self.entries[slot].as_mut() else { return };
-    let wake = Wake { output: output || e.more || e.output_by_timer, exit, now };
+    let wake = Wake { output: output || e.more, exit, now };
     let next = catch_unwind(AssertUnwindSafe(|| e.job.turn(wake, buf))).unwrap_or(Next::Done);
     match next {
       Next::Done => self.remove(registry, slot),

@@ -69,8 +69,9 @@ pub(crate) struct PipeCapture {
   file: File,
   child: Launched,
   pidfd: Option<OwnedFd>,
-  /// No pidfd (old kernels, macOS) or one that fired before the process could be reaped:
-  /// the exit is polled on every turn, and turns come every [`EXIT_TICK`].
+  /// No pidfd (old kernels, macOS), one the poller refused, or one that fired before the
+  /// process could be reaped: the exit is polled on every turn, and turns come every
+  /// [`EXIT_TICK`].
   exit_by_tick: bool,
   /// The output descriptor could not be registered: it is read on every tick.
   output_by_tick: bool,
@@ -155,8 +156,12 @@ impl Followed for PipeCapture {
     self.pidfd = None;
   }
 
-  fn output_unwatched(&mut self) {
-    self.output_by_tick = true;
+  fn unwatched(&mut self, exit: bool) {
+    if exit {
+      self.exit_by_tick = true;
+    } else {
+      self.output_by_tick = true;
+    }
   }
 
   fn turn(&mut self, wake: Wake, buf: &mut [u8]) -> Next {
@@ -254,7 +259,8 @@ impl Followed for LogCapture {
     self.pidfd = None;
   }
 
-  fn output_unwatched(&mut self) {}
+  /// The log and the exit file are looked at on every tick anyway.
+  fn unwatched(&mut self, _exit: bool) {}
 
   fn turn(&mut self, wake: Wake, buf: &mut [u8]) -> Next {
     self.pump(self.published, buf);
@@ -288,5 +294,51 @@ fn flush(decoder: &mut Utf8Decoder, late: bool, sink: &mut EventSink) {
   let rest = decoder.finish();
   if !rest.is_empty() {
     sink(JobEvent::Output { text: rest, late });
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use std::process::{Command, Stdio};
+  use std::sync::mpsc;
+
+  /// `sh -c cmd` writing stdout and stderr into one pipe; the read end is non-blocking.
+  #[allow(clippy::zombie_processes)]
+  fn start(cmd: &str) -> (OwnedFd, Launched) {
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK).unwrap();
+    let w2 = w.try_clone().unwrap();
+    let child =
+      Command::new("/bin/sh").args(["-c", cmd]).stdin(Stdio::null()).stdout(Stdio::from(w)).stderr(Stdio::from(w2)).spawn().unwrap();
+    // The write ends went to the child and closed here with `Command`'s copies. The
+    // capture reaps the child (a `Child` does not wait when dropped).
+    (r, Launched::new(child.id() as i32))
+  }
+
+  #[test]
+  fn without_a_pidfd_the_exit_comes_from_the_tick_while_a_grandchild_holds_the_pipe() {
+    let (pipe, child) = start("echo hi; sleep 30 & echo bg=$!; exit 3");
+    let (tx, rx) = mpsc::channel();
+    let sink: EventSink = Box::new(move |ev| drop(tx.send(ev)));
+    let started = Instant::now();
+    crate::reactor::follow(Box::new(PipeCapture::new(pipe, child, None, DrainOptions::default(), sink))).unwrap();
+    let mut out = String::new();
+    let exit = loop {
+      match rx.recv_timeout(Duration::from_secs(10)).expect("no exit within 10 s") {
+        JobEvent::Output { text, late } => {
+          assert!(!late, "output before the exit is not late");
+          out.push_str(&text);
+        }
+        JobEvent::Exit(info) => break info,
+      }
+    };
+    assert_eq!(exit, ExitInfo::exited(3));
+    assert!(started.elapsed() < Duration::from_secs(5), "the grandchild held the exit back: {:?}", started.elapsed());
+    let bg: i32 = out.lines().nth(1).and_then(|l| l.strip_prefix("bg=")).and_then(|p| p.parse().ok()).expect(&out);
+    assert!(out.starts_with("hi\n"), "{out:?}");
+    // The grandchild is our test's own (unreaped by anyone but init): end it.
+    unsafe { libc::kill(bg, libc::SIGKILL) };
+    // Its end closes the pipe: the capture finishes (dropping its sink) without another event.
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Err(mpsc::RecvTimeoutError::Disconnected));
   }
 }
