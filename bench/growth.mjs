@@ -94,10 +94,22 @@ export async function memoryBench({ n = 5000 } = {}) {
   ]) + '\n';
 }
 
+/** Runs `read` with the event loop's delay monitored: its time, the worst stall and what it returned. */
+async function stalls(read) {
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  h.enable();
+  const t = performance.now();
+  const got = await read();
+  const ms = performance.now() - t;
+  h.disable();
+  return { ms, stall: h.max / 1e6, got };
+}
+
 /**
  * Pages from the end of a durable log of `seq 1 lines` against the page's size, with the
- * event loop's worst stall while the page is read. A size whose page takes longer than
- * `budgetMs` ends the series (larger ones are reported as skipped).
+ * event loop's worst stall while the page is read. The first row is the first page of the
+ * log, which also builds its line index (one pass over the log); a size whose page takes
+ * longer than `budgetMs` ends the series (larger ones are reported as skipped).
  */
 export async function pagingBench({ lines = 2_400_000, limits = [1000, 10_000, 20_000, 100_000], budgetMs = 20_000 } = {}) {
   const state = mkdtempSync(join(tmpdir(), 'procward-growth-log-'));
@@ -106,28 +118,85 @@ export async function pagingBench({ lines = 2_400_000, limits = [1000, 10_000, 2
   await r.wait(s.id);
   const rows = [];
   let over = false;
+  const first = await stalls(() => r.readLog(s.id, { limit: 1 }));
+  rows.push(['1 (first page: builds the line index)', `${fmt(first.ms)} ms`, `${first.stall.toFixed(1)} ms`, '0.00 MB']);
   for (const limit of limits) {
     if (over) {
       rows.push([String(limit), 'skipped', '', '']);
       continue;
     }
-    const h = monitorEventLoopDelay({ resolution: 1 });
-    h.enable();
-    const t = performance.now();
-    const page = await r.readLog(s.id, { limit });
-    const ms = performance.now() - t;
-    h.disable();
-    rows.push([String(limit), `${fmt(ms)} ms`, `${(h.max / 1e6).toFixed(1)} ms`, `${(page.text.length / 1e6).toFixed(2)} MB`]);
+    const { ms, stall, got } = await stalls(() => r.readLog(s.id, { limit }));
+    rows.push([String(limit), `${fmt(ms)} ms`, `${stall.toFixed(1)} ms`, `${(got.text.length / 1e6).toFixed(2)} MB`]);
     over = ms > budgetMs;
+  }
+  const mid = await stalls(() => r.readLog(s.id, { offset: Math.floor(lines / 2), limit: 20_000 }));
+  rows.push([`20000 from line ${Math.floor(lines / 2)}`, `${fmt(mid.ms)} ms`, `${mid.stall.toFixed(1)} ms`, `${(mid.got.text.length / 1e6).toFixed(2)} MB`]);
+  await r.close();
+  rmSync(state, { recursive: true, force: true });
+  return table(`Paging a durable log of \`seq 1 ${lines}\` (${(lines * 7.9 / 1e6).toFixed(0)} MB) — one readLog per row, from the end unless said; pages are capped at 1 MiB`, ['limit (lines)', 'readLog', 'worst event-loop stall', 'page'], rows) + '\n';
+}
+
+/** Host RSS now, in MB. */
+const rssMb = () => process.memoryUsage().rss / 1e6;
+
+/**
+ * A single line of `mb` MB with no line break: the first page (index build) and a page
+ * from its start, with the host's RSS growth (the page is cut to its 1 MiB cap).
+ */
+export async function longLineBench({ mb = 200 } = {}) {
+  const state = mkdtempSync(join(tmpdir(), 'procward-growth-line-'));
+  const r = await ProcessRegistry.open({ stateDir: state, logMaxBytes: 4 * mb * 1e6 });
+  const s = await r.spawn(`head -c ${mb * 1e6} /dev/zero | tr '\\0' x`);
+  await r.wait(s.id, { timeoutMs: 600_000 });
+  const rss0 = rssMb();
+  const rows = [];
+  for (const [name, opts] of [['last line (first page)', { limit: 1 }], ['first line', { offset: 0, limit: 10 }]]) {
+    const { ms, stall, got } = await stalls(() => r.readLog(s.id, opts));
+    rows.push([name, `${fmt(ms)} ms`, `${stall.toFixed(1)} ms`, `${(got.text.length / 1e6).toFixed(2)} MB`, `${(rssMb() - rss0).toFixed(0)} MB`]);
   }
   await r.close();
   rmSync(state, { recursive: true, force: true });
-  return table(`Paging the end of a durable log of \`seq 1 ${lines}\` (${(lines * 7.9 / 1e6).toFixed(0)} MB) — one readLog per row`, ['limit (lines)', 'readLog', 'worst event-loop stall', 'page'], rows) + '\n';
+  return table(`A durable log of one ${mb} MB line — host RSS growth since the job ended`, ['page', 'readLog', 'worst event-loop stall', 'page text', 'RSS growth'], rows) + '\n';
+}
+
+/**
+ * A log of `mb` MB streamed whole by readLog pages at line offsets (1 MiB each, as the CLI's
+ * `wait` does), with redaction on and off, against \`cat\` of the same file to /dev/null
+ * (the disk's speed, from the page cache as the pages read it).
+ */
+export async function streamBench({ mb = 1000 } = {}) {
+  const state = mkdtempSync(join(tmpdir(), 'procward-growth-stream-'));
+  const rows = [];
+  const r0 = await ProcessRegistry.open({ stateDir: state, logMaxBytes: 4 * mb * 1e6 });
+  const s = await r0.spawn(`yes 'build step 0123456789 compiled src/module/file.ts ok' | head -c ${mb * 1e6}`);
+  await r0.wait(s.id, { timeoutMs: 600_000 });
+  await r0.close();
+  const log = execFileSync('find', [state, '-name', 'output.log'], { encoding: 'utf8' }).trim();
+  let t = performance.now();
+  execFileSync('sh', ['-c', `cat "${log}" > /dev/null`]);
+  const cat = performance.now() - t;
+  rows.push(['cat > /dev/null (anchor)', `${fmt(cat)} ms`, `${(mb / (cat / 1000)).toFixed(0)} MB/s`, '']);
+  for (const redact of [true, false]) {
+    const r = await ProcessRegistry.open({ stateDir: state, logMaxBytes: 4 * mb * 1e6, redact });
+    const { ms, stall } = await stalls(async () => {
+      let offset = 0;
+      for (;;) {
+        const page = await r.readLog(s.id, { offset, limit: 1e9, view: 'raw' });
+        if (page.lines.length === 0) break;
+        offset = page.offset + page.lines.length;
+        if (offset >= page.totalLines) break;
+      }
+    });
+    rows.push([`readLog pages, redaction ${redact ? 'on' : 'off'}`, `${fmt(ms)} ms`, `${(mb / (ms / 1000)).toFixed(0)} MB/s`, `${stall.toFixed(1)} ms`]);
+    await r.close();
+  }
+  rmSync(state, { recursive: true, force: true });
+  return table(`A ${mb} MB durable log streamed whole (1 MiB pages at line offsets, raw view)`, ['reader', 'time', 'speed', 'worst event-loop stall'], rows) + '\n';
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const which = process.argv.slice(2);
-  const all = { scale: scaleBench, memory: memoryBench, paging: pagingBench };
+  const all = { scale: scaleBench, memory: memoryBench, paging: pagingBench, longline: longLineBench, stream: streamBench };
   for (const [name, fn] of Object.entries(all)) if (!which.length || which.includes(name)) process.stdout.write(await fn());
   process.exit(0);
 }

@@ -9,6 +9,7 @@ import { liveJobsBench } from './livejobs.mjs';
 import { recoveryBench } from './recovery.mjs';
 import { sshPollBench } from './environments.mjs';
 import { mcpBench } from './mcp.mjs';
+import { longLineBench, pagingBench, streamBench } from './growth.mjs';
 
 const only = process.argv.slice(2);
 const suites = {
@@ -25,6 +26,10 @@ const suites = {
   recovery: recoveryBench,
   ssh: sshPollBench,
   mcp: mcpBench,
+  // readLog pages (issue 14): against the page's size, one long line, a 1 GB log streamed whole.
+  paging: pagingBench,
+  longline: longLineBench,
+  stream: streamBench,
 };
 const header = `Run ${new Date().toISOString()} on ${cpus().length}× ${cpus()[0]?.model ?? 'cpu'}, Linux ${release()}, Node ${process.version}.\n`;
 const parts = [header];
