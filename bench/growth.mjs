@@ -172,7 +172,7 @@ export async function streamBench({ mb = 1000 } = {}) {
   await r0.wait(s.id, { timeoutMs: 600_000 });
   await r0.close();
   const log = execFileSync('find', [state, '-name', 'output.log'], { encoding: 'utf8' }).trim();
-  let t = performance.now();
+  const t = performance.now();
   execFileSync('sh', ['-c', `cat "${log}" > /dev/null`]);
   const cat = performance.now() - t;
   rows.push(['cat > /dev/null (anchor)', `${fmt(cat)} ms`, `${(mb / (cat / 1000)).toFixed(0)} MB/s`, '']);
