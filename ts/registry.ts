@@ -221,7 +221,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     this.assertOpen();
     if (typeof id === 'number') id = String(id);
     if (typeof id !== 'string') throw new ProcwardError('INVALID_ARGUMENT', `session id must be a string, got ${id === null ? 'null' : typeof id}`);
-    return this.sessions.get(resolveSessionId(this.sessions.keys(), id)) as Live;
+    // A whole id is found without a scan of every session (a prefix of 12 hex is the id itself).
+    return (this.sessions.get(id) ?? this.sessions.get(resolveSessionId(this.sessions.keys(), id))) as Live;
   }
 
   private assertOpen(): void {
