@@ -131,6 +131,24 @@ describe('paging a durable log', () => {
     }
   }, 90_000);
 
+  it('a page deep inside a private-key block (its BEGIN far beyond the page context) is masked', async () => {
+    const r = await ProcessRegistry.open({ stateDir: join(tempDir(), 'state') });
+    try {
+      // 3000 body lines (about 200 KB) between the markers, after 100 000 lines of output.
+      const id = await finished(
+        r,
+        "seq 1 100000; echo '-----BEGIN OPENSSH PRIVATE KEY-----'; head -c 144000 /dev/urandom | base64 -w 64; echo '-----END OPENSSH PRIVATE KEY-----'; echo done",
+      );
+      for (const offset of [100_001 + 1500, 100_001 + 2990]) {
+        const page = await r.readLog(id, { offset, limit: 5 });
+        expect(page.lines, `offset ${offset}`).toEqual(Array(5).fill('[REDACTED PRIVATE KEY]'));
+      }
+      expect((await r.readLog(id, { limit: 1 })).lines).toEqual(['done']);
+    } finally {
+      await r.close();
+    }
+  }, 60_000);
+
   it('the CLI wait streams a log larger than a page whole', async () => {
     const state = join(tempDir(), 'state');
     const r = await ProcessRegistry.open({ stateDir: state });
