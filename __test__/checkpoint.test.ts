@@ -2,7 +2,7 @@
 // findings 9 and 10): `checkpoint.json` never goes missing, a write that fails leaves the
 // last one whole, and hosts on one directory all get the lock.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -160,4 +160,88 @@ describe('a job that ends while the disk is full', () => {
       await r.close();
     }
   }, 40_000);
+});
+
+describe('a write costs what changed (issue 14)', () => {
+  const idsOn = (dir: string) => JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8')).sessions.map((s: { id: string }) => s.id);
+  const fileId = (dir: string) => {
+    const st = statSync(join(dir, 'checkpoint.json'));
+    return `${st.ino}:${st.mtimeMs}`;
+  };
+
+  it('a save that changes nothing writes nothing; a changed entry is written with the others kept', async () => {
+    const dir = tempDir();
+    const cp = new Checkpoint(dir);
+    const a = record('a');
+    const b = record('b');
+    await cp.save([a, b]);
+    const first = fileId(dir);
+    const writes = cp.writes;
+    // The same records again, as a SaveSet with nothing changed or as the whole list: no write.
+    await cp.save({ changed: [], all: () => [a, b] });
+    await cp.save([{ ...a }, { ...b }]);
+    expect(cp.writes).toBe(writes);
+    expect(fileId(dir)).toBe(first);
+    // One changed record: written, and the unchanged one is still there.
+    await cp.save({ changed: [{ ...a, command: 'echo a2', updatedAt: a.updatedAt + 1 }], all: () => [] });
+    expect(cp.writes).toBe(writes + 1);
+    const doc = JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8'));
+    expect(doc.sessions.map((s: { id: string; command: string }) => [s.id, s.command])).toEqual([
+      [a.id, 'echo a2'],
+      [b.id, 'echo b'],
+    ]);
+  });
+
+  it('after another host wrote, a save merges all of its records again and keeps the other host’s', async () => {
+    const dir = tempDir();
+    const mine = new Checkpoint(dir);
+    const a = record('a');
+    await mine.save([a]);
+    const other = record('other');
+    await new Checkpoint(dir).save([other]);
+    // This writer believes nothing of its own changed; the file changed under it, so it
+    // reads it again and hands over every record it holds.
+    const late = record('late');
+    let asked = 0;
+    await mine.save({
+      changed: [],
+      all: () => {
+        asked++;
+        return [a, late];
+      },
+    });
+    expect(asked).toBe(1);
+    expect(idsOn(dir).sort()).toEqual([a.id, other.id, late.id].sort());
+  });
+
+  it('a checkpoint damaged from outside after it was cached is noticed by the next save: moved aside, and nothing is lost', async () => {
+    const dir = tempDir();
+    const cp = new Checkpoint(dir);
+    const a = record('a');
+    const b = record('b');
+    await cp.save([a, b]);
+    // Same size and name, other bytes: an in-place overwrite (a new ctime, so a new identity).
+    const path = join(dir, 'checkpoint.json');
+    writeFileSync(path, ' '.repeat(readFileSync(path).length));
+    const { diagnostics } = await cp.save({ changed: [], all: () => [a, b] });
+    expect(diagnostics.join('\n')).toMatch(/moved aside/);
+    expect(idsOn(dir).sort()).toEqual([a.id, b.id].sort());
+    const loaded = await new Checkpoint(dir).load();
+    expect(loaded.diagnostics).toEqual([]);
+  });
+
+  it('a registry that reopens a directory of 2000 finished sessions and closes without a change leaves every entry as it was', async () => {
+    const dir = tempDir();
+    const now = Date.now();
+    const sessions = Array.from({ length: 2000 }, (_, i) => ({ ...record(`job ${i}`), exitedAt: now - 1000, updatedAt: now - 1000 }));
+    await new Checkpoint(dir).save(sessions, { maxSessions: 10_000 });
+    const r = await ProcessRegistry.open({ stateDir: dir, maxSessions: 10_000 });
+    const s = await r.spawn('true');
+    await r.wait(s.id);
+    await r.close();
+    const written = JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8')).sessions as { id: string; command: string }[];
+    expect(written).toHaveLength(2001);
+    expect(written.filter((e) => e.id !== s.id).map((e) => e.command)).toEqual(sessions.map((e) => e.command));
+    expect(written.some((e) => e.id === s.id)).toBe(true);
+  });
 });
