@@ -37,7 +37,11 @@ export type EnvironmentDescription =
 export interface ExecutionEnvironment {
   /** What it is (see {@link environmentFrom}). */
   readonly description: EnvironmentDescription;
-  /** Directory on the far side for session files. Default `/tmp/procward-sandbox`. */
+  /**
+   * Directory on the far side for session files; `%i` stands for the far-side user's numeric
+   * id. Default `/tmp/procward-sandbox-%i`. The launch creates it 0700 and refuses it unless
+   * it is a real directory owned by that user and writable by no one else.
+   */
   readonly tmpDir: string;
   /** Runs `script` with `sh -s` on the far side. Rejects only when the client cannot start. */
   exec(script: string, opts?: { timeoutMs?: number }): Promise<ExecResult>;
@@ -45,7 +49,8 @@ export interface ExecutionEnvironment {
   close(): Promise<void>;
 }
 
-const DEFAULT_TMP = '/tmp/procward-sandbox';
+/** One base per far-side user: another user cannot create it first (see `remote/sandbox.ts`). */
+const DEFAULT_TMP = '/tmp/procward-sandbox-%i';
 
 /** An environment reached by running a client program whose last arguments start `sh -s`. */
 export class CommandEnvironment implements ExecutionEnvironment {

@@ -25,10 +25,40 @@ export function shq(value: string): string {
 /** What launching gave: the far-side PID, or why it failed. */
 export type LaunchResult = { ok: true; pid: number; dir: string } | { ok: false; code: number | null; output: string };
 
-/** The far-side directory of a session. */
+/**
+ * The far-side directory of a session: `<tmpDir>/<session id>`, where `%i` in `tmpDir`
+ * stands for the far-side user's numeric id (the default is `/tmp/procward-sandbox-%i`),
+ * expanded there by {@link farDir}.
+ */
 export function sandboxDir(env: ExecutionEnvironment, sessionId: string): string {
   return `${env.tmpDir}/${sessionId}`;
 }
+
+/** Shell that sets `D` to the far-side directory `dir`, each `%i` replaced by the far side's `id -u`. */
+export function farDir(dir: string): string {
+  return [`D=${shq(dir)}`, 'while :; do case "$D" in *%i*) D="${D%%%i*}$(id -u)${D#*%i}";; *) break;; esac; done'].join('\n');
+}
+
+/**
+ * Shell that creates the session directory `$D` and its base `${D%/*}` only where no other
+ * far-side user can reach them. The base (default `/tmp/procward-sandbox-<uid>`, below a
+ * world-writable /tmp) may have been created first by someone else, who could then swap the
+ * session directory for one that names any file as its log: so the base must be a real
+ * directory (not a symlink) owned by this user and writable by no one else, created 0700
+ * when missing; the session directory is new (or this user's own). Otherwise the launch
+ * fails with exit status 126 and says why.
+ */
+const SAFE_DIRS = [
+  'umask 077',
+  'B=${D%/*}',
+  'refuse() { echo "procward: refusing to launch: $1" >&2; exit 126; }',
+  '[ -L "$B" ] && refuse "sandbox base $B is a symlink"',
+  '[ -e "$B" ] || mkdir -p -m 700 "$B" || refuse "cannot create sandbox base $B"',
+  '[ ! -L "$B" ] && [ -d "$B" ] || refuse "sandbox base $B is not a directory"',
+  '[ -O "$B" ] || refuse "sandbox base $B is not owned by $(id -un) (uid $(id -u))"',
+  'case $(ls -ld "$B") in ?????w*|????????w*) refuse "sandbox base $B is writable by its group or by others";; esac',
+  'if ! mkdir -m 700 "$D" 2>/dev/null; then [ ! -L "$D" ] && [ -d "$D" ] && [ -O "$D" ] || refuse "session directory $D exists and is not this user\'s own"; fi',
+];
 
 /**
  * Starts `command` detached on the far side, in `cwd` (default: the far side's home) with
@@ -49,9 +79,8 @@ export async function launch(
   const script = [
     'set -e',
     'command -v setsid >/dev/null 2>&1 || { echo "procward: setsid is missing on the far side" >&2; exit 127; }',
-    `D=${shq(dir)}`,
-    'mkdir -p "$D"',
-    'chmod 700 "$D"',
+    farDir(dir),
+    ...SAFE_DIRS,
     `printf '%s' ${shq(b64)} | base64 -d > "$D/cmd"`,
     `printf '%s\\n' ${shq(exports)} > "$D/env"`,
     opts.cwd ? `printf '%s' ${shq(opts.cwd)} > "$D/cwd"` : ': > "$D/cwd"',
@@ -92,7 +121,7 @@ const WRAPPER_ALIVE = `[ -n "$P" ] && ps -o args= -p "$P" 2>/dev/null | grep -qF
 /** Reads the session's state in one round trip. */
 export async function pollOnce(env: ExecutionEnvironment, dir: string, offset: number, max = 256 * 1024): Promise<PollChunk> {
   const script = [
-    `D=${shq(dir)}`,
+    farDir(dir),
     // The exit file first: once it exists, the size read next covers all the job wrote.
     'E=$(cat "$D/exit" 2>/dev/null || echo -)',
     'P=$(cat "$D/pid" 2>/dev/null || true)',
@@ -124,7 +153,7 @@ export async function killRemote(env: ExecutionEnvironment, dir: string, graceMs
   const wait = Math.max(0, Math.ceil(graceMs / 100));
   // dash's kill takes `-<pgid>` but not `--`; a zombie is dead, so liveness comes from ps.
   const script = [
-    `D=${shq(dir)}`,
+    farDir(dir),
     'P=$(cat "$D/pid" 2>/dev/null || true)',
     'case "$P" in ""|*[!0-9]*) echo EXITED; exit 0;; esac',
     '[ "$P" -gt 1 ] || { echo EXITED; exit 0; }',

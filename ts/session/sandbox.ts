@@ -6,7 +6,7 @@
  */
 import { ProcwardError } from '../errors.js';
 import type { ExecutionEnvironment } from '../remote/environments.js';
-import { killRemote, launch, SandboxPoller, sandboxDir, shq } from '../remote/sandbox.js';
+import { farDir, killRemote, launch, SandboxPoller, sandboxDir } from '../remote/sandbox.js';
 import type { KillResult } from '../types.js';
 import { BaseSession } from './base.js';
 import { EMPTY_REPORT, type StartSpec } from './kind.js';
@@ -159,7 +159,7 @@ export class SandboxSession extends BaseSession {
   pruned(): void {
     super.pruned();
     const env = this.host.environments.forRecord(this.live.record);
-    if (env) env.exec(`rm -rf ${shq(sandboxDir(env, this.live.record.id))}`).catch(() => undefined);
+    if (env) env.exec(`${farDir(sandboxDir(env, this.live.record.id))}\nrm -rf "$D"`).catch(() => undefined);
     this.host.environments.forget(this.live.record.id);
   }
 }
