@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { CommandEnvironment, identity, localShell, ProcessRegistry } from '../dist/index.mjs';
-import { cleanupGroup, cli, tempDir, until } from './support.js';
+import { cleanupGroup, cli, deadHostEntry, tempDir, until } from './support.js';
 
 const NOBODY = 65534;
 
@@ -20,27 +20,7 @@ function stateWith(entries: Record<string, unknown>[], doc: Record<string, unkno
 let n = 0;
 /** A plausible entry written by a host that is gone (a dead writer). */
 function entry(fields: Record<string, unknown> = {}): Record<string, unknown> {
-  const id = `proc_${(0xabc000000000 + n++).toString(16)}`;
-  return {
-    id,
-    command: 'sleep 1',
-    cwd: '/',
-    pid: null,
-    identity: null,
-    startedAt: Date.now() - 1000,
-    exitedAt: Date.now() - 500,
-    status: 'exited',
-    exitCode: 0,
-    signal: null,
-    reason: 'exited',
-    terminationSource: 'process',
-    durable: false,
-    logPath: null,
-    exitPath: null,
-    writer: { pid: 999_999, startTime: '1', bootId: 'not-this-boot' },
-    updatedAt: Date.now() - 500,
-    ...fields,
-  };
+  return deadHostEntry(`proc_${(0xabc000000000 + n++).toString(16)}`, fields);
 }
 
 const code = (p: Promise<unknown>) => p.then(() => 'resolved', (e: { code?: string }) => e.code);
@@ -123,8 +103,10 @@ describe('symlinks below the state directory', () => {
     link(state, outside);
     const old = entry({ id, exitedAt: 1, updatedAt: 1, startedAt: 1 });
     writeFileSync(join(state, 'checkpoint.json'), JSON.stringify({ version: 1, sessions: [old] }), { mode: 0o600 });
-    const r = await ProcessRegistry.open({ stateDir: state, finishedTtlMs: 0 });
-    await r.close();
+    // A symlinked `sessions` is refused as the state directory itself would be.
+    const opened = ProcessRegistry.open({ stateDir: state, finishedTtlMs: 0 });
+    if (_ === 'sessions') expect(await code(opened)).toBe('STATE_DIR_UNTRUSTED');
+    else await (await opened).close();
     expect(readFileSync(join(outside, id, 'keep'), 'utf8')).toBe('precious');
   });
 

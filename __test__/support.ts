@@ -134,3 +134,28 @@ export function perTestRegistry(options: RegistryOptions = {}) {
   };
   return ctx;
 }
+
+/** A plausible finished checkpoint entry written by a host that is gone (a dead writer); `fields` override. */
+export function deadHostEntry(id: string, fields: Record<string, unknown> = {}): Record<string, unknown> {
+  const now = Date.now();
+  return {
+    id,
+    command: 'sleep 1',
+    cwd: '/',
+    pid: null,
+    identity: null,
+    startedAt: now - 1000,
+    exitedAt: now - 500,
+    status: 'exited',
+    exitCode: 0,
+    signal: null,
+    reason: 'exited',
+    terminationSource: 'process',
+    durable: false,
+    logPath: null,
+    exitPath: null,
+    writer: { pid: 999_999, startTime: '1', bootId: 'not-this-boot' },
+    updatedAt: now - 500,
+    ...fields,
+  };
+}

@@ -15,21 +15,28 @@
  *   never dropped: `load` lists it read-only and writes keep its raw JSON untouched. A
  *   document of a newer version is read (all its entries read-only) and never written over.
  *   Paths in entries are replaced by the ones their session id gives (see `confinePaths`).
- * - A file that is empty, not JSON, of the wrong
- *   shape, a symlink or not a regular file is moved aside as
+ *   A kept entry nested deeper than 64 levels or larger than 1 MiB is not kept (see
+ *   `bounds.ts`): the file is copied to `checkpoint.json.quarantine-<inode>` and a diagnostic
+ *   names it. Of two entries with one id the newer stands, with a diagnostic. One read adds
+ *   at most 100 diagnostics; the rest are counted.
+ * - A file that is empty, not JSON, of the wrong shape, a symlink, not a regular file (a
+ *   FIFO, a device), hard-linked elsewhere or over 256 MiB is moved aside as
  *   `checkpoint.json.corrupt-<time>` with a diagnostic, and reading continues from the
  *   previous generation; a writer then also takes back the sessions whose directories
  *   (`sessions/<id>/session.json`) the file no longer lists. This happens on writes too, so a corrupt file never makes a
  *   writer drop other hosts' entries.
  */
 import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, statSync, unlinkSync } from 'node:fs';
-import { link, open, rename, unlink } from 'node:fs/promises';
+import { copyFile, link, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import { z } from 'zod';
 import { fromNative, ProcwardError } from '../errors.js';
 import { native } from '../native.js';
+import { outOfBounds } from './bounds.js';
+import { readCheckpointText } from './checkpointfile.js';
 import { confinePaths } from './jobfiles.js';
+import { MAX_READ_DIAGNOSTICS } from './stored.js';
 import { scanOrphanSessions } from './recovery.js';
 import { DEFAULT_MAX_SESSIONS, expiredIds, type RetentionOptions } from '../policy/retention.js';
 import { readOnlyView, SESSION_SCHEMA_VERSION, sessionRecordSchema, type SessionRecord, understood } from '../session/record.js';
@@ -134,11 +141,14 @@ export function ensureStateDir(dir: string): void {
   assertTrustedDir(dir);
 }
 
-/** Throws `STATE_DIR_UNTRUSTED` unless `dir` is a directory only the effective user may write (see {@link ensureStateDir}). */
-export function assertTrustedDir(dir: string): void {
+/**
+ * Throws `STATE_DIR_UNTRUSTED` unless `dir` is a directory only the effective user may write
+ * (see {@link ensureStateDir}); `what` names it in the message.
+ */
+export function assertTrustedDir(dir: string, what = 'state directory'): void {
   const st = lstatSync(dir);
   const refuse = (why: string) => {
-    throw new ProcwardError('STATE_DIR_UNTRUSTED', `state directory ${dir} ${why}; refusing to use it`, { path: dir });
+    throw new ProcwardError('STATE_DIR_UNTRUSTED', `${what} ${dir} ${why}; refusing to use it`, { path: dir });
   };
   if (st.isSymbolicLink()) refuse('is a symlink');
   if (!st.isDirectory()) refuse('is not a directory');
@@ -193,24 +203,12 @@ export class Checkpoint {
 
   /** Reads one generation; `null` when it does not exist. Throws `CHECKPOINT_CORRUPT`. */
   private async read(path: string): Promise<Generation | null> {
-    let text: string;
-    let key: string;
-    try {
-      const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-      try {
-        // The identity of the inode read (a writer never changes a file in place).
-        key = keyOf(await handle.stat());
-        text = await handle.readFile('utf8');
-      } finally {
-        await handle.close();
-      }
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return null;
-      if (code === 'ELOOP') throw new ProcwardError('CHECKPOINT_CORRUPT', `${path}: is a symlink; refusing to follow it`);
-      if (code === 'EISDIR') throw new ProcwardError('CHECKPOINT_CORRUPT', `${path}: is not a regular file`);
-      throw err;
-    }
+    // Untrusted bytes: not a symlink, FIFO, device, foreign hard link or huge file (see checkpointfile.ts).
+    const file = await readCheckpointText(path);
+    if (file === null) return null;
+    const { text } = file;
+    // The identity of the inode read (a writer never changes a file in place).
+    const key = keyOf(file.st);
     let doc: z.infer<typeof documentSchema>;
     try {
       doc = documentSchema.parse(JSON.parse(text));
@@ -222,17 +220,39 @@ export class Checkpoint {
     const notes = newer ? [`${path}: written by a newer procward (checkpoint version ${doc.version}, this one reads ${CHECKPOINT_VERSION}): its sessions are read-only and it is never written over`] : [];
     const sessions: SessionRecord[] = [];
     const kept: unknown[] = [];
+    const byId = new Map<string, number>();
+    let quarantined = false;
+    let unexplained = 0;
     doc.sessions.forEach((raw, i) => {
       const record = newer ? null : understood(raw);
       if (record) {
+        // Two entries of one session: the newer one stands (as when hosts merge).
+        const seen = byId.get(record.id);
+        if (seen !== undefined) {
+          notes.push(`${path}: entry ${i} repeats session ${record.id}; the newer of the two is kept`);
+          if ((sessions[seen] as SessionRecord).updatedAt <= record.updatedAt) sessions[seen] = confinePaths(this.dir, record, notes);
+          return;
+        }
+        byId.set(record.id, sessions.length);
         sessions.push(confinePaths(this.dir, record, notes));
+        return;
+      }
+      // Kept entries are written back on every write: one too deep or too large to write is
+      // set aside (the file is copied aside first); the rest of the document still loads.
+      const bound = newer ? null : outOfBounds(raw);
+      if (bound !== null) {
+        quarantined = true;
+        notes.push(`${path}: entry ${i} (${rawId(raw) ?? 'no session id'}) is ${bound}; not kept (the file is copied to ${path}.quarantine-${file.st.ino})`);
         return;
       }
       // Never dropped: a newer host's entry, or one damaged in one field, may be a running job.
       kept.push(raw);
-      if (!newer) notes.push(`${path}: entry ${i} (${rawId(raw) ?? 'no session id'}) kept read-only: ${whyNotUnderstood(raw)}`);
+      // The reason costs a second validation: worked out only for the notes that are kept.
+      if (!newer && notes.length < MAX_READ_DIAGNOSTICS) notes.push(`${path}: entry ${i} (${rawId(raw) ?? 'no session id'}) kept read-only: ${whyNotUnderstood(raw)}`);
+      else if (!newer) unexplained++;
     });
-    return { sessions, text, key, kept, newer, notes };
+    if (quarantined) await copyFile(path, `${path}.quarantine-${file.st.ino}`, constants.COPYFILE_EXCL).catch(() => undefined);
+    return { sessions, text, key, kept, newer, notes: capped(notes, unexplained) };
   }
 
   /**
@@ -446,6 +466,17 @@ export class Checkpoint {
     const every = Math.min(250, retention.finishedTtlMs ?? 250);
     return size > (retention.maxSessions ?? DEFAULT_MAX_SESSIONS) || Date.now() - this.retainedAt >= every;
   }
+}
+
+/**
+ * At most MAX_READ_DIAGNOSTICS notes of one read, then how many more (200 000 damaged
+ * entries would be a line each); `more` entries kept read-only were not even described.
+ */
+function capped(notes: string[], more: number): string[] {
+  if (notes.length + (more > 0 ? 1 : 0) <= MAX_READ_DIAGNOSTICS) return more > 0 ? [...notes, `… and ${more} more entries kept read-only`] : notes;
+  const out = notes.slice(0, MAX_READ_DIAGNOSTICS - 1);
+  out.push(`… and ${notes.length - out.length} more notes and ${more} more entries kept read-only`);
+  return out;
 }
 
 /** The first reason an entry is not understood (for the diagnostic). */

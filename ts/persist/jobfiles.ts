@@ -21,7 +21,7 @@
  * `openat`, so a component could still be swapped between the check and the use; the state
  * directory is owner-only (see `ensureStateDir`), so only this user could do that.
  */
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
@@ -140,7 +140,25 @@ export function writePrivate(path: string, text: string): void {
   }
 }
 
-/** Reads a small file below the state directory without following a symlink at its name; `null` when it cannot be read. */
+/** Most bytes {@link readPrivate} reads: records, exit and state files are a few KiB. */
+export const MAX_PRIVATE_FILE_BYTES = 1024 * 1024;
+
+/**
+ * Why a file opened below the state directory is not read, or `null` when it may be: it
+ * must be a regular file (not a FIFO, device, socket or directory) with one link. A hard
+ * link planted at a session file's name would show another file of this user's.
+ */
+export function notPrivateFile(st: { isFile(): boolean; nlink: number | bigint }): string | null {
+  if (!st.isFile()) return 'is not a regular file';
+  if (Number(st.nlink) !== 1) return `has ${st.nlink} hard links (a session file has one)`;
+  return null;
+}
+
+/**
+ * Reads a small file below the state directory without following a symlink at its name;
+ * `null` when it cannot be read, is not a regular file with one link (see
+ * {@link notPrivateFile}) or holds more than {@link MAX_PRIVATE_FILE_BYTES}.
+ */
 export function readPrivate(path: string): string | null {
   let fd: number;
   try {
@@ -150,7 +168,11 @@ export function readPrivate(path: string): string | null {
   }
   try {
     // A FIFO or a device in place of a record is not read (O_NONBLOCK kept the open from hanging).
-    return fstatSync(fd).isFile() ? readFileSync(fd, 'utf8') : null;
+    const st = fstatSync(fd);
+    if (notPrivateFile(st) !== null || st.size > MAX_PRIVATE_FILE_BYTES) return null;
+    const buf = Buffer.alloc(st.size);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return buf.subarray(0, n).toString('utf8');
   } catch {
     return null;
   } finally {
@@ -218,8 +240,8 @@ export interface RecordedExit {
 /**
  * Opens a file below the state directory for reading: not through a symlink at its name
  * (`O_NOFOLLOW`), without hanging on a FIFO planted there (`O_NONBLOCK`), and only a
- * regular file. `null` when it does not exist; throws `STATE_DIR_UNTRUSTED` for a symlink
- * or anything but a regular file.
+ * regular file with one link (see {@link notPrivateFile}). `null` when it does not exist;
+ * throws `STATE_DIR_UNTRUSTED` for a symlink, anything but a regular file, or a hard link.
  */
 export async function openPrivate(path: string): Promise<FileHandle | null> {
   let handle: FileHandle;
@@ -231,9 +253,10 @@ export async function openPrivate(path: string): Promise<FileHandle | null> {
     if (code === 'ELOOP') throw new ProcwardError('STATE_DIR_UNTRUSTED', `${path} is a symlink; procward does not follow it`);
     throw err;
   }
-  if ((await handle.stat()).isFile()) return handle;
+  const why = notPrivateFile(await handle.stat());
+  if (why === null) return handle;
   await handle.close();
-  throw new ProcwardError('STATE_DIR_UNTRUSTED', `${path} is not a regular file`);
+  throw new ProcwardError('STATE_DIR_UNTRUSTED', `${path} ${why}; procward does not read it`);
 }
 
 /**
@@ -246,7 +269,10 @@ export async function readExitFile(path: string): Promise<RecordedExit | { inval
     const handle = await openPrivate(path);
     if (!handle) return null;
     try {
-      text = await handle.readFile('utf8');
+      // One short JSON line: no more than 4 KiB is read of whatever sits there.
+      const buf = Buffer.alloc(4096);
+      const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
+      text = buf.subarray(0, bytesRead).toString('utf8');
     } finally {
       await handle.close();
     }

@@ -4,15 +4,17 @@
  * what the state directory lists, and the view of entries other hosts wrote. Without a
  * state directory nothing is written and retention alone runs.
  */
-import { resolve as resolvePath } from 'node:path';
+import { lstatSync } from 'node:fs';
+import { join, resolve as resolvePath } from 'node:path';
 import { expiredIds, DEFAULT_MAX_SESSIONS } from '../policy/retention.js';
 import type { Live } from '../session/kind.js';
 import type { SessionRecord } from '../session/record.js';
 import type { RegistryOptions } from '../types.js';
-import { Checkpoint } from './checkpoint.js';
+import { assertTrustedDir, Checkpoint } from './checkpoint.js';
 import { GroupCommit } from './groupcommit.js';
 import { removeSessionDir } from './jobfiles.js';
 import { scanOrphanSessions } from './recovery.js';
+import { appendDiagnostics, MAX_READ_DIAGNOSTICS, redactStored } from './stored.js';
 import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './writer.js';
 
 /** How often a save hands every record to the checkpoint, not only those that look changed. */
@@ -53,6 +55,9 @@ export class SessionStore {
     private readonly diagnostics: string[],
   ) {
     this.checkpoint = options.stateDir !== undefined ? new Checkpoint(resolvePath(options.stateDir)) : undefined;
+    // `sessions/` holds every job's files: trusted only as the state directory itself is.
+    const sessionsDir = this.checkpoint ? join(this.checkpoint.dir, 'sessions') : null;
+    if (sessionsDir !== null && lstatSync(sessionsDir, { throwIfNoEntry: false })) assertTrustedDir(sessionsDir, 'sessions directory');
     this.writer = newWriter();
     this.commits = new GroupCommit(async () => {
       this.prune();
@@ -60,7 +65,7 @@ export class SessionStore {
       const changed = this.changedRecords();
       try {
         const saved = await this.checkpoint.save({ changed, all: () => this.ownRecords() }, this.options, this.mayPrune());
-        this.diagnostics.push(...saved.diagnostics);
+        appendDiagnostics(this.diagnostics, saved.diagnostics);
       } catch (err) {
         // Not written: the next save hands every record over again.
         this.saved.clear();
@@ -105,6 +110,11 @@ export class SessionStore {
       out.push({ ...r });
     }
     return out;
+  }
+
+  /** A record read from disk, with what it shows redacted (unless the host turned redaction off; see `stored.ts`). */
+  private fromDisk(record: SessionRecord): SessionRecord {
+    return this.options.redact === false ? record : redactStored(record);
   }
 
   /** The state directory, or null for an in-memory registry. */
@@ -152,7 +162,10 @@ export class SessionStore {
     if (!this.checkpoint) return { records: [], readOnly: [], changed: false };
     const { sessions, readOnly = [], diagnostics } = await this.checkpoint.load();
     const orphans = scanOrphanSessions(this.checkpoint.dir, new Set([...sessions, ...readOnly].map((r) => r.id)), (r) => this.isForeign(r));
-    this.diagnostics.push(...diagnostics, ...orphans.diagnostics);
+    // The checkpoint's notes are capped where they are made; a few lines of its own may come first.
+    appendDiagnostics(this.diagnostics, diagnostics, MAX_READ_DIAGNOSTICS + 10);
+    appendDiagnostics(this.diagnostics, orphans.diagnostics);
+    for (const list of [sessions, readOnly, orphans.records, orphans.readOnly]) for (const r of list) this.fromDisk(r);
     // A second entry for a session this version understands changes nothing.
     const understood = new Set(sessions.map((r) => r.id));
     const unread = [...readOnly, ...orphans.readOnly].filter((r) => !understood.has(r.id));
@@ -216,7 +229,7 @@ export class SessionStore {
   recordsOnDisk(): Promise<Map<string, SessionRecord>> {
     const now = Date.now();
     if (!this.view || now - this.view.at > 20) {
-      const load = (this.checkpoint as Checkpoint).load().then(({ sessions }) => new Map(sessions.map((r) => [r.id, r])));
+      const load = (this.checkpoint as Checkpoint).load().then(({ sessions }) => new Map(sessions.map((r) => [r.id, this.fromDisk(r)])));
       this.view = { at: now, byId: load };
     }
     return this.view.byId;

@@ -43,20 +43,35 @@ export class DurableSession extends HostSession {
   }
 
   async output(): Promise<OutputText> {
-    const { live, host } = this;
+    const { live } = this;
     const logPath = live.record.logPath;
     if (!logPath || !(live.detached || live.tail.heldChars === 0)) return super.output();
     // Where the log's last 16 KiB start is not known without reading the log: key material
     // at their head is taken for the inside of a block.
     // A log file replaced by a symlink or a FIFO is not read: the preview is empty, and
     // the reason is a diagnostic (readLog says it as an error).
-    const text = await readLogTail(logPath, 16 * 1024).catch((err: unknown) => {
-      if (!(err instanceof ProcwardError && err.code === 'STATE_DIR_UNTRUSTED')) throw err;
-      const said = `${live.record.id}: output not shown: ${err.message}`;
-      if (!host.diagnostics.includes(said)) host.diagnostics.push(said);
-      return '';
-    });
+    const text = await this.fromLog(() => readLogTail(logPath, 16 * 1024), '');
     return { text, startsInKeyBlock: leadsWithKeyMaterial(text) };
+  }
+
+  /**
+   * Reads the session's log for a preview, its tail or its watchers. The job can reach its
+   * own session directory (its supervisor's open files name it): a log it replaced by a
+   * symlink, a FIFO, a directory or a hard link is damage to this session only, so it
+   * becomes a diagnostic of this session and `fallback`, never an error of `list`, `poll`,
+   * `wait`, `kill` or `open` (`readLog` of this session still says it as an error).
+   */
+  private async fromLog<T>(read: () => Promise<T>, fallback: T): Promise<T> {
+    try {
+      return await read();
+    } catch (err) {
+      const untrusted = err instanceof ProcwardError && err.code === 'STATE_DIR_UNTRUSTED';
+      const fsError = !(err instanceof ProcwardError) && typeof (err as NodeJS.ErrnoException).code === 'string';
+      if (!untrusted && !fsError) throw err;
+      const said = `${this.live.record.id}: output not shown: ${(err as Error).message}`;
+      if (!this.host.diagnostics.includes(said)) this.host.diagnostics.push(said);
+      return fallback;
+    }
   }
 
   /** Reads the full log file, not only the memory tail. */
@@ -116,14 +131,16 @@ export class DurableSession extends HostSession {
     if (!r.logPath || live.foreign || !r.watchPatterns?.length) return;
     live.watcher ??= host.watcherFor(r);
     if (!live.watcher) return;
-    const { text, next } = await readLogFrom(r.logPath, live.watchOffset ?? 0);
+    const logPath = r.logPath;
+    const { text, next } = await this.fromLog(() => readLogFrom(logPath, live.watchOffset ?? 0), { text: '', next: live.watchOffset ?? 0 });
     live.watchOffset = next;
     if (text) host.watch(live, text);
   }
 
   protected async loadTail(): Promise<void> {
     const { live } = this;
-    if (live.record.logPath && live.tail.totalChars === 0) live.tail.append(await readLogTail(live.record.logPath, 16 * 1024));
+    const logPath = live.record.logPath;
+    if (logPath && live.tail.totalChars === 0) live.tail.append(await this.fromLog(() => readLogTail(logPath, 16 * 1024), ''));
   }
 
   /**

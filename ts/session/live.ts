@@ -5,6 +5,7 @@
 import { fromNative, ProcwardError } from '../errors.js';
 import type { NativeJob } from '../native.js';
 import { OutputTail } from '../output/tail.js';
+import { redactStoredText } from '../persist/stored.js';
 import type { SessionSummary } from '../types.js';
 import type { JobSession, Live } from './kind.js';
 import type { SessionRecord } from './record.js';
@@ -33,9 +34,10 @@ export function summary(live: Live, scoped = false): SessionSummary {
     startedAt: r.startedAt,
     exitedAt: r.exitedAt,
     uptimeMs: (r.exitedAt ?? Date.now()) - r.startedAt,
-    ...(r.taskId !== undefined && { taskId: r.taskId }),
-    ...(r.ownerTaskId !== undefined && { ownerTaskId: r.ownerTaskId }),
-    ...(r.sessionKey !== undefined && { sessionKey: r.sessionKey }),
+    // Labels are matched as given, and shown redacted: a record on disk may carry anything.
+    ...(r.taskId !== undefined && { taskId: redactStoredText(r.taskId) }),
+    ...(r.ownerTaskId !== undefined && { ownerTaskId: redactStoredText(r.ownerTaskId) }),
+    ...(r.sessionKey !== undefined && { sessionKey: redactStoredText(r.sessionKey) }),
     durable: r.durable,
     ...(r.cgroup !== undefined && { cgroup: r.cgroup }),
     ...(r.pidScope !== undefined && { pidScope: r.pidScope }),

@@ -6,7 +6,7 @@ import { existsSync, statSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { ProcwardError } from '../errors.js';
 import type { WriterIdentity } from '../persist/writer.js';
-import { childEnvironment, validateCommand } from '../policy/environment.js';
+import { childEnvironment, shellCommand, validateCommand } from '../policy/environment.js';
 import { checkPatterns } from '../policy/notifications.js';
 import { redactCommand } from '../policy/redact.js';
 import type { ConfiguredEnvironments } from '../remote/configured.js';
@@ -26,6 +26,9 @@ export interface SpawnContext {
   environments: ConfiguredEnvironments;
   writer: WriterIdentity;
 }
+
+/** Longest command a host job takes, in bytes: Linux's MAX_ARG_STRLEN (32 pages) less its NUL. */
+export const MAX_COMMAND_BYTES = 32 * 4096 - 1;
 
 /**
  * Checks `spawn`'s arguments and returns how the job starts and its first record (status
@@ -51,6 +54,12 @@ export function newSession(command: string, opts: SpawnOptions, ctx: SpawnContex
   const watchPatterns = checkPatterns(opts.watchPatterns);
   // A sandbox's cwd is a path on the far side; only a host cwd is checked here.
   const sandbox = opts.environment !== undefined ? ctx.environments.forSpawn(opts.environment) : undefined;
+  // The shell gets the command as one argument, which execve caps (Linux MAX_ARG_STRLEN);
+  // a sandbox's command travels in a script on the far shell's stdin instead.
+  const argBytes = Buffer.byteLength(shellCommand(command));
+  if (!opts.environment && argBytes > MAX_COMMAND_BYTES) {
+    throw new ProcwardError('INVALID_ARGUMENT', `command is ${argBytes} bytes; a command passed to the shell holds at most ${MAX_COMMAND_BYTES} bytes (execve's limit on one argument): put it in a script file`);
+  }
   const cwd = opts.environment ? (opts.cwd ?? '~') : resolvePath(opts.cwd ?? process.cwd());
   if (!opts.environment && (!existsSync(cwd) || !statSync(cwd).isDirectory())) {
     throw new ProcwardError('ENOENT', `working directory ${cwd} does not exist or is not a directory`);
