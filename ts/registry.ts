@@ -159,8 +159,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * Starts `command` with `<shell> -c` in a new session; resolves once the session is
    * recorded (in the checkpoint too, when there is one).
    *
-   * Errors: `INVALID_ARGUMENT` (empty command, durable without `stateDir`, watch patterns
-   * refused: see `SpawnOptions.watchPatterns`), `ENOENT` (shell or
+   * Errors: `INVALID_ARGUMENT` (empty command, a host command over 131 071 bytes (execve's
+   * limit on one argument; sandbox commands have none), durable without `stateDir`, watch
+   * patterns refused: see `SpawnOptions.watchPatterns`), `ENOENT` (shell or
    * cwd missing), `EMFILE` (out of file descriptors), `REGISTRY_CLOSED`.
    */
   async spawn(command: string, opts: SpawnOptions = {}): Promise<SessionSummary> {
