@@ -5,8 +5,9 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { localShell, ProcessRegistry, probe } from '../dist/index.mjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { localShell, ProcessRegistry, probe, SshEnvironment } from '../dist/index.mjs';
+import { haveSshd, testSshd, type TestSshd } from './sshd.mjs';
 import { cleanupGroup, cli, deadHostEntry, tempDir, until } from './support.js';
 
 const NOBODY = 65534;
@@ -327,6 +328,41 @@ describe('the far-side sandbox base belongs to the far-side user alone', () => {
       expect(statSync(join(base, s.id)).mode & 0o777).toBe(0o700);
     } finally {
       await r.close();
+    }
+  });
+});
+
+describe.skipIf(!haveSshd)('the far-side sandbox base over a real sshd', () => {
+  let sshd: TestSshd;
+  beforeAll(async () => {
+    sshd = await testSshd(tempDir());
+    await sshd.start();
+  });
+  afterAll(async () => {
+    await sshd?.stop();
+  });
+  const ssh = (tmpDir?: string) =>
+    new SshEnvironment({ kind: 'ssh', host: '127.0.0.1', port: sshd.port, user: sshd.user, identityFile: sshd.identityFile, options: sshd.options, ...(tmpDir && { tmpDir }) });
+
+  it('a world-writable base is refused over ssh; the default per-user base runs the job', async () => {
+    const shared = join(tempDir(), 'shared');
+    mkdirSync(shared);
+    chmodSync(shared, 0o1777);
+    const bad = ssh(shared);
+    const good = ssh();
+    const r = await ProcessRegistry.open();
+    try {
+      const refused = await r.spawn('echo ran', { environment: bad });
+      expect(refused.reason).toBe('failed_start');
+      expect((await r.readLog(refused.id)).text).toMatch(/refusing to launch: sandbox base .* is writable by its group or by others/);
+      expect(readdirSync(shared)).toEqual([]);
+      const s = await r.spawn('echo over-ssh', { environment: good });
+      expect(await r.wait(s.id, { timeoutMs: 20_000 })).toMatchObject({ exitCode: 0, outputPreview: 'over-ssh\n' });
+      expect(statSync(`/tmp/procward-sandbox-${process.getuid?.()}/${s.id}`).isDirectory()).toBe(true);
+    } finally {
+      await r.close();
+      await bad.close();
+      await good.close();
     }
   });
 });
