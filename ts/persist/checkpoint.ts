@@ -10,6 +10,13 @@
  *   dies; waiters block in the kernel, so none is starved) and merges with what other hosts wrote: their entries are kept and, for a session
  *   both sides know, the newer `updatedAt` wins. Temp files of writers that died mid-write
  *   are removed under the lock.
+ * - A write costs what changed, not the registry's size (issue 14): the document as this
+ *   process last read or wrote it stays cached with each entry's JSON, valid while the file
+ *   keeps its identity (inode, size, times; every write replaces the file). A save then
+ *   merges only the records its writer says may have changed, skips entries whose JSON is
+ *   unchanged and writes nothing when nothing changed; the file is re-read (and all of the
+ *   writer's records merged) only when another host wrote it. The write itself joins the
+ *   cached entry texts, one per line, and is still the whole file.
  * - Reads validate each entry on its own. An entry this version does not fully understand
  *   (a newer schema version, an unknown field or value, a field that fails validation) is
  *   never dropped: `load` lists it read-only and writes keep its raw JSON untouched. A
