@@ -155,6 +155,8 @@ export async function readLogFrom(path: string, offset: number): Promise<{ text:
 
 /** Bytes before a page searched for the private-key marker that decides whether the page starts in a key. */
 const KEY_LOOKBACK = 1024 * 1024;
+/** What every private-key marker holds (see `policy/redact/keyblock.ts`). */
+const KEY_NEEDLE = 'PRIVATE KEY';
 /** Bytes of context lines read before a page, so redaction sees a secret that starts before it. */
 const CONTEXT_BYTES = 64 * 1024;
 
@@ -221,8 +223,10 @@ export async function logPage(path: string, opts: { offset?: number; limit: numb
     }
     const lookFrom = Math.max(log.start, cs - KEY_LOOKBACK);
     const lead = log.drops.bytes > 0 && lookFrom === log.start && leadsWithKeyMaterial((await collect(log, log.start, 16 * 1024)).toString('utf8'));
-    const behind = (await collect(log, lookFrom, cs - lookFrom)).toString('utf8');
-    const startsInKeyBlock = insideKeyBlockAt(behind, behind.length, lead);
+    // Decoded only when it holds a marker's needle: most pages have none before them.
+    const behind = await collect(log, lookFrom, cs - lookFrom);
+    const behindText = behind.includes(KEY_NEEDLE) ? behind.toString('utf8') : '';
+    const startsInKeyBlock = insideKeyBlockAt(behindText, behindText.length, lead);
     let text = (await collect(log, cs, Math.min(e, s + opts.maxBytes) - cs)).toString('utf8');
     if (cutBytes > 0) text = text.replace(/\uFFFD+$/, '');
     const lines = text.split('\n');
