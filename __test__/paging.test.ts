@@ -149,6 +149,23 @@ describe('paging a durable log', () => {
     }
   }, 60_000);
 
+  it('a log-state.json whose droppedBytes is past 2^53 still pages (no read that never advances)', async () => {
+    const state = join(tempDir(), 'state');
+    const r = await ProcessRegistry.open({ stateDir: state });
+    try {
+      const id = await finished(r, 'seq 1 1000');
+      const dir = join(state, 'sessions', id);
+      for (const dropped of ['1' + '0'.repeat(30), '9007199254740993']) {
+        writeFileSync(join(dir, 'log-state.json'), `{"rotations":0,"droppedBytes":${dropped},"droppedLines":5,"lostBytes":0,"rotatedIno":0,"currentIno":0}`, { mode: 0o600 });
+        const page = await r.readLog(id, { limit: 3 });
+        expect(page.lines, dropped).toEqual(['998', '999', '1000']);
+        expect(page.droppedLines).toBe(5);
+      }
+    } finally {
+      await r.close();
+    }
+  });
+
   it('the CLI wait streams a log larger than a page whole', async () => {
     const state = join(tempDir(), 'state');
     const r = await ProcessRegistry.open({ stateDir: state });

@@ -79,7 +79,9 @@ async function openLog(path: string): Promise<OpenLog> {
     }
     const drops = { bytes: Number(field(stateText, 'droppedBytes')), lines: Number(field(stateText, 'droppedLines')), lostBytes: Number(field(stateText, 'lostBytes')) };
     const parts = handles.map((handle, i) => ({ handle, size: Number(stats[i]?.size ?? 0), ino: stats[i]?.ino ?? 0n }));
-    const start = drops.bytes;
+    // log-state.json is untrusted: offsets past 2^52 would lose bytes in arithmetic (a read
+    // that never advances), so such a count does not move the kept start.
+    const start = Number.isSafeInteger(drops.bytes) && drops.bytes <= 2 ** 52 ? drops.bytes : 0;
     return { parts, drops, start, end: start + parts.reduce((n, p) => n + p.size, 0), close };
   }
 }
