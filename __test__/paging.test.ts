@@ -143,6 +143,11 @@ describe('paging a durable log', () => {
         const page = await r.readLog(id, { offset, limit: 5 });
         expect(page.lines, `offset ${offset}`).toEqual(Array(5).fill('[REDACTED PRIVATE KEY]'));
       }
+      // One page over the whole block (about 200 KB: redacted in several slices).
+      const whole = await r.readLog(id, { offset: 99_000, limit: 5000 });
+      expect(whole.lines.slice(1000, 1000 + 3002)).toEqual(Array(3002).fill('[REDACTED PRIVATE KEY]'));
+      expect(whole.lines.filter((l) => /^[A-Za-z0-9+/]{40,}/.test(l))).toEqual([]);
+      expect(whole.lines.at(-1)).toBe('done');
       expect((await r.readLog(id, { limit: 1 })).lines).toEqual(['done']);
     } finally {
       await r.close();

@@ -48,12 +48,45 @@ export function pageTail(tail: TailView, opts: LogOptions, redactView: RedactVie
 export async function pageLogFile(path: string, opts: LogOptions, redactView: RedactView): Promise<LogPage> {
   const { limit, maxBytes } = checked(opts);
   const got = await logPage(path, { ...(opts.offset !== undefined && { offset: opts.offset }), limit, context: 64, maxBytes });
-  const redacted = got.lines.length === 0 ? [] : redactView(got.lines.join('\n'), opts.view ?? 'plain', got.startsInKeyBlock).split('\n');
-  const fit = fitPage(redacted.slice(got.before, got.before + limit), maxBytes, opts.offset === undefined, got.cutBytes);
+  const redacted = await redactInSlices(got.lines, got.before, got.startsInKeyBlock, (text, inKey) => redactView(text, opts.view ?? 'plain', inKey));
+  const fit = fitPage(redacted, maxBytes, opts.offset === undefined, got.cutBytes);
   const offset = got.offset + fit.skipped;
   const page = { lines: fit.lines, totalLines: got.totalLines, offset, showing: showing(offset, fit.lines.length, got.totalLines) };
   const drops = got.drops;
   return { page, drops, droppedChars: drops.bytes + drops.lostBytes, droppedLines: drops.lines, cap: 'the log cap (logMaxBytes)' };
+}
+
+/** Bytes of a page redacted at once: redaction of a 1 MiB page in one call blocks the event loop for up to 90 ms. */
+const SLICE_BYTES = 64 * 1024;
+/** Lines before each slice that its redaction sees, as a page sees its context. */
+const SLICE_CONTEXT = 64;
+
+/**
+ * `lines[before..]` redacted (`lines[0, before)` are context), in slices of about 64 KiB that
+ * yield to the event loop between them. Each slice is redacted with the 64 lines before it
+ * and the private-key state where those start (followed marker by marker from
+ * `startsInKeyBlock`), as the page itself is with its context: a slice boundary is no
+ * weaker than a page boundary.
+ */
+async function redactInSlices(lines: string[], before: number, startsInKeyBlock: boolean, redact: (text: string, inKey: boolean) => string): Promise<string[]> {
+  const out: string[] = [];
+  let inKey = startsInKeyBlock;
+  let stateAt = 0;
+  for (let i = before; i < lines.length; ) {
+    let end = i;
+    for (let bytes = 0; end < lines.length && (end === i || bytes < SLICE_BYTES); end++) bytes += (lines[end] as string).length + 1;
+    const from = i === before ? 0 : Math.max(0, i - SLICE_CONTEXT);
+    if (from > stateAt) {
+      const passed = `${lines.slice(stateAt, from).join('\n')}\n`;
+      inKey = insideKeyBlockAt(passed, passed.length, inKey);
+      stateAt = from;
+    }
+    const redacted = redact(lines.slice(from, end).join('\n'), inKey).split('\n');
+    for (let k = i - from; k < redacted.length; k++) out.push(redacted[k] as string);
+    i = end;
+    if (i < lines.length) await new Promise((r) => setImmediate(r));
+  }
+  return out;
 }
 
 /** What a line cut to the page's byte cap ends with: how many of its bytes were left out. */
