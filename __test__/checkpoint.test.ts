@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { descendants, ProcessRegistry } from '../dist/index.mjs';
 import { Checkpoint } from '../ts/persist/checkpoint.js';
+import { SessionStore } from '../ts/persist/store.js';
+import type { Live } from '../ts/session/kind.js';
 import type { SessionRecord } from '../ts/session/record.js';
 import { ROOT, cleanupGroup, cleanupPid, isAlive, tempDir, until } from './support.js';
 
@@ -243,5 +245,31 @@ describe('a write costs what changed (issue 14)', () => {
     expect(written).toHaveLength(2001);
     expect(written.filter((e) => e.id !== s.id).map((e) => e.command)).toEqual(sessions.map((e) => e.command));
     expect(written.some((e) => e.id === s.id)).toBe(true);
+  });
+});
+
+describe('the store hands over what changed (issue 14)', () => {
+  it('a finished record changed later is written by the next save; one changed without a new updatedAt at the latest on close', async () => {
+    const dir = tempDir();
+    const a = record('a');
+    const live = { record: { ...a, updatedAt: Date.now() - 5000 }, kind: { owned: true } } as unknown as Live;
+    const store = new SessionStore({ stateDir: dir }, new Map([[a.id, live]]), []);
+    const onDisk = () => JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8')).sessions.find((e: { id: string }) => e.id === a.id)?.command;
+    await store.persist();
+    expect(onDisk()).toBe('echo a');
+    // Past the second in which recently touched records are handed over again.
+    await new Promise((res) => setTimeout(res, 1200));
+    Object.assign(live.record, { command: 'echo b', updatedAt: Date.now() });
+    await store.persist();
+    expect(onDisk()).toBe('echo b');
+    await new Promise((res) => setTimeout(res, 1200));
+    await store.persist();
+    // A change that does not bump updatedAt (every change should): not looked for on each
+    // save, but the save on close checks every record.
+    live.record.command = 'echo c';
+    await store.persist();
+    expect(onDisk()).toBe('echo b');
+    await store.close();
+    expect(onDisk()).toBe('echo c');
   });
 });
