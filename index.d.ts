@@ -190,6 +190,33 @@ export interface KillReport {
 export declare function killTree(identity: Identity, options: KillOptions | undefined | null, callback: ((err: Error | null, arg: KillReport) => unknown)): void
 
 /**
+ * One tree's outcome in a batch kill: its report, or the error that stopped it
+ * (`"CODE: message"`, as a thrown error's message).
+ */
+export interface KillTreeOutcome {
+  report?: KillReport
+  error?: string
+}
+
+/** One tree of a batch kill ([`kill_trees`]): its root and the cgroup its record names. */
+export interface KillTreeRequest {
+  identity: Identity
+  /** As `KillOptions.cgroup`, for this tree. */
+  cgroup?: string
+  /** As `KillOptions.sessionId`, for this tree. */
+  sessionId?: string
+}
+
+/**
+ * Many tree kills on one dedicated thread, sharing one grace period and each step's read
+ * of the process table (see `procward_core::kill::kill_trees`); `options.cgroup` and
+ * `options.sessionId` are ignored (each request names its own). The callback gets
+ * `(error, outcomes)` once, one outcome per request in order. Errors (thrown, before any
+ * signal): `EINVAL` for a bad identity or option.
+ */
+export declare function killTrees(requests: Array<KillTreeRequest>, options: KillOptions | undefined | null, callback: ((err: Error | null, arg: Array<KillTreeOutcome>) => unknown)): void
+
+/**
  * Takes the exclusive lock on `path` (created 0600) on a dedicated thread (never libuv's
  * pool), waiting at most `timeout_ms` milliseconds in a blocking `flock`; the callback gets
  * `(error, lock)` once, `lock` being `null` after the timeout. Errors as `tryLockFile`.

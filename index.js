@@ -841,6 +841,7 @@ module.exports.WatchMatcher = nativeBinding.WatchMatcher
 module.exports.descendants = nativeBinding.descendants
 module.exports.identity = nativeBinding.identity
 module.exports.killTree = nativeBinding.killTree
+module.exports.killTrees = nativeBinding.killTrees
 module.exports.lockFile = nativeBinding.lockFile
 module.exports.MAX_WATCH_LINE_BYTES = nativeBinding.MAX_WATCH_LINE_BYTES
 module.exports.MAX_WATCH_PATTERN_CHARS = nativeBinding.MAX_WATCH_PATTERN_CHARS

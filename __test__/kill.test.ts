@@ -184,3 +184,26 @@ describe('end reasons are true', () => {
     expect(p.signal).toMatch(/^SIG(TERM|KILL)$/);
   });
 });
+
+describe('bulk kill', () => {
+  it('killAll of 50 SIGTERM-ignoring jobs ends every one as killed, in far less than 50 grace periods', async () => {
+    const graceMs = 300;
+    const jobs: Awaited<ReturnType<typeof ctx.registry.spawn>>[] = [];
+    for (let i = 0; i < 50; i++) jobs.push(await ctx.registry.spawn(`trap '' TERM; sleep 309; true`, { taskId: 'bulk' }));
+    for (const s of jobs) cleanupGroup(s.pid!);
+    // The trap is set once the shell has started its sleep.
+    await until(() => jobs.every((s) => descendants(s.pid!).some((d) => d.alive)), 10_000, 'every sleep');
+    const t0 = performance.now();
+    const out = await ctx.registry.killAll({ taskId: 'bulk', graceMs });
+    const took = performance.now() - t0;
+    expect(out.map((o) => o.id).sort()).toEqual(jobs.map((s) => s.id).sort());
+    for (const o of out) expect('result' in o && o.result).toMatchObject({ outcome: 'killed', escalated: true, survivors: [] });
+    for (const s of jobs) {
+      expect(isAlive(s.pid!)).toBe(false);
+      expect(await ctx.registry.poll(s.id)).toMatchObject({ reason: 'killed', signal: 'SIGKILL' });
+    }
+    // One after another they would take at least 50 × 300 ms = 15 s; together about one
+    // grace period plus the settle (10 × grace leaves room for two CPU hogs beside).
+    expect(took).toBeLessThan(10 * graceMs);
+  }, 60_000);
+});

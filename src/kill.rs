@@ -71,6 +71,15 @@ pub struct KillReport {
   pub refused: Vec<KillRefusal>,
 }
 
+/// The cgroup a record names, and the session it must be named for (default: itself).
+#[cfg(unix)]
+fn claim(cgroup: Option<String>, session_id: Option<String>) -> Option<core::kill::CgroupClaim> {
+  cgroup.map(|recorded| {
+    let session = session_id.unwrap_or_else(|| recorded.clone());
+    core::kill::CgroupClaim { recorded, session }
+  })
+}
+
 #[cfg(unix)]
 fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
   let mut opts = core::kill::KillOptions::default();
@@ -84,10 +93,7 @@ fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
     if let Some(s) = o.settle_max_ms {
       opts.settle_max = Duration::from_millis(s.into());
     }
-    opts.cgroup = o.cgroup.map(|recorded| {
-      let session = o.session_id.unwrap_or_else(|| recorded.clone());
-      core::kill::CgroupClaim { recorded, session }
-    });
+    opts.cgroup = claim(o.cgroup, o.session_id);
     opts.require_session_leader = o.require_session_leader.unwrap_or(false);
     if let Some(name) = o.signal {
       let n = core::status::signal_number(&name).ok_or_else(|| invalid(format!("unknown signal {name:?}")))?;
@@ -95,6 +101,47 @@ fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
     }
   }
   Ok(opts)
+}
+
+/// One tree of a batch kill ([`kill_trees`]): its root and the cgroup its record names.
+#[napi(object)]
+pub struct KillTreeRequest {
+  pub identity: Identity,
+  /// As `KillOptions.cgroup`, for this tree.
+  pub cgroup: Option<String>,
+  /// As `KillOptions.sessionId`, for this tree.
+  pub session_id: Option<String>,
+}
+
+/// One tree's outcome in a batch kill: its report, or the error that stopped it
+/// (`"CODE: message"`, as a thrown error's message).
+#[napi(object)]
+pub struct KillTreeOutcome {
+  pub report: Option<KillReport>,
+  pub error: Option<String>,
+}
+
+#[cfg(unix)]
+fn report_of(r: core::kill::KillReport) -> KillReport {
+  KillReport {
+    signalled: r.signalled,
+    already_gone: r.already_gone,
+    refused_reused: r.refused_reused,
+    survivors: r.survivors,
+    survivor_identities: r.survivor_identities.into_iter().map(Identity::from).collect(),
+    escalated: r.escalated,
+    refused: r.refused.into_iter().map(|x| KillRefusal { pid: x.pid, cgroup: x.cgroup, reason: x.reason.as_str().into() }).collect(),
+  }
+}
+
+/// Runs `work` on a new thread named `procward-kill`, never libuv's pool.
+#[cfg(unix)]
+fn on_kill_thread(work: impl FnOnce() + Send + 'static) -> Result<()> {
+  std::thread::Builder::new()
+    .name("procward-kill".into())
+    .spawn(work)
+    .map(|_| ())
+    .map_err(|e| map_error(core::Error::Io { context: "starting the kill thread".into(), source: e }))
 }
 
 /// Tree kill (snapshot, SIGTERM, grace period, SIGKILL) on a dedicated thread, never libuv's pool; the callback
@@ -114,21 +161,45 @@ pub fn kill_tree(
   {
     let root: core::Identity = identity.try_into()?;
     let opts = kill_options(options)?;
-    std::thread::Builder::new()
-      .name("procward-kill".into())
-      .spawn(move || {
-        let result = core::kill::kill_tree(&root, &opts).map_err(map_error).map(|r| KillReport {
-          signalled: r.signalled,
-          already_gone: r.already_gone,
-          refused_reused: r.refused_reused,
-          survivors: r.survivors,
-          survivor_identities: r.survivor_identities.into_iter().map(Identity::from).collect(),
-          escalated: r.escalated,
-          refused: r.refused.into_iter().map(|x| KillRefusal { pid: x.pid, cgroup: x.cgroup, reason: x.reason.as_str().into() }).collect(),
-        });
-        callback.call(result, ThreadsafeFunctionCallMode::Blocking);
-      })
-      .map_err(|e| map_error(core::Error::Io { context: "starting the kill thread".into(), source: e }))?;
-    Ok(())
+    on_kill_thread(move || {
+      let result = core::kill::kill_tree(&root, &opts).map_err(map_error).map(report_of);
+      callback.call(result, ThreadsafeFunctionCallMode::Blocking);
+    })
+  }
+}
+
+/// Many tree kills on one dedicated thread, sharing one grace period and each step's read
+/// of the process table (see `procward_core::kill::kill_trees`); `options.cgroup` and
+/// `options.sessionId` are ignored (each request names its own). The callback gets
+/// `(error, outcomes)` once, one outcome per request in order. Errors (thrown, before any
+/// signal): `EINVAL` for a bad identity or option.
+#[napi]
+pub fn kill_trees(
+  requests: Vec<KillTreeRequest>,
+  options: Option<KillOptions>,
+  callback: ThreadsafeFunction<Vec<KillTreeOutcome>, UnknownReturnValue>,
+) -> Result<()> {
+  #[cfg(not(unix))]
+  {
+    let _ = (requests, options, callback);
+    return Err(map_error(core::Error::Unsupported("tree kill (Windows Job Objects are not written yet)")));
+  }
+  #[cfg(unix)]
+  {
+    let opts = kill_options(options)?;
+    let requests = requests
+      .into_iter()
+      .map(|r| Ok(core::kill::KillRequest { root: r.identity.try_into()?, cgroup: claim(r.cgroup, r.session_id) }))
+      .collect::<Result<Vec<_>>>()?;
+    on_kill_thread(move || {
+      let outcomes = core::kill::kill_trees(&requests, &opts)
+        .into_iter()
+        .map(|r| match r {
+          Ok(report) => KillTreeOutcome { report: Some(report_of(report)), error: None },
+          Err(e) => KillTreeOutcome { report: None, error: Some(format!("{}: {}", e.code(), e)) },
+        })
+        .collect();
+      callback.call(Ok(outcomes), ThreadsafeFunctionCallMode::Blocking);
+    })
   }
 }

@@ -119,6 +119,11 @@ export function descendants(pid: number): ProcessEntry[] {
  * there are survivors (check `survivors`) or the guard refused (check `refused`: PID <= 1,
  * the host, its group, session or ancestors are never signalled, nor a group whose leader
  * does not lead its own session); rejects only on misuse (`EINVAL`).
+ *
+ * Kills asked for in the same turn of the event loop with the same options (all but
+ * `cgroup` and `sessionId`) run as one batch on one native thread, sharing the grace
+ * period and each step's read of the process table: a bulk kill of N jobs costs about one
+ * tree kill, and never N threads (see {@link MAX_KILL_BATCHES}).
  */
 export function killTree(root: Identity, options: KillTreeOptions = {}): Promise<KillReport> {
   for (const key of ['graceMs', 'settleMs', 'settleMaxMs'] as const) {
@@ -130,9 +135,72 @@ export function killTree(root: Identity, options: KillTreeOptions = {}): Promise
   return new Promise((resolve, reject) => {
     try {
       checkPid(root?.pid);
-      native.killTree(root, options, (err, report) => (err ? reject(fromNative(err)) : resolve(report as KillReport)));
     } catch (err) {
       reject(fromNative(err));
+      return;
     }
+    const { cgroup, sessionId, ...shared } = options;
+    const request = { identity: root, ...(cgroup !== undefined && { cgroup }), ...(sessionId !== undefined && { sessionId }) };
+    const key = JSON.stringify([shared.graceMs, shared.signal, shared.settleMs, shared.settleMaxMs, shared.requireSessionLeader]);
+    let batch = pendingKills.get(key);
+    if (!batch) {
+      batch = { options: shared, kills: [] };
+      pendingKills.set(key, batch);
+      if (pendingKills.size === 1) setImmediate(flushKills);
+    }
+    batch.kills.push({ request, resolve, reject });
   });
+}
+
+/**
+ * Most native kill batches (one thread each) in flight at once. Kills asked for while that
+ * many run wait, gathered into one batch, until one ends.
+ */
+export const MAX_KILL_BATCHES = 16;
+
+interface QueuedKill {
+  request: { identity: Identity; cgroup?: string; sessionId?: string };
+  resolve(report: KillReport): void;
+  reject(err: ProcwardError): void;
+}
+
+/** Kills asked for since the last flush, by their shared options. */
+const pendingKills = new Map<string, { options: KillTreeOptions; kills: QueuedKill[] }>();
+let batchesInFlight = 0;
+
+function flushKills(): void {
+  for (const [key, batch] of pendingKills) {
+    if (batchesInFlight >= MAX_KILL_BATCHES) return;
+    pendingKills.delete(key);
+    batchesInFlight++;
+    startBatch(batch.options, batch.kills, () => {
+      batchesInFlight--;
+      flushKills();
+    });
+  }
+}
+
+/** One native call for the batch; `done` once it has reported (or failed to start). */
+function startBatch(options: KillTreeOptions, kills: QueuedKill[], done: () => void): void {
+  try {
+    native.killTrees(
+      kills.map((k) => k.request),
+      options,
+      (err, outcomes) => {
+        done();
+        kills.forEach((k, i) => {
+          const o = outcomes?.[i];
+          if (err || !o) k.reject(fromNative(err ?? new Error('EIO: the kill batch reported no outcome')));
+          else if (o.report) k.resolve(o.report as KillReport);
+          else k.reject(fromNative(new Error(o.error ?? 'EIO: the kill reported neither a report nor an error')));
+        });
+      },
+    );
+  } catch (err) {
+    done();
+    // A request the binding refused (a malformed identity) must not fail the others with
+    // it: each is tried alone, so only its own kill rejects.
+    if (kills.length === 1) kills[0]?.reject(fromNative(err));
+    else for (const k of kills) startBatch(options, [k], () => {});
+  }
 }

@@ -105,12 +105,11 @@ export function finishKillInBackground(survivors: Identity[], opts: BackgroundKi
   let left = survivors;
   const tick = async () => {
     if (opts.signal.aborted) return;
-    const next: Identity[] = [];
-    for (const id of left) {
-      const report = await killTree(id, { signal: 'SIGKILL', graceMs: 0, settleMs: 200, ...(opts.cgroup && { cgroup: opts.cgroup }) }).catch(() => null);
-      next.push(...(report ? report.survivorIdentities : [id]));
-    }
-    left = next;
+    // All at once: killTree runs kills asked for in one turn as one native batch.
+    const reports = await Promise.all(
+      left.map((id) => killTree(id, { signal: 'SIGKILL', graceMs: 0, settleMs: 200, ...(opts.cgroup && { cgroup: opts.cgroup }) }).catch(() => null)),
+    );
+    left = left.flatMap((id, i) => reports[i]?.survivorIdentities ?? [id]);
     if (opts.signal.aborted) return;
     if (left.length === 0) opts.onDone();
     else if (Date.now() < deadline) setTimeout(tick, 500).unref();

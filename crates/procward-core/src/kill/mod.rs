@@ -35,11 +35,12 @@ mod tests;
 use crate::error::{Error, Result};
 use crate::guard::{session_of, Host, Refusal};
 use crate::identity::{Identity, Verdict};
-use crate::probe::process_table;
+use crate::probe::ProcessInfo;
 use crate::sys;
 use crate::tree::descendants_in;
 use nix::sys::signal::Signal;
 use run::{Run, Target};
+use settle::{settle_longer, wait_all};
 use snapshot::cgroup_members;
 use std::time::{Duration, Instant};
 
@@ -120,6 +121,14 @@ pub struct KillReport {
   pub refused: Vec<Refused>,
 }
 
+/// One tree of a batch kill ([`kill_trees`]): its root, and the cgroup its record names
+/// (see [`KillOptions::cgroup`]).
+#[derive(Debug, Clone)]
+pub struct KillRequest {
+  pub root: Identity,
+  pub cgroup: Option<CgroupClaim>,
+}
+
 /// Kills the tree rooted at `root` (see the module docs for the steps). Blocks for up to
 /// `grace + settle` (plus the time the kernel takes to read the process table), and up to
 /// `grace + settle_max` while survivors are still dying.
@@ -133,116 +142,213 @@ pub struct KillReport {
 /// `unknown` for the root gives `InvalidInput`-free success with nothing signalled and the
 /// root listed as a survivor (unknown is never signalled, and never reported dead).
 pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
-  let boot_id = sys::boot_id().map_err(|e| Error::io("reading the boot id", e))?;
-  let same_boot = boot_id == root.boot_id;
-  let mut run = Run { root, host: Host::current(), cgroup: None, boot_id, targets: Vec::new(), report: KillReport::default() };
-  // cgroups are Linux's: elsewhere a claim is ignored, as `KillOptions::cgroup` says.
-  #[cfg(target_os = "linux")]
-  if let Some(claim) = &opts.cgroup {
-    match crate::cgroup::owned(&claim.recorded, &claim.session) {
-      crate::cgroup::Owned::Ours(dir) => run.cgroup = Some(dir),
-      crate::cgroup::Owned::Absent => {}
-      crate::cgroup::Owned::NotOurs => {
-        run.report.refused.push(Refused { pid: None, cgroup: Some(claim.recorded.clone()), reason: Refusal::CgroupNotOurs });
-      }
-    }
-  }
-  if root.pid <= 1 {
-    run.refuse(root.pid, Refusal::PidLe1);
-    return Ok(run.report);
-  }
-  let root_target = Target { pid: root.pid, start_time: root.start_time, pgid: root.pid };
-  let (root_verdict, root_info) = run.check(root_target);
-  match root_verdict {
-    Verdict::Current => {
-      let info = root_info.expect("a current verdict carries the process");
-      let sid = session_of(root.pid);
-      let refusal = match run.host.check_process(&info, sid) {
-        Err(r) => Some(r),
-        Ok(()) if opts.require_session_leader => run.host.check_group(&info, sid).err(),
-        Ok(()) => None,
-      };
-      if let Some(reason) = refusal {
-        run.refuse(root.pid, reason);
-        return Ok(run.report);
-      }
-    }
-    // What is left of a gone leader's group is cleaned up below, unless that group is the
-    // host's (or holds an ancestor): such a record cannot name a job.
-    Verdict::Gone if same_boot => {
-      if let Err(reason) = run.host.check_group_id(root.pid) {
-        run.refuse(root.pid, reason);
-        return Ok(run.report);
-      }
-      run.report.already_gone.push(root.pid)
-    }
-    Verdict::Gone => {
-      run.report.already_gone.push(root.pid);
-      return Ok(run.report);
-    }
-    Verdict::Replaced => {
-      run.report.refused_reused.push(root.pid);
-      return Ok(run.report);
-    }
-    Verdict::Unknown => {
-      run.report.survivors.push(root.pid);
-      run.report.survivor_identities.push(root.clone());
-      return Ok(run.report);
+  let request = KillRequest { root: root.clone(), cgroup: opts.cgroup.clone() };
+  kill_trees(std::slice::from_ref(&request), opts).pop().expect("one report per request")
+}
+
+/// Kills many trees at once, each as [`kill_tree`] would (the same steps, checks and
+/// report; `opts.cgroup` is ignored, each request names its own), sharing one grace period
+/// and one read of the process table per step: a bulk kill of N jobs costs about one tree
+/// kill plus N identity checks per step, not N reads of the whole process table, and runs
+/// on the caller's thread alone. Blocks as long as the slowest tree's kill (at most
+/// `grace + settle_max` after the first signal). One result per request, in order; an
+/// error (the boot id or the process table unreadable) is that request's.
+pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<KillReport>> {
+  let boot_id = match sys::boot_id() {
+    Ok(b) => b,
+    Err(e) => return requests.iter().map(|_| Err(io_error("reading the boot id", &e))).collect(),
+  };
+  let host = Host::current();
+  let mut runs: Vec<Run> = requests
+    .iter()
+    .map(|r| Run {
+      root: &r.root,
+      host: host.clone(),
+      cgroup: None,
+      boot_id: boot_id.clone(),
+      targets: Vec::new(),
+      report: KillReport::default(),
+    })
+    .collect();
+  let mut errors: Vec<Option<Error>> = requests.iter().map(|_| None).collect();
+  // (run index, whether its root is current) for the runs that go on to the snapshot.
+  let mut going: Vec<(usize, bool)> = Vec::new();
+  for (i, (run, request)) in runs.iter_mut().zip(requests).enumerate() {
+    if let Some(root_current) = run.begin(request.cgroup.as_ref(), opts.require_session_leader) {
+      going.push((i, root_current));
     }
   }
 
-  // Snapshot before the first signal. When the leader is already gone (a zombie, or
-  // reaped), what is left of its process group is still provably its own: a PID cannot be
-  // reused while a process group of that id exists, so a member of group `root.pid` (in
-  // session `root.pid`) that started after the leader belongs to the group the leader created.
-  let table = process_table()?;
-  if root_verdict == Verdict::Current {
-    run.targets.push(root_target);
-    for p in descendants_in(&table, root.pid, root.start_time) {
-      if !p.is_dead() {
-        run.add(Target::from(&p));
+  // Snapshot before the first signal, from one read of the process table for every tree.
+  if !going.is_empty() {
+    match sys::process_table() {
+      Ok(table) => {
+        for &(i, root_current) in &going {
+          runs[i].snapshot(&table, root_current);
+        }
+      }
+      Err(e) => {
+        for &(i, _) in &going {
+          errors[i] = Some(io_error("reading the process table", &e));
+        }
+        going.clear();
       }
     }
   }
-  for t in run.own_group(&table) {
-    run.add(t);
-  }
-  for t in cgroup_members(run.cgroup.as_deref(), &table) {
-    run.add(t);
-  }
-  if run.targets.is_empty() {
-    return Ok(run.report);
-  }
+  let live: Vec<usize> = going.iter().map(|&(i, _)| i).filter(|&i| !runs[i].targets.is_empty()).collect();
 
   // The grace period runs from the first signal.
   let first_signal = Instant::now();
-  run.signal_all(opts.signal);
+  for &i in &live {
+    runs[i].signal_all(opts.signal);
+  }
   let escalate = opts.signal != Signal::SIGKILL && !opts.grace.is_zero();
   let wait_for = if escalate { opts.grace } else { opts.settle };
-  let mut survivors = run.wait_until(first_signal + wait_for, !escalate);
+  let mut survivors = wait_all(&runs, &live, first_signal + wait_for, !escalate);
   let mut last_signal = first_signal;
 
-  if escalate && !survivors.is_empty() {
-    run.rewalk(&survivors);
-    run.report.escalated = true;
-    #[cfg(target_os = "linux")]
-    if let Some(dir) = run.cgroup.clone() {
-      if run.cgroup_kill_allowed(&dir) {
-        crate::cgroup::kill_all(&dir);
+  if escalate && survivors.iter().any(|s| !s.is_empty()) {
+    let escalating: Vec<usize> = live.iter().zip(&survivors).filter(|(_, s)| !s.is_empty()).map(|(&i, _)| i).collect();
+    let table = sys::process_table().ok();
+    for (&i, s) in live.iter().zip(&survivors) {
+      if !s.is_empty() {
+        runs[i].prepare_escalation(table.as_deref(), s);
       }
     }
     last_signal = Instant::now();
-    run.signal_all(Signal::SIGKILL);
-    survivors = run.wait_until(last_signal + opts.settle, true);
+    for &i in &escalating {
+      runs[i].signal_all(Signal::SIGKILL);
+    }
+    let after = wait_all(&runs, &escalating, last_signal + opts.settle, true);
+    for (i, s) in escalating.iter().zip(after) {
+      survivors[live.iter().position(|x| x == i).expect("an escalating run is live")] = s;
+    }
   }
-  if !survivors.is_empty() {
-    survivors = run.settle_longer(survivors, last_signal + opts.settle_max.max(opts.settle));
+  if survivors.iter().any(|s| !s.is_empty()) {
+    survivors = settle_longer(&runs, &live, survivors, last_signal + opts.settle_max.max(opts.settle));
   }
-  // A PID the guard refused was never signalled: it is not a survivor of this kill.
-  let refused: Vec<i32> = run.report.refused.iter().filter_map(|r| r.pid).collect();
-  survivors.retain(|t| !refused.contains(&t.pid));
-  run.report.survivors = survivors.iter().map(|t| t.pid).collect();
-  run.report.survivor_identities =
-    survivors.iter().map(|t| Identity { pid: t.pid, start_time: t.start_time, boot_id: root.boot_id.clone() }).collect();
-  Ok(run.report)
+  for (&i, left) in live.iter().zip(survivors) {
+    runs[i].finish(left);
+  }
+  runs.into_iter().zip(errors).map(|(run, err)| err.map_or(Ok(run.report), Err)).collect()
+}
+
+/// The same I/O error again for each request of a batch (`io::Error` is not `Clone`).
+fn io_error(context: &str, e: &std::io::Error) -> Error {
+  Error::io(context, std::io::Error::new(e.kind(), e.to_string()))
+}
+
+impl Run<'_> {
+  /// Judges the cgroup claim and the root, before anything is signalled. `None`: this kill
+  /// is over (refused, gone, replaced or unknown: the report says which); `Some(current)`:
+  /// go on to the snapshot, with whether the root itself is still current.
+  fn begin(&mut self, cgroup: Option<&CgroupClaim>, require_session_leader: bool) -> Option<bool> {
+    let root = self.root;
+    let same_boot = self.boot_id == root.boot_id;
+    // cgroups are Linux's: elsewhere a claim is ignored, as `KillOptions::cgroup` says.
+    #[cfg(target_os = "linux")]
+    if let Some(claim) = cgroup {
+      match crate::cgroup::owned(&claim.recorded, &claim.session) {
+        crate::cgroup::Owned::Ours(dir) => self.cgroup = Some(dir),
+        crate::cgroup::Owned::Absent => {}
+        crate::cgroup::Owned::NotOurs => {
+          self.report.refused.push(Refused { pid: None, cgroup: Some(claim.recorded.clone()), reason: Refusal::CgroupNotOurs });
+        }
+      }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cgroup;
+    if root.pid <= 1 {
+      self.refuse(root.pid, Refusal::PidLe1);
+      return None;
+    }
+    let (root_verdict, root_info) = self.check(Target { pid: root.pid, start_time: root.start_time, pgid: root.pid });
+    match root_verdict {
+      Verdict::Current => {
+        let info = root_info.expect("a current verdict carries the process");
+        let sid = session_of(root.pid);
+        let refusal = match self.host.check_process(&info, sid) {
+          Err(r) => Some(r),
+          Ok(()) if require_session_leader => self.host.check_group(&info, sid).err(),
+          Ok(()) => None,
+        };
+        if let Some(reason) = refusal {
+          self.refuse(root.pid, reason);
+          return None;
+        }
+        Some(true)
+      }
+      // What is left of a gone leader's group is cleaned up below, unless that group is the
+      // host's (or holds an ancestor): such a record cannot name a job.
+      Verdict::Gone if same_boot => {
+        if let Err(reason) = self.host.check_group_id(root.pid) {
+          self.refuse(root.pid, reason);
+          return None;
+        }
+        self.report.already_gone.push(root.pid);
+        Some(false)
+      }
+      Verdict::Gone => {
+        self.report.already_gone.push(root.pid);
+        None
+      }
+      Verdict::Replaced => {
+        self.report.refused_reused.push(root.pid);
+        None
+      }
+      Verdict::Unknown => {
+        self.report.survivors.push(root.pid);
+        self.report.survivor_identities.push(root.clone());
+        None
+      }
+    }
+  }
+
+  /// The targets before the first signal. When the leader is already gone (a zombie, or
+  /// reaped), what is left of its process group is still provably its own: a PID cannot be
+  /// reused while a process group of that id exists, so a member of group `root.pid` (in
+  /// session `root.pid`) that started after the leader belongs to the group the leader created.
+  fn snapshot(&mut self, table: &[ProcessInfo], root_current: bool) {
+    let root = self.root;
+    if root_current {
+      self.targets.push(Target { pid: root.pid, start_time: root.start_time, pgid: root.pid });
+      for p in descendants_in(table, root.pid, root.start_time) {
+        if !p.is_dead() {
+          self.add(Target::from(&p));
+        }
+      }
+    }
+    for t in self.own_group(table) {
+      self.add(t);
+    }
+    for t in cgroup_members(self.cgroup.as_deref(), table) {
+      self.add(t);
+    }
+  }
+
+  /// Before SIGKILL: the processes born under the survivors since the snapshot (from
+  /// `table`, when it could be read), and the cgroup's own kill when the guard allows it.
+  fn prepare_escalation(&mut self, table: Option<&[ProcessInfo]>, survivors: &[Target]) {
+    if let Some(table) = table {
+      self.rewalk(table, survivors);
+    }
+    self.report.escalated = true;
+    #[cfg(target_os = "linux")]
+    if let Some(dir) = self.cgroup.clone() {
+      if self.cgroup_kill_allowed(&dir) {
+        crate::cgroup::kill_all(&dir);
+      }
+    }
+  }
+
+  /// The report's survivors: those still alive, less any PID the guard refused (never
+  /// signalled, so no survivor of this kill).
+  fn finish(&mut self, mut survivors: Vec<Target>) {
+    let refused: Vec<i32> = self.report.refused.iter().filter_map(|r| r.pid).collect();
+    survivors.retain(|t| !refused.contains(&t.pid));
+    self.report.survivors = survivors.iter().map(|t| t.pid).collect();
+    let boot_id = &self.root.boot_id;
+    self.report.survivor_identities =
+      survivors.iter().map(|t| Identity { pid: t.pid, start_time: t.start_time, boot_id: boot_id.clone() }).collect();
+  }
 }

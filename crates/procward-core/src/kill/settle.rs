@@ -4,52 +4,62 @@
 use super::run::{Run, Target};
 use std::time::{Duration, Instant};
 
-impl Run<'_> {
-  /// Polls until no target is alive or the deadline passes; returns the ones still alive.
-  /// A target seen dead stays dead (a reused PID is not ours), so each pass only rechecks
-  /// from the first target still alive and stops there.
-  /// With `exact`, the returned list is re-checked; without, it may still hold members that
-  /// died at the last moment (the caller re-checks each before signalling anyway).
-  pub(super) fn wait_until(&self, deadline: Instant, exact: bool) -> Vec<Target> {
-    let mut pending: Vec<Target> = self.targets.clone();
-    let mut step = Duration::from_micros(500);
-    loop {
-      while let Some(&t) = pending.last() {
-        if self.is_alive(t) {
+/// Polls until no target of the runs `live` (indices into `runs`) is alive or the deadline
+/// passes; returns, for each of them in order, the targets still alive. A target seen dead
+/// stays dead (a reused PID is not ours), so each pass only rechecks each run from its
+/// first target still alive and stops there.
+/// With `exact`, the returned lists are re-checked; without, they may still hold members
+/// that died at the last moment (the caller re-checks each before signalling anyway).
+pub(super) fn wait_all(runs: &[Run], live: &[usize], deadline: Instant, exact: bool) -> Vec<Vec<Target>> {
+  let mut pending: Vec<Vec<Target>> = live.iter().map(|&i| runs[i].targets.clone()).collect();
+  let mut step = Duration::from_micros(500);
+  loop {
+    for (&i, left) in live.iter().zip(pending.iter_mut()) {
+      while let Some(&t) = left.last() {
+        if runs[i].is_alive(t) {
           break;
         }
-        pending.pop();
+        left.pop();
       }
-      if pending.is_empty() {
-        return pending;
-      }
-      if Instant::now() >= deadline {
-        return if exact { pending.into_iter().filter(|&t| self.is_alive(t)).collect() } else { pending };
-      }
-      std::thread::sleep(step.min(deadline.saturating_duration_since(Instant::now())));
-      step = (step * 2).min(Duration::from_millis(2));
     }
+    if pending.iter().all(Vec::is_empty) {
+      return pending;
+    }
+    if Instant::now() >= deadline {
+      if exact {
+        for (&i, left) in live.iter().zip(pending.iter_mut()) {
+          left.retain(|&t| runs[i].is_alive(t));
+        }
+      }
+      return pending;
+    }
+    std::thread::sleep(step.min(deadline.saturating_duration_since(Instant::now())));
+    step = (step * 2).min(Duration::from_millis(2));
   }
+}
 
-  /// After the settle window: waits on while the survivors are still dying (see
-  /// [`dying`]) or still disappearing, until `deadline`. Returns who is still alive.
-  pub(super) fn settle_longer(&self, mut left: Vec<Target>, deadline: Instant) -> Vec<Target> {
-    // Survivors none of which is dying get this long to show progress before they count.
-    const PROGRESS: Duration = Duration::from_millis(250);
-    let mut last_progress = Instant::now();
-    while !left.is_empty() && Instant::now() < deadline {
-      if last_progress.elapsed() >= PROGRESS && !left.iter().any(|t| dying(t.pid)) {
-        break;
-      }
-      std::thread::sleep(Duration::from_millis(10).min(deadline.saturating_duration_since(Instant::now())));
-      let before = left.len();
-      left.retain(|&t| self.is_alive(t));
-      if left.len() < before {
-        last_progress = Instant::now();
-      }
+/// After the settle window: waits on while the survivors (`left[k]` of run `live[k]`) are
+/// still dying (see [`dying`]) or still disappearing, until `deadline`. Returns who is
+/// still alive, in the same shape.
+pub(super) fn settle_longer(runs: &[Run], live: &[usize], mut left: Vec<Vec<Target>>, deadline: Instant) -> Vec<Vec<Target>> {
+  // Survivors none of which is dying get this long to show progress before they count.
+  const PROGRESS: Duration = Duration::from_millis(250);
+  let mut last_progress = Instant::now();
+  let count = |left: &[Vec<Target>]| left.iter().map(Vec::len).sum::<usize>();
+  while count(&left) > 0 && Instant::now() < deadline {
+    if last_progress.elapsed() >= PROGRESS && !left.iter().flatten().any(|t| dying(t.pid)) {
+      break;
     }
-    left
+    std::thread::sleep(Duration::from_millis(10).min(deadline.saturating_duration_since(Instant::now())));
+    let before = count(&left);
+    for (&i, l) in live.iter().zip(left.iter_mut()) {
+      l.retain(|&t| runs[i].is_alive(t));
+    }
+    if count(&left) < before {
+      last_progress = Instant::now();
+    }
   }
+  left
 }
 
 /// Whether `pid` is on its way out: SIGKILL pending (thread or shared), or the kernel's exit

@@ -3,7 +3,7 @@
 
 use super::run::{Run, Target};
 use crate::guard::session_of;
-use crate::probe::{process_table, ProcessInfo};
+use crate::probe::ProcessInfo;
 #[cfg(target_os = "linux")]
 use crate::sys;
 use crate::tree::{descendants_in, group_members_in};
@@ -35,15 +35,15 @@ impl Run<'_> {
     allowed
   }
 
-  /// Adds processes that appeared under the survivors (or in the group) since the snapshot.
-  pub(super) fn rewalk(&mut self, survivors: &[Target]) {
-    let Ok(table) = process_table() else { return };
+  /// Adds processes that appeared under the survivors (or in the group) since the snapshot,
+  /// as `table` (read after the grace period) shows them.
+  pub(super) fn rewalk(&mut self, table: &[ProcessInfo], survivors: &[Target]) {
     let mut found = Vec::new();
     for s in survivors {
-      found.extend(descendants_in(&table, s.pid, s.start_time).iter().map(Target::from));
+      found.extend(descendants_in(table, s.pid, s.start_time).iter().map(Target::from));
     }
-    found.extend(self.own_group(&table));
-    found.extend(cgroup_members(self.cgroup.as_deref(), &table));
+    found.extend(self.own_group(table));
+    found.extend(cgroup_members(self.cgroup.as_deref(), table));
     for t in found {
       self.add(t);
     }

@@ -4,7 +4,7 @@ use super::settle::dying;
 use super::*;
 use crate::guard::Host;
 use crate::identity::{identity, verdict};
-use crate::probe::ProcessInfo;
+use crate::probe::{process_table, ProcessInfo};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
@@ -173,8 +173,8 @@ fn a_survivor_that_is_not_dying_is_reported_without_the_long_wait() {
     report: KillReport::default(),
   };
   let started = Instant::now();
-  let left = run.settle_longer(vec![target], Instant::now() + Duration::from_secs(5));
-  assert_eq!(left.len(), 1);
+  let left = super::settle::settle_longer(&[run], &[0], vec![vec![target]], Instant::now() + Duration::from_secs(5));
+  assert_eq!(left[0].len(), 1);
   assert!(started.elapsed() < Duration::from_secs(4), "waited {:?}", started.elapsed());
   unsafe { libc::kill(-id.pid, libc::SIGKILL) };
   child.wait().unwrap();
@@ -188,4 +188,36 @@ fn sigstopped_member_is_killed_by_escalation_not_reported_dead_early() {
   assert!(report.escalated);
   assert!(report.survivors.is_empty());
   child.wait().unwrap();
+}
+
+#[test]
+fn a_batch_kills_every_tree_with_its_own_report_in_one_grace_period() {
+  let trees: Vec<_> = (0..6).map(|_| spawn_session("trap '' TERM; sleep 30 & sleep 30 & wait")).collect();
+  for (_, id) in &trees {
+    assert_eq!(wait_for_descendants(id.pid, 2).len(), 2);
+  }
+  let (mut gone_child, gone) = spawn_session("exit 0");
+  gone_child.wait().unwrap();
+  let reused = Identity { start_time: trees[0].1.start_time + 1, ..trees[0].1.clone() };
+  let mut requests: Vec<KillRequest> = trees.iter().map(|(_, id)| KillRequest { root: id.clone(), cgroup: None }).collect();
+  requests.push(KillRequest { root: gone.clone(), cgroup: None });
+  requests.push(KillRequest { root: reused, cgroup: None });
+  let grace = Duration::from_millis(300);
+  let started = Instant::now();
+  let reports: Vec<KillReport> =
+    kill_trees(&requests, &KillOptions { grace, ..Default::default() }).into_iter().map(Result::unwrap).collect();
+  // Sequential kills would take six grace periods at least: the batch shares one.
+  assert!(started.elapsed() < grace * 5, "took {:?}", started.elapsed());
+  for (report, (child, id)) in reports.iter().zip(trees) {
+    assert!(report.escalated && report.survivors.is_empty(), "{report:?}");
+    // The root, its two sleeps (the shell's subshell forks, if any, are members too).
+    assert!(report.signalled.contains(&id.pid) && report.signalled.len() >= 3, "{report:?}");
+    let mut child = child;
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+  }
+  assert_eq!(reports[6].already_gone, vec![gone.pid]);
+  assert!(reports[6].signalled.is_empty());
+  assert_eq!(reports[7].refused_reused, vec![requests[7].root.pid]);
+  assert!(reports[7].signalled.is_empty());
 }
