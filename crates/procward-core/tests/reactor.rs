@@ -40,6 +40,15 @@ impl Seen {
 
 #[test]
 fn two_thousand_live_jobs_share_a_few_threads_and_each_gets_its_output_and_exit() {
+  // Each live job holds two descriptors here (output pipe, pidfd): raise the soft limit to
+  // the hard one, as Node does at startup (many systems start at 1024).
+  let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+  unsafe {
+    libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+    lim.rlim_cur = lim.rlim_max;
+    libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+  }
+  assert!(lim.rlim_max >= 4200, "this test needs 4200 descriptors, the hard limit is {}", lim.rlim_max);
   const JOBS: usize = 2000;
   let dir = std::env::temp_dir().join(format!("procward-reactor-{}", std::process::id()));
   std::fs::create_dir_all(&dir).unwrap();
