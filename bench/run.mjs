@@ -3,6 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
 import { join } from 'node:path';
+import { bulkKillBench } from './bulkkill.mjs';
 import { killBench, probeBench, treeBench } from './identity.mjs';
 import { latencyBench, spawnBench, throughputBench } from './output.mjs';
 import { liveJobsBench } from './livejobs.mjs';
@@ -16,6 +17,8 @@ const suites = {
   probe: probeBench,
   tree: treeBench,
   kill: killBench,
+  // killAll of 500 pipe-mode and 500 durable jobs against one tree kill plus the grace (issue 14).
+  bulkkill: bulkKillBench,
   // Spawn before throughput: the 1 GB runs grow this process's heap, and a bigger heap
   // makes every fork (Node's child_process.spawn) slower, which would flatter procward.
   spawn: spawnBench,
