@@ -186,6 +186,22 @@ describe('end reasons are true', () => {
 });
 
 describe('bulk kill', () => {
+  it('kills asked for in one turn run as one batch, and a malformed identity fails only its own kill', async () => {
+    const a = spawn('sh', ['-c', 'sleep 312; true'], { detached: true, stdio: 'ignore' });
+    const b = spawn('sh', ['-c', 'sleep 313; true'], { detached: true, stdio: 'ignore' });
+    cleanupGroup(a.pid);
+    cleanupGroup(b.pid);
+    await until(() => [a.pid!, b.pid!].every((p) => descendants(p).some((d) => d.alive)), 5000, 'both sleeps');
+    const [ia, ib] = [identity(a.pid!)!, identity(b.pid!)!];
+    const bad = { ...ib, startTime: 'not a number' };
+    const [ka, kbad, kb] = await Promise.allSettled([killTree(ia, { graceMs: 300 }), killTree(bad, { graceMs: 300 }), killTree(ib, { graceMs: 300 })]);
+    expect(kbad).toMatchObject({ status: 'rejected', reason: { code: 'EINVAL' } });
+    for (const k of [ka, kb]) expect(k).toMatchObject({ status: 'fulfilled', value: { survivors: [] } });
+    expect(ka.status === 'fulfilled' && ka.value.signalled).toContain(ia.pid);
+    expect(kb.status === 'fulfilled' && kb.value.signalled).toContain(ib.pid);
+    expect(isAlive(a.pid!) || isAlive(b.pid!)).toBe(false);
+  });
+
   it('killAll of 50 SIGTERM-ignoring jobs ends every one as killed, in far less than 50 grace periods', async () => {
     const graceMs = 300;
     const jobs: Awaited<ReturnType<typeof ctx.registry.spawn>>[] = [];

@@ -123,7 +123,9 @@ export function descendants(pid: number): ProcessEntry[] {
  * Kills asked for in the same turn of the event loop with the same options (all but
  * `cgroup` and `sessionId`) run as one batch on one native thread, sharing the grace
  * period and each step's read of the process table: a bulk kill of N jobs costs about one
- * tree kill, and never N threads (see {@link MAX_KILL_BATCHES}).
+ * tree kill, and one thread, not N. A batch reports when its last tree's kill ends (at most
+ * `graceMs + settleMaxMs` after its first signal). Kills asked for in different turns never
+ * wait for each other: each turn's batch starts at once, on its own thread.
  */
 export function killTree(root: Identity, options: KillTreeOptions = {}): Promise<KillReport> {
   for (const key of ['graceMs', 'settleMs', 'settleMaxMs'] as const) {
@@ -152,42 +154,31 @@ export function killTree(root: Identity, options: KillTreeOptions = {}): Promise
   });
 }
 
-/**
- * Most native kill batches (one thread each) in flight at once. Kills asked for while that
- * many run wait, gathered into one batch, until one ends.
- */
-export const MAX_KILL_BATCHES = 16;
-
 interface QueuedKill {
   request: { identity: Identity; cgroup?: string; sessionId?: string };
   resolve(report: KillReport): void;
   reject(err: ProcwardError): void;
 }
 
-/** Kills asked for since the last flush, by their shared options. */
+/**
+ * Kills asked for since the last flush, by their shared options. A kill never waits for a
+ * batch in flight (a cap on batches would let kills with an hour's grace hold back every
+ * later kill): the thread count is bounded by the turns with kills in flight, not the kills.
+ */
 const pendingKills = new Map<string, { options: KillTreeOptions; kills: QueuedKill[] }>();
-let batchesInFlight = 0;
 
 function flushKills(): void {
-  for (const [key, batch] of pendingKills) {
-    if (batchesInFlight >= MAX_KILL_BATCHES) return;
-    pendingKills.delete(key);
-    batchesInFlight++;
-    startBatch(batch.options, batch.kills, () => {
-      batchesInFlight--;
-      flushKills();
-    });
-  }
+  for (const batch of pendingKills.values()) startBatch(batch.options, batch.kills);
+  pendingKills.clear();
 }
 
-/** One native call for the batch; `done` once it has reported (or failed to start). */
-function startBatch(options: KillTreeOptions, kills: QueuedKill[], done: () => void): void {
+/** One native call (one thread) for the batch. */
+function startBatch(options: KillTreeOptions, kills: QueuedKill[]): void {
   try {
     native.killTrees(
       kills.map((k) => k.request),
       options,
       (err, outcomes) => {
-        done();
         kills.forEach((k, i) => {
           const o = outcomes?.[i];
           if (err || !o) k.reject(fromNative(err ?? new Error('EIO: the kill batch reported no outcome')));
@@ -197,10 +188,9 @@ function startBatch(options: KillTreeOptions, kills: QueuedKill[], done: () => v
       },
     );
   } catch (err) {
-    done();
     // A request the binding refused (a malformed identity) must not fail the others with
     // it: each is tried alone, so only its own kill rejects.
     if (kills.length === 1) kills[0]?.reject(fromNative(err));
-    else for (const k of kills) startBatch(options, [k], () => {});
+    else for (const k of kills) startBatch(options, [k]);
   }
 }
