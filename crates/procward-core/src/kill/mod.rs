@@ -20,7 +20,8 @@
 //! leads its own session; a cgroup only when procward created it for the session. Each
 //! refusal is listed in [`KillReport::refused`].
 //!
-//! [`kill_tree`] runs the steps in order; the parts live in submodules: `run` (one kill's
+//! [`kill_tree`] runs the steps in order, and [`kill_trees`] runs them for many trees in
+//! lockstep (one grace period, one process-table read per step); the parts live in submodules: `run` (one kill's
 //! targets and report, and the identity check), `snapshot` (the tree, the group, the
 //! cgroup, the walk before SIGKILL), `signal` (who gets a signal) and `settle` (waiting
 //! for the targets to die).
