@@ -10,7 +10,7 @@ import { liveJobsBench } from './livejobs.mjs';
 import { recoveryBench } from './recovery.mjs';
 import { sshPollBench } from './environments.mjs';
 import { mcpBench } from './mcp.mjs';
-import { longLineBench, pagingBench, streamBench } from './growth.mjs';
+import { longLineBench, memoryBench, pagingBench, scaleBench, streamBench } from './growth.mjs';
 
 const only = process.argv.slice(2);
 const suites = {
@@ -27,6 +27,9 @@ const suites = {
   // Each count in a fresh child process (its own threads, descriptors and RSS).
   livejobs: liveJobsBench,
   recovery: recoveryBench,
+  // Cost against the number of sessions in a state directory, and memory per finished session (issue 14).
+  scale: scaleBench,
+  memory: memoryBench,
   ssh: sshPollBench,
   mcp: mcpBench,
   // readLog pages (issue 14): against the page's size, one long line, a 1 GB log streamed whole.
