@@ -18,6 +18,7 @@ export type {
   PollResult,
   WaitResult,
   LogResult,
+  LogDiskUsage,
   KillResult,
 } from './registry.js';
 export type { SessionRecord, SessionStatus, CompletionReason } from './session/record.js';

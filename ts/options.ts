@@ -16,6 +16,7 @@ export function checkRegistryOptions(options: RegistryOptions): void {
     ['sandbox.pollIntervalMs', options.sandbox?.pollIntervalMs],
     ['sandbox.lostAfterMs', options.sandbox?.lostAfterMs],
     ['logMaxBytes', options.logMaxBytes],
+    ['maxTotalLogBytes', options.maxTotalLogBytes],
   ];
   for (const [key, v] of counts) {
     if (v !== undefined && !(Number.isInteger(v) && (v as number) >= 0)) throw new ProcwardError('INVALID_ARGUMENT', `${key} must be a non-negative integer, got ${String(v)}`);

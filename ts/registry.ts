@@ -14,6 +14,7 @@ import { rebalance } from './output/budget.js';
 import { logResult } from './output/paging.js';
 import { DEFAULT_TAIL_CHARS, DEFAULT_TOTAL_OUTPUT_CHARS } from './output/tail.js';
 import { preview, redactedView } from './output/views.js';
+import { DiskBudget, evictedLogResult } from './persist/diskbudget.js';
 import { SessionStore } from './persist/store.js';
 import {
   COMPLETION_TAIL_CHARS,
@@ -36,9 +37,9 @@ import { newLive, summary, untilEnd } from './session/live.js';
 import { newSession } from './session/newsession.js';
 import type { SessionRecord } from './session/record.js';
 import { assertGraceMs } from './session/termination.js';
-import type { KillResult, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
+import type { KillResult, LogDiskUsage, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
 
-export type { KillResult, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
+export type { KillResult, LogDiskUsage, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
 
 const DETACHED_TICK_MS = 25;
 
@@ -52,6 +53,8 @@ export interface RegistryEvents {
 export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   private readonly sessions = new Map<string, Live>();
   private readonly store: SessionStore;
+  /** The disk budget of the state directory's durable logs (`maxTotalLogBytes`). */
+  private readonly logs: DiskBudget;
   private readonly environments: ConfiguredEnvironments;
   private readonly watching: Watching;
   /** What the sessions' kinds may ask of this registry. */
@@ -66,6 +69,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     this.watching = new Watching(options, this.diagnostics, (text) => this.clean(text));
     this.environments = new ConfiguredEnvironments(options.environments);
     this.store = new SessionStore(options, this.sessions, this.diagnostics);
+    this.logs = new DiskBudget(this.store.dir, options, this.sessions, this.diagnostics);
     this.host = {
       options,
       stateDir: this.store.dir,
@@ -75,6 +79,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       register: (live) => {
         this.sessions.set(live.record.id, live);
         this.rebalance();
+        this.logs.started(live);
       },
       refresh: (live) => this.refresh(live),
       finish: (live, outcome) => this.finish(live, outcome),
@@ -110,6 +115,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     // A state directory that cannot be written (a full disk) must not keep a host from
     // listing and killing what is there: the failed write is a diagnostic.
     if (changed) await this.store.persist().catch(this.store.reportWriteError);
+    this.logs.opened();
   }
 
   private recovered(record: SessionRecord, foreign: boolean): Live {
@@ -200,6 +206,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     delete live.watcher;
     this.rebalance();
     live.kind.ended();
+    this.logs.ended(live);
     for (const w of live.waiters) w();
     live.waiters.clear();
     const completion = pendingCompletion(r);
@@ -232,7 +239,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   /** The summary as of now, then the output preview (reading a log may take a while). */
   private async pollResult(live: Live): Promise<PollResult> {
-    const now = { ...summary(live), ...this.readOnlyFlag(live) };
+    const now = { ...summary(live), ...this.readOnlyFlag(live), ...this.logs.flag(live) };
     const out = await live.kind.output();
     return { ...now, outputPreview: preview(out.text, 2000, (t, k) => this.clean(t, k), out.startsInKeyBlock) };
   }
@@ -299,6 +306,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (opts.view !== undefined && opts.view !== 'plain' && opts.view !== 'raw') {
       throw new ProcwardError('INVALID_ARGUMENT', `view must be 'plain' or 'raw', got ${JSON.stringify(opts.view)}`);
     }
+    const evicted = await this.logs.eviction(live);
+    if (evicted) return evictedLogResult(live.record.id, live.record.status, evicted);
     let got: Awaited<ReturnType<Live['kind']['readLog']>>;
     try {
       got = await live.kind.readLog(opts, (text, view, inKey) => redactedView(text, view, this.options.redact === false ? null : (t) => this.clean(t, inKey)));
@@ -384,7 +393,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       if (filter.taskId !== undefined && !taskMatch && !keyMatch) continue;
       if (filter.taskId === undefined && filter.sessionKey !== undefined && !keyMatch) continue;
       await this.refresh(live);
-      out.push({ ...summary(live, filter.taskId !== undefined && !taskMatch), ...this.readOnlyFlag(live) });
+      out.push({ ...summary(live, filter.taskId !== undefined && !taskMatch), ...this.readOnlyFlag(live), ...this.logs.flag(live) });
     }
     return out.sort((a, b) => a.startedAt - b.startedAt);
   }
@@ -400,6 +409,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     for (const live of this.sessions.values()) live.kind.close();
     // Empty cgroups of ended jobs go now; one that still holds a process stays.
     if (this.options.containment !== false) native.sweepCgroups();
+    await this.logs.close();
     await this.store.close();
     this.closed = true;
   }
@@ -447,6 +457,15 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   /** Whether a session with this key runs and started within `maxActiveAgeMs` (milliseconds). */
   hasActiveForSession(sessionKey: string, opts: { maxActiveAgeMs?: number } = {}): Promise<boolean> {
     return scoping.hasActiveForSession(this, sessionKey, opts);
+  }
+
+  /**
+   * Disk taken by the state directory's durable logs against `maxTotalLogBytes`: measures the
+   * running logs and enforces the budget first (evicting the oldest delivered logs).
+   */
+  async logDiskUsage(): Promise<LogDiskUsage> {
+    this.assertOpen();
+    return this.logs.usage();
   }
 
   /** Counters for diagnostics and tests: sessions held, checkpoint writes done. */

@@ -35,6 +35,18 @@ export interface RegistryOptions extends RetentionOptions {
    * readable and the oldest is dropped; `readLog` reports what was dropped. Default 64 MiB.
    */
   logMaxBytes?: number;
+  /**
+   * Disk budget of all durable logs in the state directory together, in bytes (`st_blocks ×
+   * 512` of each log's parts). Over it, the logs of the oldest ended sessions whose output
+   * was delivered (ended, with no completion event waiting) are evicted until the total
+   * fits: the session stays listed with `logEvicted: true`, and `readLog` gives an empty
+   * page that says so. A running job's log is never evicted (each is capped by
+   * `logMaxBytes`); when running and undelivered logs alone exceed the budget, a diagnostic
+   * says so and `logDiskUsage()` reports `overBudget`. 0 evicts every delivered log once its
+   * session ends. Checked when the registry opens, when a durable job ends, and every 10 s
+   * while durable jobs run (see `persist/diskbudget.ts`). Default 1 GiB.
+   */
+  maxTotalLogBytes?: number;
   /** Redact secrets in persisted commands and in previews. Default true. */
   redact?: boolean;
   /** Limits of watch-pattern events. */
@@ -142,6 +154,8 @@ export interface SessionSummary {
   detached: boolean;
   /** Listed because it shares the session key, though another task started it. */
   sessionScoped?: boolean;
+  /** The durable log was evicted to keep the state directory within `maxTotalLogBytes`: `readLog` has no lines. */
+  logEvicted?: true;
 }
 
 /** What `ProcessRegistry.poll` returns. */
@@ -175,6 +189,25 @@ export interface LogResult {
   droppedChars: number;
   /** Durable jobs: lines in the output dropped by the log cap. */
   droppedLines?: number;
+  /**
+   * The durable log was evicted by the disk budget (`maxTotalLogBytes`): the page is empty,
+   * `showing` says when, and `droppedChars` is the output the log held (0 when unknown).
+   */
+  logEvicted?: true;
+}
+
+/** What `ProcessRegistry.logDiskUsage` returns: the durable logs of the state directory, in bytes on disk (`st_blocks × 512`). */
+export interface LogDiskUsage {
+  /** Disk the logs of the sessions this registry lists take, as last measured (running logs just now). */
+  usedBytes: number;
+  /** `maxTotalLogBytes`. */
+  budgetBytes: number;
+  /** Of `usedBytes`, the logs of running jobs (never evicted). */
+  runningBytes: number;
+  /** Listed sessions whose log was evicted. */
+  evictedSessions: number;
+  /** Still over the budget after eviction: what is left is running, undelivered, another live host's, or still written by a supervisor. */
+  overBudget: boolean;
 }
 
 /** What `ProcessRegistry.kill` returns. */

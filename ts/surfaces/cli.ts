@@ -10,7 +10,7 @@ import shellQuote from 'shell-quote';
 import { ProcwardError } from '../errors.js';
 import { descendants, probe, type ProbeResult, type ProcessEntry } from '../processes.js';
 import { serveMcpStdio } from './mcp.js';
-import { ProcessRegistry, type SessionSummary } from '../registry.js';
+import { type LogDiskUsage, ProcessRegistry, type SessionSummary } from '../registry.js';
 import { defaultStateDir } from '../persist/statedir.js';
 
 declare const __PROCWARD_VERSION__: string;
@@ -54,6 +54,24 @@ function describeEnd(s: SessionSummary): string {
   if (s.status === 'running') return 'running';
   const how = s.signal ? `killed by ${s.signal}` : s.exitCode !== null ? `exit code ${s.exitCode}` : 'exit status unknown';
   return `${s.reason ?? 'exited'} (${how})`;
+}
+
+/** Bytes in binary units, e.g. `1.5 MiB`. */
+function bytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${i === 0 ? n : n.toFixed(n < 10 ? 1 : 0).replace(/\.0$/, '')} ${units[i]}`;
+}
+
+/** `list`'s last line: the durable logs' disk use against their budget (see `RegistryOptions.maxTotalLogBytes`). */
+function logFooter(u: LogDiskUsage): string {
+  const evicted = u.evictedSessions > 0 ? `, ${u.evictedSessions} evicted` : '';
+  const over = u.overBudget ? ` (over budget: running jobs' logs hold ${bytes(u.runningBytes)})` : '';
+  return `durable logs: ${bytes(u.usedBytes)} of ${bytes(u.budgetBytes)} budget${evicted}${over}`;
 }
 
 function signalNumber(name: string): number {
@@ -101,14 +119,19 @@ common(program.command('list'))
   .option('--session-key <key>', 'only this session key')
   .action(async (opts: Common & { task?: string; sessionKey?: string }) => {
     await withRegistry(opts, async (r) => {
-      const all = await r.list({
+      const filter = {
         ...(opts.task !== undefined && { taskId: opts.task }),
         ...(opts.sessionKey !== undefined && { sessionKey: opts.sessionKey }),
-      });
+      };
+      // The usage check measures the logs and enforces their budget first: the flags below are current.
+      const usage = await r.logDiskUsage();
+      const all = await r.list(filter);
       const row = (id: string, pid: string, ran: string, state: string, command: string) =>
         `${id.padEnd(17)}  ${pid.padStart(7)}  ${ran.padStart(6)}  ${state.padEnd(28)}  ${command}`;
-      const rows = all.map((s) => row(s.id, String(s.pid ?? '-'), age(s.uptimeMs), describeEnd(s), s.command));
-      print(opts, all, rows.length ? [row('SESSION', 'PID', 'RAN', 'STATE', 'COMMAND'), ...rows].join('\n') : 'no sessions');
+      const state = (s: SessionSummary) => `${describeEnd(s)}${s.logEvicted ? ', log evicted' : ''}`;
+      const rows = all.map((s) => row(s.id, String(s.pid ?? '-'), age(s.uptimeMs), state(s), s.command));
+      const footer = usage.usedBytes > 0 || usage.evictedSessions > 0 ? `\n${logFooter(usage)}` : '';
+      print(opts, all, rows.length ? `${[row('SESSION', 'PID', 'RAN', 'STATE', 'COMMAND'), ...rows].join('\n')}${footer}` : 'no sessions');
     });
   });
 

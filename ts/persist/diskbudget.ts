@@ -1,0 +1,422 @@
+/**
+ * The disk budget of durable logs: the logs of all durable jobs in one state directory
+ * together take at most `maxTotalLogBytes` (default 1 GiB), on top of each log's own cap
+ * (`logMaxBytes`, which rotates a running job's log). Over the budget, the logs of the
+ * oldest ended sessions whose output was delivered are evicted first, until the total fits.
+ *
+ * **Delivered**: the session has ended (its end is published in its record, so every host
+ * and surface sees it) and it has no completion event waiting: either it was not started
+ * with `notifyOnComplete`, or that event was delivered (drained, or consumed by `wait`, a
+ * `readLog` that reached the end, `kill` or an acknowledged `poll`). This is the rule by
+ * which retention's size cap prunes whole sessions (`policy/retention.ts`); eviction is the
+ * lighter step, which keeps the record and drops only the output.
+ *
+ * Never evicted: the log of a running job (it is reported instead: a diagnostic, and
+ * `runningBytes` / `overBudget` in the usage); the log of an ended session whose completion
+ * is not delivered, that another live host owns (its host evicts it under its own budget),
+ * or whose supervisor still runs (a grandchild may still hold the job's output and append).
+ *
+ * **Measure**: the disk a log takes, `st_blocks × 512` of `output.log` and `output.log.1`
+ * (`lstat`, so sparse parts count what they hold; on Windows, where there are no blocks,
+ * the size). The total is a running tally, not a scan per spawn: every log is measured
+ * when the registry opens and every 60 s while durable jobs run, running logs every 10 s,
+ * a log again when its session ends and when its eviction is considered, and pruned
+ * sessions drop out of it.
+ *
+ * **Eviction** of a session's log, under `log-budget.lock` in the state directory (so two
+ * hosts never evict at once; the one that waited finds the other's evictions by their
+ * markers and evicts no more than still needed): first `log-evicted` is written in the session directory
+ * (`{"evictedAt":<ms>,"diskBytes":…,"outputBytes":…}`, by temp file and rename, only when
+ * `sessions` and `sessions/<id>` are real directories), then each of `output.log`,
+ * `output.log.1`, `output.log.next` and `log-state.json` is emptied (opened `O_NOFOLLOW`,
+ * truncated only when it is a regular file with one link, so a planted hard link to another
+ * file is never emptied) and unlinked (which removes a symlink, never its target). Paths come
+ * from the session id only. A host that finds `log-evicted` (whatever it holds: it is read
+ * as untrusted and its numbers are shown only when well-formed) reports the log evicted:
+ * `list` flags it `logEvicted`, `readLog` answers with an empty page that says so.
+ */
+import { closeSync, constants, fstatSync, ftruncateSync, openSync, type Stats, unlinkSync } from 'node:fs';
+import { lstat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fromNative, ProcwardError } from '../errors.js';
+import { native } from '../native.js';
+import { verdict } from '../processes.js';
+import type { Live } from '../session/kind.js';
+import type { SessionRecord, SessionStatus } from '../session/record.js';
+import type { LogDiskUsage, LogResult, RegistryOptions } from '../types.js';
+import { notPrivateFile, readPrivate, readSupervisorIdentity, sessionFiles, writePrivate } from './jobfiles.js';
+
+/** Default of `maxTotalLogBytes`: 1 GiB for all durable logs of a state directory (16 full logs of the default 64 MiB cap). */
+export const DEFAULT_MAX_TOTAL_LOG_BYTES = 1024 * 1024 * 1024;
+/** The marker of an evicted log, in its session directory. */
+const MARKER = 'log-evicted';
+/** Held while a host evicts, in the state directory. */
+const LOCK = 'log-budget.lock';
+/** How long a host waits for another one's eviction to finish. */
+const LOCK_TIMEOUT_MS = 10_000;
+/** The parts of a log that are measured. */
+const PARTS = ['output.log', 'output.log.1'];
+/** What an eviction removes: the parts, a rotation's new part left half-way, the rotation state. */
+const REMOVED = [...PARTS, 'output.log.next', 'log-state.json'];
+/** Running logs are re-measured this often while durable jobs run. */
+const RUNNING_CHECK_MS = 10_000;
+/** Every log is re-measured this often (other hosts evict and prune too). */
+const FULL_CHECK_MS = 60_000;
+/** Logs measured at once (each measure is a few `lstat`s on libuv's pool). */
+const SCAN_BATCH = 64;
+/** Diagnostics this module adds at most. */
+const MAX_NOTES = 100;
+
+/** What `log-evicted` says: when, and how much the log took (null when the marker does not say). */
+export interface LogEviction {
+  /** Milliseconds since the epoch. */
+  at: number | null;
+  /** Bytes the log took on disk (`st_blocks × 512`). */
+  diskBytes: number | null;
+  /** Bytes of output the log held (the parts' sizes). */
+  outputBytes: number | null;
+}
+
+/** A log's parts as measured: disk taken and bytes held. */
+interface Measured {
+  disk: number;
+  size: number;
+}
+
+/** Whether the session's output counts as delivered (see the module docs). */
+export function delivered(r: SessionRecord): boolean {
+  return r.status === 'exited' && !(r.notifyOnComplete === true && r.notificationDelivered !== true);
+}
+
+function diskBytes(st: Stats): number {
+  return process.platform === 'win32' ? st.size : st.blocks * 512;
+}
+
+/** The disk a session's log parts take; a part that is missing or not a regular file counts nothing. */
+async function measure(dir: string): Promise<Measured> {
+  const stats = await Promise.all(PARTS.map((name) => lstat(join(dir, name)).catch(() => null)));
+  let disk = 0;
+  let size = 0;
+  for (const st of stats) {
+    if (!st?.isFile()) continue;
+    disk += diskBytes(st);
+    size += st.size;
+  }
+  return { disk, size };
+}
+
+function count(v: unknown): number | null {
+  return Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : null;
+}
+
+/** The session's eviction marker, or null when there is none. Its presence is the message; its numbers are untrusted. */
+async function readEviction(dir: string): Promise<LogEviction | null> {
+  const path = join(dir, MARKER);
+  if (!(await lstat(path).catch(() => null))) return null;
+  const eviction: LogEviction = { at: null, diskBytes: null, outputBytes: null };
+  try {
+    const o = JSON.parse(readPrivate(path) ?? '') as Record<string, unknown>;
+    if (o !== null && typeof o === 'object') {
+      const at = count(o.evictedAt);
+      Object.assign(eviction, { at: at !== null && at > 0 ? at : null, diskBytes: count(o.diskBytes), outputBytes: count(o.outputBytes) });
+    }
+  } catch {}
+  return eviction;
+}
+
+/** Empties (a regular file with one link only) and unlinks `path`, never following a symlink at its name. */
+function emptyAndRemove(path: string): void {
+  let fd: number | undefined;
+  try {
+    // O_NONBLOCK: a FIFO planted here fails the open (ENXIO) instead of hanging it.
+    fd = openSync(path, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {}
+  if (fd !== undefined) {
+    try {
+      // Truncating frees the blocks at once, also while a process still holds the file open.
+      if (notPrivateFile(fstatSync(fd)) === null) ftruncateSync(fd, 0);
+    } catch {
+    } finally {
+      closeSync(fd);
+    }
+  }
+  try {
+    unlinkSync(path);
+  } catch {}
+}
+
+/**
+ * Evicts the log in session directory `dir`: the marker first (so a host that dies half-way
+ * leaves a log that reads as evicted, never one silently short), then the parts. Throws
+ * `STATE_DIR_UNTRUSTED` (from `writePrivate`, before anything is removed) when `sessions` or
+ * `sessions/<id>` is not a real directory.
+ */
+function evictLog(dir: string, measured: Measured): LogEviction {
+  const eviction = { at: Date.now(), diskBytes: measured.disk, outputBytes: measured.size };
+  writePrivate(join(dir, MARKER), `${JSON.stringify({ evictedAt: eviction.at, diskBytes: eviction.diskBytes, outputBytes: eviction.outputBytes })}\n`);
+  for (const name of REMOVED) emptyAndRemove(join(dir, name));
+  return eviction;
+}
+
+/** Whether the durable job's supervisor may still run (and append to its log); an unreadable answer counts as yes. */
+function supervisorRuns(dir: string): boolean {
+  const sup = readSupervisorIdentity(join(dir, 'supervisor.json'));
+  if (!sup) return false;
+  try {
+    const v = verdict(sup);
+    return v === 'current' || v === 'unknown';
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Takes `log-budget.lock`, waiting at most 10 s in a blocking `flock` on a native thread
+ * (never the event loop): a host that waited finds the logs the holder evicted by their
+ * markers. Errors: `LOCK_TIMEOUT`, and those of opening the lock file.
+ */
+function lockEvictions(path: string): Promise<{ release(): void }> {
+  return new Promise((resolve, reject) => {
+    try {
+      native.lockFile(path, LOCK_TIMEOUT_MS, (err, lock) => {
+        if (err) reject(fromNative(err));
+        else if (lock) resolve(lock);
+        else reject(new ProcwardError('LOCK_TIMEOUT', `${path} stayed locked for ${LOCK_TIMEOUT_MS} ms`));
+      });
+    } catch (err) {
+      reject(fromNative(err));
+    }
+  });
+}
+
+/** What `readLog` returns for a session whose log was evicted: no lines, and why. */
+export function evictedLogResult(id: string, status: SessionStatus, eviction: LogEviction): LogResult {
+  const when = eviction.at !== null ? ` at ${new Date(eviction.at).toISOString()}` : '';
+  const size = eviction.outputBytes !== null ? ` (${eviction.outputBytes} bytes of output)` : '';
+  return {
+    id,
+    status,
+    text: '',
+    lines: [],
+    totalLines: 0,
+    offset: 0,
+    showing: `no lines: the log was evicted${when}${size} to keep the state directory's durable logs within their disk budget (maxTotalLogBytes)`,
+    droppedChars: eviction.outputBytes ?? 0,
+    logEvicted: true,
+  };
+}
+
+/** A registry's tally of its state directory's durable logs, and the eviction that keeps it within the budget. */
+export class DiskBudget {
+  private readonly budget: number;
+  /** Disk taken by each session's log, as last measured. */
+  private readonly sizes = new Map<string, number>();
+  private readonly evicted = new Map<string, LogEviction>();
+  /** Logs whose eviction failed (their directory is not trusted): not tried again. */
+  private readonly refused = new Set<string>();
+  /** The checks in flight, one after the other. */
+  private queue: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private measuredAllAt = 0;
+  private over = false;
+  private notes = 0;
+  private closed = false;
+
+  constructor(
+    private readonly stateDir: string | null,
+    options: RegistryOptions,
+    /** The registry's index: whose logs count, and which may be evicted. */
+    private readonly sessions: Map<string, Live>,
+    private readonly diagnostics: string[],
+  ) {
+    this.budget = options.maxTotalLogBytes ?? DEFAULT_MAX_TOTAL_LOG_BYTES;
+  }
+
+  /** The session directory of a session with a durable log on this host, from its id; null for others. */
+  private logDir(live: Live): string | null {
+    return this.stateDir !== null && live.record.logPath !== null ? sessionFiles(this.stateDir, live.record.id).dir : null;
+  }
+
+  /** Measures every log the registry lists (after recovery), in the background, then enforces the budget. */
+  opened(): void {
+    this.check(() => this.measureAll());
+    this.arm();
+  }
+
+  /** A durable job started: its log counts from now (measured with the running ones). */
+  started(live: Live): void {
+    if (!this.logDir(live)) return;
+    this.sizes.set(live.record.id, 0);
+    this.arm();
+  }
+
+  /** A session ended: its log is measured and the budget enforced, in the background. */
+  ended(live: Live): void {
+    const dir = this.logDir(live);
+    if (!dir) return;
+    const id = live.record.id;
+    this.check(async () => {
+      if (!this.evicted.has(id)) this.sizes.set(id, (await measure(dir)).disk);
+    });
+  }
+
+  /** `{ logEvicted: true }` for a session whose log is known to be evicted (for summaries). */
+  flag(live: Live): { logEvicted?: true } {
+    return this.evicted.has(live.record.id) ? { logEvicted: true } : {};
+  }
+
+  /** The eviction of the session's log, asked of its directory (another host may have evicted it); null when it is there. */
+  async eviction(live: Live): Promise<LogEviction | null> {
+    const id = live.record.id;
+    const known = this.evicted.get(id);
+    const dir = this.logDir(live);
+    if (known || !dir) return known ?? null;
+    const found = await readEviction(dir);
+    if (found) {
+      this.evicted.set(id, found);
+      this.sizes.delete(id);
+    }
+    return found;
+  }
+
+  /** Measures the running logs, enforces the budget, and reports the tally. */
+  async usage(): Promise<LogDiskUsage> {
+    this.check(() => this.measureRunning());
+    await this.queue;
+    let used = 0;
+    let running = 0;
+    for (const [id, bytes] of this.sizes) {
+      const live = this.sessions.get(id);
+      if (!live) continue;
+      used += bytes;
+      if (live.record.status === 'running') running += bytes;
+    }
+    const evictedSessions = [...this.evicted.keys()].filter((id) => this.sessions.has(id)).length;
+    return { usedBytes: used, budgetBytes: this.budget, runningBytes: running, evictedSessions, overBudget: used > this.budget };
+  }
+
+  /** Stops the periodic check and waits for the one in flight. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    await this.queue;
+  }
+
+  /** Runs `measure` and then the enforcement after the checks already queued; failures are diagnostics. */
+  private check(measure: () => Promise<void>): void {
+    if (this.closed || this.stateDir === null) return;
+    this.queue = this.queue
+      .then(async () => {
+        if (this.closed) return;
+        await measure();
+        await this.enforce();
+      })
+      .catch((err: unknown) => this.note(`durable log budget: ${String(err)}`));
+  }
+
+  /** Re-measures running logs every 10 s (every log every 60 s) while this host lists a running durable job. */
+  private arm(): void {
+    if (this.timer || this.closed || this.stateDir === null) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      const all = Date.now() - this.measuredAllAt >= FULL_CHECK_MS;
+      this.check(() => (all ? this.measureAll() : this.measureRunning()));
+      if ([...this.sessions.values()].some((l) => l.record.status === 'running' && this.logDir(l))) this.arm();
+    }, RUNNING_CHECK_MS);
+    this.timer.unref();
+  }
+
+  private async measureEach(lives: Live[]): Promise<void> {
+    for (let i = 0; i < lives.length; i += SCAN_BATCH) {
+      await Promise.all(
+        lives.slice(i, i + SCAN_BATCH).map(async (live) => {
+          const dir = this.logDir(live) as string;
+          const id = live.record.id;
+          const eviction = await readEviction(dir);
+          if (eviction) {
+            this.evicted.set(id, eviction);
+            this.sizes.delete(id);
+          } else this.sizes.set(id, (await measure(dir)).disk);
+        }),
+      );
+    }
+  }
+
+  private measureAll(): Promise<void> {
+    this.measuredAllAt = Date.now();
+    return this.measureEach([...this.sessions.values()].filter((l) => this.logDir(l) !== null && !this.evicted.has(l.record.id)));
+  }
+
+  private measureRunning(): Promise<void> {
+    return this.measureEach([...this.sessions.values()].filter((l) => l.record.status === 'running' && this.logDir(l) !== null));
+  }
+
+  /** A log this host may evict: ended, delivered, owned here, not yet evicted, taking disk. */
+  private evictable(live: Live): boolean {
+    const r = live.record;
+    return (
+      this.logDir(live) !== null &&
+      delivered(r) &&
+      live.kind.owned &&
+      !live.foreign &&
+      !this.evicted.has(r.id) &&
+      !this.refused.has(r.id) &&
+      (this.sizes.get(r.id) ?? 0) > 0
+    );
+  }
+
+  /** Drops pruned sessions from the tally, evicts the oldest delivered logs while the total is over the budget, and reports what is left over. */
+  private async enforce(): Promise<void> {
+    for (const map of [this.sizes, this.evicted]) for (const id of map.keys()) if (!this.sessions.has(id)) map.delete(id);
+    let total = 0;
+    for (const bytes of this.sizes.values()) total += bytes;
+    if (total > this.budget) total = await this.evictOldest(total);
+    const over = total > this.budget;
+    if (over && !this.over) {
+      let running = 0;
+      for (const [id, bytes] of this.sizes) if (this.sessions.get(id)?.record.status === 'running') running += bytes;
+      this.note(
+        `durable logs take ${total} bytes, over their budget of ${this.budget} (maxTotalLogBytes): ${running} bytes are running jobs' logs, never evicted (each is capped by logMaxBytes); the rest are ended sessions' logs whose completion is not delivered, that another live host owns, or whose supervisor still runs`,
+      );
+    }
+    this.over = over;
+  }
+
+  /** Evicts the oldest-ended evictable logs until `total` fits; returns the new total. */
+  private async evictOldest(total: number): Promise<number> {
+    const stateDir = this.stateDir as string;
+    const lock = await lockEvictions(join(stateDir, LOCK));
+    try {
+      const ended = (l: Live) => l.record.exitedAt ?? l.record.startedAt;
+      const candidates = [...this.sessions.values()].filter((l) => this.evictable(l)).sort((a, b) => ended(a) - ended(b));
+      for (const live of candidates) {
+        if (total <= this.budget) break;
+        const id = live.record.id;
+        // Pruned while an earlier log was evicted: its directory is gone.
+        if (!this.sessions.has(id)) continue;
+        const dir = this.logDir(live) as string;
+        const counted = this.sizes.get(id) ?? 0;
+        const already = await readEviction(dir);
+        if (!already && supervisorRuns(dir)) continue;
+        try {
+          this.evicted.set(id, already ?? evictLog(dir, await measure(dir)));
+        } catch (err) {
+          this.refused.add(id);
+          this.note(`${id}: log not evicted: ${(err as Error).message}`);
+          continue;
+        }
+        this.sizes.delete(id);
+        total -= counted;
+      }
+    } finally {
+      lock.release();
+    }
+    return total;
+  }
+
+  private note(text: string): void {
+    if (this.notes >= MAX_NOTES) return;
+    this.notes++;
+    this.diagnostics.push(text);
+  }
+}
