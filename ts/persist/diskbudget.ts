@@ -232,9 +232,14 @@ export class DiskBudget {
     this.budget = options.maxTotalLogBytes ?? DEFAULT_MAX_TOTAL_LOG_BYTES;
   }
 
+  /** Whether the session has a durable log on this host (its record's path is only a flag: paths come from ids). */
+  private hasLog(live: Live): boolean {
+    return this.stateDir !== null && live.record.logPath !== null;
+  }
+
   /** The session directory of a session with a durable log on this host, from its id; null for others. */
   private logDir(live: Live): string | null {
-    return this.stateDir !== null && live.record.logPath !== null ? sessionFiles(this.stateDir, live.record.id).dir : null;
+    return this.hasLog(live) ? sessionFiles(this.stateDir as string, live.record.id).dir : null;
   }
 
   /** Measures every log the registry lists (after recovery), in the background, then enforces the budget. */
@@ -245,7 +250,7 @@ export class DiskBudget {
 
   /** A durable job started: its log counts from now (measured with the running ones). */
   started(live: Live): void {
-    if (!this.logDir(live)) return;
+    if (!this.hasLog(live)) return;
     this.sizes.set(live.record.id, 0);
     this.arm();
   }
@@ -321,7 +326,7 @@ export class DiskBudget {
       this.timer = undefined;
       const all = Date.now() - this.measuredAllAt >= FULL_CHECK_MS;
       this.check(() => (all ? this.measureAll() : this.measureRunning()));
-      if ([...this.sessions.values()].some((l) => l.record.status === 'running' && this.logDir(l))) this.arm();
+      if ([...this.sessions.values()].some((l) => l.record.status === 'running' && this.hasLog(l))) this.arm();
     }, RUNNING_CHECK_MS);
     this.timer.unref();
   }
@@ -344,25 +349,17 @@ export class DiskBudget {
 
   private measureAll(): Promise<void> {
     this.measuredAllAt = Date.now();
-    return this.measureEach([...this.sessions.values()].filter((l) => this.logDir(l) !== null && !this.evicted.has(l.record.id)));
+    return this.measureEach([...this.sessions.values()].filter((l) => this.hasLog(l) && !this.evicted.has(l.record.id)));
   }
 
   private measureRunning(): Promise<void> {
-    return this.measureEach([...this.sessions.values()].filter((l) => l.record.status === 'running' && this.logDir(l) !== null));
+    return this.measureEach([...this.sessions.values()].filter((l) => l.record.status === 'running' && this.hasLog(l)));
   }
 
   /** A log this host may evict: ended, delivered, owned here, not yet evicted, taking disk. */
   private evictable(live: Live): boolean {
     const r = live.record;
-    return (
-      this.logDir(live) !== null &&
-      delivered(r) &&
-      live.kind.owned &&
-      !live.foreign &&
-      !this.evicted.has(r.id) &&
-      !this.refused.has(r.id) &&
-      (this.sizes.get(r.id) ?? 0) > 0
-    );
+    return (this.sizes.get(r.id) ?? 0) > 0 && delivered(r) && live.kind.owned && !live.foreign && !this.evicted.has(r.id) && !this.refused.has(r.id) && this.hasLog(live);
   }
 
   /** Drops pruned sessions from the tally, evicts the oldest delivered logs while the total is over the budget, and reports what is left over. */
