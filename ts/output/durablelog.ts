@@ -86,20 +86,28 @@ async function openLog(path: string): Promise<OpenLog> {
   }
 }
 
-/** Yields the log's bytes from absolute offset `from` to its end (as opened), in chunks. */
-async function* chunks(log: OpenLog, from: number, chunkBytes = 1 << 20): AsyncGenerator<Buffer> {
+/**
+ * The log's bytes from absolute offset `from`, at most `maxBytes` of them and never past
+ * its end as opened: one buffer, read in place part by part (shorter when a part was cut
+ * short since it was opened).
+ */
+async function collect(log: OpenLog, from: number, maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer> {
+  const size = Math.max(0, Math.min(log.end, from + maxBytes) - Math.max(from, log.start));
+  if (size === 0) return Buffer.alloc(0);
+  const buf = Buffer.allocUnsafe(size);
+  let n = 0;
   let at = log.start;
   for (const part of log.parts) {
     let pos = Math.max(0, from - at);
-    while (pos < part.size) {
-      const buf = Buffer.allocUnsafe(Math.min(chunkBytes, part.size - pos));
-      const { bytesRead } = await part.handle.read(buf, 0, buf.length, pos);
+    while (pos < part.size && n < size) {
+      const { bytesRead } = await part.handle.read(buf, n, Math.min(size - n, part.size - pos), pos);
       if (bytesRead === 0) break;
       pos += bytesRead;
-      yield buf.subarray(0, bytesRead);
+      n += bytesRead;
     }
     at += part.size;
   }
+  return n < size ? buf.subarray(0, n) : buf;
 }
 
 async function withLog<T>(path: string, use: (log: OpenLog) => Promise<T>): Promise<T> {
@@ -109,19 +117,6 @@ async function withLog<T>(path: string, use: (log: OpenLog) => Promise<T>): Prom
   } finally {
     await log.close();
   }
-}
-
-async function collect(log: OpenLog, from: number, maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer> {
-  if (maxBytes <= 0) return Buffer.alloc(0);
-  const got: Buffer[] = [];
-  let n = 0;
-  for await (const c of chunks(log, from, Math.min(1 << 20, maxBytes))) {
-    got.push(c);
-    n += c.length;
-    if (n >= maxBytes) break;
-  }
-  const all = Buffer.concat(got);
-  return all.length > maxBytes ? all.subarray(0, maxBytes) : all;
 }
 
 /** The last `bytes` bytes of the log as text, without a partial first character. */
@@ -169,15 +164,19 @@ function indexed(log: OpenLog): IndexedLog {
 
 /** One page of a log's lines, raw (not redacted), with context lines before it. */
 export interface RawLogPage {
-  /** The context lines, then the page's lines (the last one cut when it alone exceeds the cap). */
-  lines: string[];
-  /** How many of `lines` are context. */
+  /** The context lines, each with its line break (empty when there are none). */
+  context: string;
+  /** The page's lines joined by line breaks (the last one cut when it alone exceeds the cap). */
+  body: string;
+  /** How many lines `context` holds. */
   before: number;
   /** Zero-based line number of the page's first line. */
   offset: number;
+  /** Lines of the page (lines in `body`; 0 for an empty page). */
+  count: number;
   totalLines: number;
   drops: LogDrops;
-  /** Whether the first of `lines` lies inside a private-key block whose BEGIN came earlier. */
+  /** Whether `context` (or `body` when there is none) starts inside a private-key block whose BEGIN came earlier. */
   startsInKeyBlock: boolean;
   /** Bytes cut from the end of the page's only line because it alone exceeds the cap (0: nothing cut). */
   cutBytes: number;
@@ -187,11 +186,12 @@ export interface RawLogPage {
  * A page of `limit` lines from line `offset` (undefined: the last `limit` lines) holding at
  * most `maxBytes` bytes of the log: lines that do not fit are left out (from the end of a
  * page at an offset, from the start of a page from the end), and a line longer than the cap
- * alone is cut (`cutBytes`). Costs a line-index lookup (see `lineoffsets.ts`) and one read of
- * the page, its context (up to `context` lines and 64 KiB) and up to 1 MiB before them,
- * searched for the private-key marker that says whether the page starts inside a key (a
- * log whose front was rotated away may start inside a key whose BEGIN went with it: that
- * is told from key material at its first lines).
+ * alone is cut (`cutBytes`). Costs a line-index lookup (see `lineoffsets.ts`; free for a
+ * page that starts where an earlier one ended) and one read of the page, its context (up to
+ * `context` lines and 64 KiB) and up to 1 MiB before them, searched for the private-key
+ * marker that says whether the page starts inside a key (a log whose front was rotated away
+ * may start inside a key whose BEGIN went with it: that is told from key material at its
+ * first lines).
  */
 export async function logPage(path: string, opts: { offset?: number; limit: number; context: number; maxBytes: number }): Promise<RawLogPage> {
   return withLog(path, async (log) => {
@@ -199,7 +199,7 @@ export async function logPage(path: string, opts: { offset?: number; limit: numb
     const totalLines = idx.totalLines;
     let first = opts.offset ?? Math.max(0, totalLines - opts.limit);
     let last = Math.min(totalLines, first + opts.limit);
-    const empty = { lines: [], before: 0, offset: first, totalLines, drops: log.drops, startsInKeyBlock: false, cutBytes: 0 };
+    const empty = { context: '', body: '', before: 0, offset: first, count: 0, totalLines, drops: log.drops, startsInKeyBlock: false, cutBytes: 0 };
     if (first >= totalLines) return empty;
     let s = await idx.lineStart(first);
     let e = await idx.lineStart(last);
@@ -225,14 +225,17 @@ export async function logPage(path: string, opts: { offset?: number; limit: numb
     }
     const lookFrom = Math.max(log.start, cs - KEY_LOOKBACK);
     const lead = log.drops.bytes > 0 && lookFrom === log.start && leadsWithKeyMaterial((await collect(log, log.start, 16 * 1024)).toString('utf8'));
+    // One read: the bytes searched for a key marker, the context, the page.
+    const buf = await collect(log, lookFrom, Math.min(e, s + opts.maxBytes) - lookFrom);
     // Decoded only when it holds a marker's needle: most pages have none before them.
-    const behind = await collect(log, lookFrom, cs - lookFrom);
+    const behind = buf.subarray(0, cs - lookFrom);
     const behindText = behind.includes(KEY_NEEDLE) ? behind.toString('utf8') : '';
     const startsInKeyBlock = insideKeyBlockAt(behindText, behindText.length, lead);
-    let text = (await collect(log, cs, Math.min(e, s + opts.maxBytes) - cs)).toString('utf8');
-    if (cutBytes > 0) text = text.replace(/\uFFFD+$/, '');
-    const lines = text.split('\n');
-    if (cutBytes === 0 && lines[lines.length - 1] === '' && lines.length > last - ctxFirst) lines.pop();
-    return { lines, before: first - ctxFirst, offset: first, totalLines, drops: log.drops, startsInKeyBlock, cutBytes };
+    // The page's last line break (when it has one) ends the page rather than starting a line.
+    const bodyEnd = buf.length > s - lookFrom && buf[buf.length - 1] === 10 ? buf.length - 1 : buf.length;
+    let body = buf.toString('utf8', s - lookFrom, bodyEnd);
+    if (cutBytes > 0) body = body.replace(/\uFFFD+$/, '');
+    const context = buf.toString('utf8', cs - lookFrom, s - lookFrom);
+    return { context, body, before: first - ctxFirst, offset: first, count: last - first, totalLines, drops: log.drops, startsInKeyBlock, cutBytes };
   });
 }

@@ -36,12 +36,24 @@ interface Checkpoint {
   ino: bigint;
 }
 
+/** A line start found by a lookup, kept so the next page (which starts there) needs no scan. */
+interface LineStart extends Checkpoint {
+  /** The index's anchor it counts from (see `Entry.gen`). */
+  gen: number;
+}
+
 interface Entry {
   cps: Checkpoint[];
   /** Whether the byte before the last checkpoint is a line break. */
   endsWithNewline: boolean;
   /** Extensions run one at a time. */
   busy: Promise<unknown>;
+  /** The log's start, end and parts (inode, size) when last extended: unchanged, the checkpoints need no check. */
+  shape: string;
+  /** Counts up each time the index is rebuilt from a new anchor (line starts of another count are not used). */
+  gen: number;
+  /** The last line starts found (at most {@link KEEP_STARTS}), checked like checkpoints when used. */
+  starts: LineStart[];
 }
 
 /** Bytes between checkpoints: the most a line lookup scans. */
@@ -50,6 +62,8 @@ const STEP = 64 * 1024;
 const SCAN = 1024 * 1024;
 /** Logs whose index is kept (the least recently used is dropped first). */
 const KEEP = 64;
+/** Line starts kept per log: a page looks up its first line, its end and its context's start. */
+const KEEP_STARTS = 16;
 
 const cache = new Map<string, Entry>();
 
@@ -82,10 +96,17 @@ function stillValid(entry: Entry, log: IndexedLog): Checkpoint[] {
   return kept;
 }
 
+/** What an index built for `log` stays valid for: its kept start, end and parts. */
+function shapeOf(log: IndexedLog): string {
+  return `${log.start}:${log.end}:${log.parts.map((p) => `${p.ino}/${p.size}`).join(',')}`;
+}
+
 /** A log's line index, brought up to the log's end as opened. */
 export class LineIndex {
   private constructor(
     private readonly log: IndexedLog,
+    private readonly entry: Entry,
+    private readonly gen: number,
     private readonly cps: Checkpoint[],
     /** Line breaks before the first kept byte, in the checkpoints' count. */
     private readonly base: number,
@@ -97,7 +118,7 @@ export class LineIndex {
   /** The index of the log at `path` (opened as `log`), built or extended as needed. */
   static async of(path: string, log: IndexedLog): Promise<LineIndex> {
     let entry = cache.get(path);
-    if (!entry) entry = { cps: [], endsWithNewline: false, busy: Promise.resolve() };
+    if (!entry) entry = { cps: [], endsWithNewline: false, busy: Promise.resolve(), shape: '', gen: 0, starts: [] };
     cache.delete(path);
     cache.set(path, entry);
     if (cache.size > KEEP) cache.delete(cache.keys().next().value as string);
@@ -108,11 +129,15 @@ export class LineIndex {
   }
 
   private static async extend(entry: Entry, log: IndexedLog): Promise<LineIndex> {
+    const shape = shapeOf(log);
+    if (shape === entry.shape && entry.cps.length > 0) return LineIndex.over(entry, log);
     let cps = stillValid(entry, log);
     let endsWithNewline = cps.length > 0 && cps[cps.length - 1]?.at === entry.cps[entry.cps.length - 1]?.at ? entry.endsWithNewline : false;
     if (cps.length === 0) {
       const ino = inoAt(log, log.start);
       cps = ino === undefined ? [] : [{ at: log.start, nl: 0, ino }];
+      entry.gen++;
+      entry.starts = [];
     }
     const last = cps[cps.length - 1];
     if (last && last.at < log.end) {
@@ -146,9 +171,16 @@ export class LineIndex {
     }
     entry.cps = cps;
     entry.endsWithNewline = endsWithNewline;
+    entry.shape = cps[cps.length - 1]?.at === log.end ? shape : '';
+    return LineIndex.over(entry, log);
+  }
+
+  /** The index `entry` holds, for `log` as opened. */
+  private static over(entry: Entry, log: IndexedLog): LineIndex {
+    const { cps } = entry;
     const base = cps[0]?.nl ?? 0;
     const end = cps[cps.length - 1];
-    return new LineIndex(log, cps, base, (end?.nl ?? 0) - base, endsWithNewline);
+    return new LineIndex(log, entry, entry.gen, cps, base, (end?.nl ?? 0) - base, entry.endsWithNewline);
   }
 
   /** Lines in the kept log (a trailing line break does not start a new line). */
@@ -162,7 +194,11 @@ export class LineIndex {
     return this.cps[this.cps.length - 1]?.at ?? this.log.start;
   }
 
-  /** The last checkpoint at or before `pos`. */
+  /**
+   * The last checkpoint at or before `pos` (by offset or by line breaks), or a later line
+   * start found by an earlier lookup when one is closer and still holds: same anchor, within
+   * the kept log and the indexed bytes, in the part (inode) it was found in.
+   */
   private before(pos: number, key: 'at' | 'nl'): Checkpoint {
     let lo = 0;
     let hi = this.cps.length - 1;
@@ -171,7 +207,25 @@ export class LineIndex {
       if ((this.cps[mid] as Checkpoint)[key] <= pos) lo = mid;
       else hi = mid - 1;
     }
-    return this.cps[lo] as Checkpoint;
+    let best = this.cps[lo] as Checkpoint;
+    for (const h of this.entry.starts) {
+      if (h[key] <= pos && h.at > best.at && this.holds(h)) best = h;
+    }
+    return best;
+  }
+
+  private holds(h: LineStart): boolean {
+    return h.gen === this.gen && h.at >= this.log.start && h.at <= this.end && h.nl >= this.base && inoAt(this.log, h.at) === h.ino;
+  }
+
+  /** Keeps a line start found by a scan (absolute offset `at`, `nl` line breaks before it in the anchor's count). */
+  private remember(at: number, nl: number): void {
+    const ino = inoAt(this.log, at);
+    if (ino === undefined || this.entry.gen !== this.gen) return;
+    const starts = this.entry.starts;
+    if (starts.some((h) => h.at === at && h.gen === this.gen)) return;
+    starts.push({ at, nl, ino, gen: this.gen });
+    if (starts.length > KEEP_STARTS) starts.shift();
   }
 
   /** The line (0-based) that holds absolute offset `pos`: line breaks from the kept start to it. */
@@ -188,6 +242,8 @@ export class LineIndex {
     if (k > this.newlines) return this.end;
     // The k-th line break lies after the last checkpoint with fewer than k before it.
     const want = this.base + k;
+    const known = this.entry.starts.find((h) => h.nl === want && this.holds(h));
+    if (known) return known.at;
     const cp = this.before(want - 1, 'nl');
     let at = cp.at;
     let nl = cp.nl;
@@ -195,7 +251,10 @@ export class LineIndex {
       const buf = await this.log.read(at, Math.min(this.end, at + STEP));
       if (buf.length === 0) break;
       for (let i = 0; i < buf.length; i++) {
-        if (buf[i] === 10 && ++nl === want) return at + i + 1;
+        if (buf[i] === 10 && ++nl === want) {
+          this.remember(at + i + 1, want);
+          return at + i + 1;
+        }
       }
       at += buf.length;
     }

@@ -48,45 +48,83 @@ export function pageTail(tail: TailView, opts: LogOptions, redactView: RedactVie
 export async function pageLogFile(path: string, opts: LogOptions, redactView: RedactView): Promise<LogPage> {
   const { limit, maxBytes } = checked(opts);
   const got = await logPage(path, { ...(opts.offset !== undefined && { offset: opts.offset }), limit, context: 64, maxBytes });
-  const redacted = await redactInSlices(got.lines, got.before, got.startsInKeyBlock, (text, inKey) => redactView(text, opts.view ?? 'plain', inKey));
-  const fit = fitPage(redacted, maxBytes, opts.offset === undefined, got.cutBytes);
+  const view = opts.view ?? 'plain';
+  const fit =
+    got.count === 0
+      ? { text: '', lines: [], skipped: 0 }
+      : fitText(await redactInSlices(got.context, got.before, got.body, got.startsInKeyBlock, (text, inKey) => redactView(text, view, inKey)), maxBytes, opts.offset === undefined, got.cutBytes);
   const offset = got.offset + fit.skipped;
-  const page = { lines: fit.lines, totalLines: got.totalLines, offset, showing: showing(offset, fit.lines.length, got.totalLines) };
+  const page = { lines: fit.lines, text: fit.text, totalLines: got.totalLines, offset, showing: showing(offset, fit.lines.length, got.totalLines) };
   const drops = got.drops;
   return { page, drops, droppedChars: drops.bytes + drops.lostBytes, droppedLines: drops.lines, cap: 'the log cap (logMaxBytes)' };
 }
 
-/** Bytes of a page redacted at once: redaction of a 1 MiB page in one call blocks the event loop for up to 90 ms. */
-const SLICE_BYTES = 64 * 1024;
+/** Characters of a page redacted at once: redaction of a 1 MiB page in one call blocks the event loop for up to 90 ms. */
+const SLICE_CHARS = 64 * 1024;
 /** Lines before each slice that its redaction sees, as a page sees its context. */
 const SLICE_CONTEXT = 64;
 
 /**
- * `lines[before..]` redacted (`lines[0, before)` are context), in slices of about 64 KiB that
- * yield to the event loop between them. Each slice is redacted with the 64 lines before it
- * and the private-key state where those start (followed marker by marker from
- * `startsInKeyBlock`), as the page itself is with its context: a slice boundary is no
- * weaker than a page boundary.
+ * The start of the line up to `back` lines before the line that starts at `at` in `text`,
+ * and how many lines that goes back (fewer at the text's start).
  */
-async function redactInSlices(lines: string[], before: number, startsInKeyBlock: boolean, redact: (text: string, inKey: boolean) => string): Promise<string[]> {
+function linesBack(text: string, at: number, back: number): { from: number; lines: number } {
+  let from = at;
+  let lines = 0;
+  for (; lines < back && from > 0; lines++) from = (from >= 2 ? text.lastIndexOf('\n', from - 2) : -1) + 1;
+  return { from, lines };
+}
+
+/** Position just past the `k`-th line break of `text` (its length when it has fewer). */
+function afterLines(text: string, k: number): number {
+  let at = 0;
+  for (let i = 0; i < k; i++) {
+    const nl = text.indexOf('\n', at);
+    if (nl < 0) return text.length;
+    at = nl + 1;
+  }
+  return at;
+}
+
+/**
+ * `body` redacted (`context`: the `before` lines ahead of it, each with its line break), in
+ * slices of about 64 KiB that yield to the event loop between them. Each slice is redacted
+ * with the 64 lines before it (the whole context for the first) and the private-key state
+ * where those start (followed marker by marker from `startsInKeyBlock`, the state where
+ * `context` starts), as the page itself is with its context: a slice boundary is no weaker
+ * than a page boundary. Redaction keeps line breaks, so the context lines are cut off its
+ * output by count.
+ */
+async function redactInSlices(context: string, before: number, body: string, startsInKeyBlock: boolean, redact: (text: string, inKey: boolean) => string): Promise<string> {
+  const text = context + body;
   const out: string[] = [];
   let inKey = startsInKeyBlock;
   let stateAt = 0;
-  for (let i = before; i < lines.length; ) {
-    let end = i;
-    for (let bytes = 0; end < lines.length && (end === i || bytes < SLICE_BYTES); end++) bytes += (lines[end] as string).length + 1;
-    const from = i === before ? 0 : Math.max(0, i - SLICE_CONTEXT);
+  for (let i = context.length; ; ) {
+    const nl = i + SLICE_CHARS < text.length ? text.indexOf('\n', i + SLICE_CHARS) : -1;
+    const end = nl < 0 ? text.length : nl;
+    const { from, lines } = i === context.length ? { from: 0, lines: before } : linesBack(text, i, SLICE_CONTEXT);
     if (from > stateAt) {
-      const passed = `${lines.slice(stateAt, from).join('\n')}\n`;
-      inKey = insideKeyBlockAt(passed, passed.length, inKey);
+      inKey = insideKeyBlockAt(text.slice(stateAt, from), from - stateAt, inKey);
       stateAt = from;
     }
-    const redacted = redact(lines.slice(from, end).join('\n'), inKey).split('\n');
-    for (let k = i - from; k < redacted.length; k++) out.push(redacted[k] as string);
-    i = end;
-    if (i < lines.length) await new Promise((r) => setImmediate(r));
+    const redacted = redact(text.slice(from, end), inKey);
+    out.push(redacted.slice(afterLines(redacted, lines)));
+    if (end >= text.length) break;
+    i = end + 1;
+    await new Promise((r) => setImmediate(r));
   }
-  return out;
+  return out.join('\n');
+}
+
+/**
+ * `text` (a page's lines joined by line breaks) cut to `maxBytes` as {@link fitPage} cuts its
+ * lines; a page that fits (most do) is split once and not measured line by line.
+ */
+function fitText(text: string, maxBytes: number, fromEnd: boolean, cutBytes: number): { text: string; lines: string[]; skipped: number } {
+  if (cutBytes === 0 && Buffer.byteLength(text) <= maxBytes) return { text, lines: text.split('\n'), skipped: 0 };
+  const fit = fitPage(text.split('\n'), maxBytes, fromEnd, cutBytes);
+  return { ...fit, text: fit.lines.join('\n') };
 }
 
 /** What a line cut to the page's byte cap ends with: how many of its bytes were left out. */
@@ -129,7 +167,7 @@ export function logResult(id: string, status: SessionStatus, got: LogPage): LogR
   return {
     id,
     status,
-    text: page.lines.join('\n'),
+    text: page.text ?? page.lines.join('\n'),
     ...page,
     showing: page.showing + droppedNote(droppedChars, drops, got.cap),
     droppedChars,

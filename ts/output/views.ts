@@ -8,12 +8,17 @@ import { insideKeyBlockAt } from '../policy/redact.js';
 // CSI (ESC [ ... final byte), OSC (ESC ] ... BEL or ESC \), and other two-byte escapes.
 const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]|\u009b[0-?]*[ -/]*[@-~]/g;
 
+/** What the plain view changes: escape sequences (ESC, C1 CSI) and carriage returns. */
+const PLAIN_CHANGES = /[\r\u001b\u009b]/;
+
 /**
  * The plain view of output: ANSI CSI/OSC sequences removed, `\r\n` as one line break,
  * and within each line only the text after the last bare `\r` (a progress bar's latest
  * frame).
  */
 export function plainText(text: string): string {
+  // Most output has none of these: the view is the text itself, with no pass per line.
+  if (!PLAIN_CHANGES.test(text)) return text;
   return text
     .replace(ANSI, '')
     .replace(/\r\n/g, '\n')
@@ -33,6 +38,8 @@ export function plainText(text: string): string {
  */
 export function redactedView(text: string, view: 'plain' | 'raw', clean: ((text: string) => string) | null): string {
   if (clean === null) return view === 'plain' ? plainText(text) : text;
+  // Text the plain view leaves as it is needs one redaction, not two.
+  if (!PLAIN_CHANGES.test(text)) return clean(text);
   const plain = clean(plainText(text));
   if (view === 'plain') return plain;
   const raw = clean(text);
@@ -73,6 +80,8 @@ export function preview(
 export interface LinePage {
   /** The lines of this page, without their line breaks. */
   lines: string[];
+  /** The lines joined by line breaks, when the page was cut from text that already held them so. */
+  text?: string;
   /** Lines in the whole text (a trailing newline does not start a new line). */
   totalLines: number;
   /** Zero-based index of the first line of the page. */
