@@ -3,10 +3,13 @@
 //!
 //! 1. Snapshot the tree (descendants and group members, with start times) **before** the
 //!    first signal, so members that escaped the group (`setsid`, `set -m`, double fork) are
-//!    still known.
+//!    still known. Below a live root the tree is walked through the kernel's children
+//!    lists (reads in proportion to the tree, see `children`); otherwise, or when the walk
+//!    gives up, from one read of the whole process table.
 //! 2. Send the signal (default SIGTERM) to the group and to every member whose identity is
 //!    `current` at that instant.
-//! 3. Poll until every member is gone (a zombie counts as gone) or the grace period ends.
+//! 3. Wait until every member is gone (a zombie counts as gone) or the grace period ends,
+//!    woken by each member's exit through a pidfd where there is one (see `exits`).
 //! 4. Walk the tree again from the survivors, and SIGKILL every survivor and new descendant
 //!    after a fresh identity check.
 //! 5. Wait a short settle window and report who survived. A kill never reports success for
@@ -21,11 +24,15 @@
 //! refusal is listed in [`KillReport::refused`].
 //!
 //! [`kill_tree`] runs the steps in order, and [`kill_trees`] runs them for many trees in
-//! lockstep (one grace period, one process-table read per step); the parts live in submodules: `run` (one kill's
-//! targets and report, and the identity check), `snapshot` (the tree, the group, the
-//! cgroup, the walk before SIGKILL), `signal` (who gets a signal) and `settle` (waiting
-//! for the targets to die).
+//! lockstep (one grace period, at most one process-table read per step); the parts live in
+//! submodules: `run` (one kill's targets and report, and the identity check), `snapshot`
+//! (the tree, the group, the cgroup, the walk before SIGKILL), `children` (the tree from
+//! the children lists), `signal` (who gets a signal), `settle` (waiting for the targets to
+//! die) and `exits` (waking at an exit).
 
+#[cfg(target_os = "linux")]
+mod children;
+mod exits;
 mod run;
 mod settle;
 mod signal;
@@ -38,11 +45,9 @@ use crate::guard::{session_of, Host, Refusal};
 use crate::identity::{Identity, Verdict};
 use crate::probe::ProcessInfo;
 use crate::sys;
-use crate::tree::descendants_in;
 use nix::sys::signal::Signal;
 use run::{Run, Target};
 use settle::{settle_longer, wait_all};
-use snapshot::cgroup_members;
 use std::time::{Duration, Instant};
 
 /// How to kill a tree.
@@ -172,31 +177,33 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
     })
     .collect();
   let mut errors: Vec<Option<Error>> = requests.iter().map(|_| None).collect();
-  // (run index, whether its root is current) for the runs that go on to the snapshot.
-  let mut going: Vec<(usize, bool)> = Vec::new();
+  // The runs that go on to the snapshot: each with its root's live process when the root is
+  // current, `None` when only what is left of its group is to be cleaned up.
+  let mut going: Vec<(usize, Option<ProcessInfo>)> = Vec::new();
   for (i, (run, request)) in runs.iter_mut().zip(requests).enumerate() {
-    if let Some(root_current) = run.begin(request.cgroup.as_ref(), opts.require_session_leader) {
-      going.push((i, root_current));
+    if let Some(root) = run.begin(request.cgroup.as_ref(), opts.require_session_leader) {
+      going.push((i, root));
     }
   }
 
-  // Snapshot before the first signal, from one read of the process table for every tree.
+  // Snapshot before the first signal: a walk below each live root, and for the others (or
+  // where the walk gave up) one read of the process table for every tree.
+  going.retain(|(i, root)| !root.as_ref().is_some_and(|r| runs[*i].snapshot_walk(r)));
   if !going.is_empty() {
     match sys::process_table() {
       Ok(table) => {
-        for &(i, root_current) in &going {
-          runs[i].snapshot(&table, root_current);
+        for (i, root) in &going {
+          runs[*i].snapshot(&table, root.is_some());
         }
       }
       Err(e) => {
-        for &(i, _) in &going {
-          errors[i] = Some(io_error("reading the process table", &e));
+        for (i, _) in &going {
+          errors[*i] = Some(io_error("reading the process table", &e));
         }
-        going.clear();
       }
     }
   }
-  let live: Vec<usize> = going.iter().map(|&(i, _)| i).filter(|&i| !runs[i].targets.is_empty()).collect();
+  let live: Vec<usize> = (0..runs.len()).filter(|&i| errors[i].is_none() && !runs[i].targets.is_empty()).collect();
 
   // The grace period runs from the first signal.
   let first_signal = Instant::now();
@@ -241,9 +248,9 @@ fn io_error(context: &str, e: &std::io::Error) -> Error {
 
 impl Run<'_> {
   /// Judges the cgroup claim and the root, before anything is signalled. `None`: this kill
-  /// is over (refused, gone, replaced or unknown: the report says which); `Some(current)`:
-  /// go on to the snapshot, with whether the root itself is still current.
-  fn begin(&mut self, cgroup: Option<&CgroupClaim>, require_session_leader: bool) -> Option<bool> {
+  /// is over (refused, gone, replaced or unknown: the report says which); `Some(root)`: go
+  /// on to the snapshot, with the root's live process when it is still current.
+  fn begin(&mut self, cgroup: Option<&CgroupClaim>, require_session_leader: bool) -> Option<Option<ProcessInfo>> {
     let root = self.root;
     let same_boot = self.boot_id == root.boot_id;
     // cgroups are Linux's: elsewhere a claim is ignored, as `KillOptions::cgroup` says.
@@ -277,7 +284,7 @@ impl Run<'_> {
           self.refuse(root.pid, reason);
           return None;
         }
-        Some(true)
+        Some(Some(info))
       }
       // What is left of a gone leader's group is cleaned up below, unless that group is the
       // host's (or holds an ancestor): such a record cannot name a job.
@@ -287,7 +294,7 @@ impl Run<'_> {
           return None;
         }
         self.report.already_gone.push(root.pid);
-        Some(false)
+        Some(None)
       }
       Verdict::Gone => {
         self.report.already_gone.push(root.pid);
@@ -302,28 +309,6 @@ impl Run<'_> {
         self.report.survivor_identities.push(root.clone());
         None
       }
-    }
-  }
-
-  /// The targets before the first signal. When the leader is already gone (a zombie, or
-  /// reaped), what is left of its process group is still provably its own: a PID cannot be
-  /// reused while a process group of that id exists, so a member of group `root.pid` (in
-  /// session `root.pid`) that started after the leader belongs to the group the leader created.
-  fn snapshot(&mut self, table: &[ProcessInfo], root_current: bool) {
-    let root = self.root;
-    if root_current {
-      self.targets.push(Target { pid: root.pid, start_time: root.start_time, pgid: root.pid });
-      for p in descendants_in(table, root.pid, root.start_time) {
-        if !p.is_dead() {
-          self.add(Target::from(&p));
-        }
-      }
-    }
-    for t in self.own_group(table) {
-      self.add(t);
-    }
-    for t in cgroup_members(self.cgroup.as_deref(), table) {
-      self.add(t);
     }
   }
 

@@ -54,9 +54,13 @@ impl Run<'_> {
   }
 
   pub(super) fn add(&mut self, t: Target) {
-    if !self.targets.iter().any(|x| x.pid == t.pid) {
+    if !self.knows(t.pid) {
       self.targets.push(t);
     }
+  }
+
+  pub(super) fn knows(&self, pid: i32) -> bool {
+    self.targets.iter().any(|x| x.pid == pid)
   }
 
   pub(super) fn note(list: &mut Vec<i32>, pid: i32) {

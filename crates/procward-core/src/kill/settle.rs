@@ -1,17 +1,20 @@
 //! Waiting for the targets to die: through the grace period, the settle window after the
 //! last signal, and the stretch of that window while survivors are still dying.
 
+use super::exits::Exits;
 use super::run::{Run, Target};
 use std::time::{Duration, Instant};
 
-/// Polls until no target of the runs `live` (indices into `runs`) is alive or the deadline
+/// Waits until no target of the runs `live` (indices into `runs`) is alive or the deadline
 /// passes; returns, for each of them in order, the targets still alive. A target seen dead
 /// stays dead (a reused PID is not ours), so each pass only rechecks each run from its
-/// first target still alive and stops there.
+/// first target still alive and stops there; between passes it sleeps until one of those
+/// exits (see [`Exits`]), or else for a polling step.
 /// With `exact`, the returned lists are re-checked; without, they may still hold members
 /// that died at the last moment (the caller re-checks each before signalling anyway).
 pub(super) fn wait_all(runs: &[Run], live: &[usize], deadline: Instant, exact: bool) -> Vec<Vec<Target>> {
   let mut pending: Vec<Vec<Target>> = live.iter().map(|&i| runs[i].targets.clone()).collect();
+  let mut exits = Exits::default();
   let mut step = Duration::from_micros(500);
   loop {
     for (&i, left) in live.iter().zip(pending.iter_mut()) {
@@ -33,8 +36,11 @@ pub(super) fn wait_all(runs: &[Run], live: &[usize], deadline: Instant, exact: b
       }
       return pending;
     }
-    std::thread::sleep(step.min(deadline.saturating_duration_since(Instant::now())));
-    step = (step * 2).min(Duration::from_millis(2));
+    let blockers: Vec<(usize, Target)> = live.iter().zip(&pending).filter_map(|(&i, left)| Some((i, *left.last()?))).collect();
+    if !exits.wait(runs, &blockers, deadline) {
+      std::thread::sleep(step.min(deadline.saturating_duration_since(Instant::now())));
+      step = (step * 2).min(Duration::from_millis(2));
+    }
   }
 }
 

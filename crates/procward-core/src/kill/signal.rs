@@ -22,33 +22,47 @@ impl Run<'_> {
   /// Signals the whole group (if the guard allows it), then each target that is not a
   /// member of that group, each right after a fresh identity check and the guard's.
   pub(super) fn signal_all(&mut self, sig: Signal) {
-    let root = Target { pid: self.root.pid, start_time: self.root.start_time, pgid: self.root.pid };
+    let root = self.root_target();
     let group_sent = self.signal_group(root, sig);
     if group_sent {
       Self::note(&mut self.report.signalled, root.pid);
     }
+    // A copy: a refusal takes its PID out of the targets.
     for t in self.targets.clone() {
-      match self.check(t) {
-        (Verdict::Current, Some(info)) => {
-          if let Err(reason) = self.host.check_process(&info, session_of(t.pid)) {
-            self.refuse(t.pid, reason);
-            continue;
-          }
-          let in_group = group_sent && info.pgid == root.pid;
-          if in_group || kill(Pid::from_raw(t.pid), sig).is_ok() {
-            Self::note(&mut self.report.signalled, t.pid);
-          }
+      self.signal_target(t, sig, group_sent);
+    }
+  }
+
+  pub(super) fn root_target(&self) -> Target {
+    Target { pid: self.root.pid, start_time: self.root.start_time, pgid: self.root.pid }
+  }
+
+  /// One target's turn: a member of the signalled group is only counted; any other live
+  /// one is signalled after the guard's check. Gone and reused PIDs are listed as such.
+  fn signal_target(&mut self, t: Target, sig: Signal, group_sent: bool) {
+    let group = self.root.pid;
+    match self.check(t) {
+      // The group signal reached it: the guard passed the group, which holds no process
+      // of the host's (`Host::check_group`), so no check of its own is needed.
+      (Verdict::Current, Some(info)) if group_sent && info.pgid == group => Self::note(&mut self.report.signalled, t.pid),
+      (Verdict::Current, Some(info)) => {
+        if let Err(reason) = self.host.check_process(&info, session_of(t.pid)) {
+          self.refuse(t.pid, reason);
+          return;
         }
-        (Verdict::Current, None) => {}
-        (Verdict::Gone, _) if group_sent && t.pgid == root.pid => Self::note(&mut self.report.signalled, t.pid),
-        (Verdict::Gone, _) => {
-          if !self.report.signalled.contains(&t.pid) {
-            Self::note(&mut self.report.already_gone, t.pid);
-          }
+        if kill(Pid::from_raw(t.pid), sig).is_ok() {
+          Self::note(&mut self.report.signalled, t.pid);
         }
-        (Verdict::Replaced, _) => Self::note(&mut self.report.refused_reused, t.pid),
-        (Verdict::Unknown, _) => {}
       }
+      (Verdict::Current, None) => {}
+      (Verdict::Gone, _) if group_sent && t.pgid == group => Self::note(&mut self.report.signalled, t.pid),
+      (Verdict::Gone, _) => {
+        if !self.report.signalled.contains(&t.pid) {
+          Self::note(&mut self.report.already_gone, t.pid);
+        }
+      }
+      (Verdict::Replaced, _) => Self::note(&mut self.report.refused_reused, t.pid),
+      (Verdict::Unknown, _) => {}
     }
   }
 }

@@ -1,5 +1,7 @@
-//! The tree a kill is about: the root's own process group, the members of the job's cgroup,
-//! and the walk again from the survivors before SIGKILL (processes born since the snapshot).
+//! The tree a kill is about, before the first signal: the root's descendants (walked
+//! through the kernel's children lists, or found in one read of the process table), the
+//! root's own process group and the members of the job's cgroup; and the walk again from the
+//! survivors before SIGKILL (processes born since the snapshot).
 
 use super::run::{Run, Target};
 use crate::guard::session_of;
@@ -9,13 +11,63 @@ use crate::sys;
 use crate::tree::{descendants_in, group_members_in};
 
 impl Run<'_> {
-  /// Members of the root's own process group that started no earlier than the root, only
-  /// when that group is the root's session (`sid == pgid == root`): a job's group lives in
-  /// the session `setsid` made for it, and any other group is not the job's.
+  /// The targets before the first signal, without reading the whole process table: the
+  /// root (`root`, just judged current), its tree as the kernel's children lists show it
+  /// (descendants, and the session's orphans adopted by the root's ancestors; see
+  /// `children`) and the cgroup's members. Returns false, with nothing done, when the tree
+  /// cannot be walked (no children lists, or lists that kept changing): the caller reads
+  /// the table instead.
+  pub(super) fn snapshot_walk(&mut self, root: &ProcessInfo) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+      let Some(tree) = super::children::tree_of(root) else { return false };
+      self.targets.push(self.root_target());
+      for p in &tree {
+        self.add(Target::from(p));
+      }
+      for t in cgroup_members(self.cgroup.as_deref()) {
+        self.add(t);
+      }
+      true
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+      let _ = root;
+      false
+    }
+  }
+
+  /// The targets before the first signal, from one read of the whole process table. When
+  /// the leader is already gone (a zombie, or reaped), what is left of its process group is
+  /// still provably its own: a PID cannot be reused while a process group of that id exists,
+  /// so a member of group `root.pid` (in session `root.pid`) that started after the leader
+  /// belongs to the group the leader created.
+  pub(super) fn snapshot(&mut self, table: &[ProcessInfo], root_current: bool) {
+    let root = self.root;
+    if root_current {
+      self.targets.push(self.root_target());
+      for p in descendants_in(table, root.pid, root.start_time) {
+        if !p.is_dead() {
+          self.add(Target::from(&p));
+        }
+      }
+    }
+    for t in self.own_group(table) {
+      self.add(t);
+    }
+    for t in cgroup_members(self.cgroup.as_deref()) {
+      self.add(t);
+    }
+  }
+
+  /// Live members of the root's own process group that started no earlier than the root
+  /// and are not targets yet, only when that group is the root's session
+  /// (`sid == pgid == root`): a job's group lives in the session `setsid` made for it, and
+  /// any other group is not the job's.
   pub(super) fn own_group(&self, table: &[ProcessInfo]) -> Vec<Target> {
     group_members_in(table, self.root.pid, self.root.start_time)
       .iter()
-      .filter(|p| !p.is_dead() && session_of(p.pid) == Some(self.root.pid))
+      .filter(|p| !p.is_dead() && !self.knows(p.pid) && session_of(p.pid) == Some(self.root.pid))
       .map(Target::from)
       .collect()
   }
@@ -43,7 +95,7 @@ impl Run<'_> {
       found.extend(descendants_in(table, s.pid, s.start_time).iter().map(Target::from));
     }
     found.extend(self.own_group(table));
-    found.extend(cgroup_members(self.cgroup.as_deref(), table));
+    found.extend(cgroup_members(self.cgroup.as_deref()));
     for t in found {
       self.add(t);
     }
@@ -51,12 +103,16 @@ impl Run<'_> {
 }
 
 /// Live members of the job's cgroup, as targets (a process in the job's cgroup is the job's).
-pub(super) fn cgroup_members(dir: Option<&std::path::Path>, table: &[ProcessInfo]) -> Vec<Target> {
+pub(super) fn cgroup_members(dir: Option<&std::path::Path>) -> Vec<Target> {
   #[cfg(target_os = "linux")]
   if let Some(dir) = dir {
-    let pids = crate::cgroup::members(dir);
-    return table.iter().filter(|p| pids.contains(&p.pid) && !p.is_dead()).map(Target::from).collect();
+    return crate::cgroup::members(dir)
+      .into_iter()
+      .filter_map(|pid| sys::read_stat(pid).ok().flatten())
+      .filter(|p| !p.is_dead())
+      .map(|p| Target::from(&p))
+      .collect();
   }
-  let _ = (dir, table);
+  let _ = dir;
   Vec::new()
 }

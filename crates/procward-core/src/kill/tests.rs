@@ -221,3 +221,64 @@ fn a_batch_kills_every_tree_with_its_own_report_in_one_grace_period() {
   assert_eq!(reports[7].refused_reused, vec![requests[7].root.pid]);
   assert!(reports[7].signalled.is_empty());
 }
+
+#[test]
+fn the_walked_tree_is_the_tree_one_read_of_the_table_shows() {
+  let (mut child, id) = spawn_session("for i in 1 2 3; do (sleep 30 & sleep 30 & wait) & done; setsid sleep 30 & wait");
+  // Three subshells with two sleeps each, and the escaped sleep (more if sh forks for `setsid`).
+  wait_for_descendants(id.pid, 10);
+  let root = crate::sys::read_stat(id.pid).unwrap().unwrap();
+  let mut walked: Vec<i32> = super::children::tree_of(&root).expect("children lists").iter().map(|p| p.pid).collect();
+  let mut listed: Vec<i32> =
+    crate::tree::descendants_in(&process_table().unwrap(), id.pid, id.start_time).iter().filter(|p| !p.is_dead()).map(|p| p.pid).collect();
+  walked.sort_unstable();
+  listed.sort_unstable();
+  assert_eq!(walked, listed);
+  assert!(walked.len() >= 10, "{walked:?}");
+  unsafe { libc::kill(-id.pid, libc::SIGKILL) };
+  for p in walked {
+    unsafe { libc::kill(p, libc::SIGKILL) };
+  }
+  child.wait().unwrap();
+}
+
+#[test]
+fn the_walk_reads_the_children_of_every_thread() {
+  let me = crate::sys::read_stat(std::process::id() as i32).unwrap().unwrap();
+  let (started, finish) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+  // The child's parent is the thread that forked it, which lives on until it is found.
+  let thread = std::thread::spawn(move || {
+    let mut c = Command::new("sleep").arg("30").spawn().unwrap();
+    started.0.send(c.id() as i32).unwrap();
+    finish.1.recv().unwrap();
+    c.kill().unwrap();
+    c.wait().unwrap();
+  });
+  let pid = started.1.recv().unwrap();
+  let tree = super::children::tree_of(&me).expect("children lists");
+  finish.0.send(()).unwrap();
+  thread.join().unwrap();
+  assert!(tree.iter().any(|p| p.pid == pid), "{pid} not in {tree:?}");
+}
+
+#[test]
+fn an_orphan_of_the_job_adopted_elsewhere_is_killed_with_the_tree() {
+  // The subshell exits at once, so its sleep (still in the job's group and session, and
+  // deaf to SIGTERM) is adopted by a reaper above the job: never the root's descendant.
+  let (mut child, id) = spawn_session("(trap '' TERM; sleep 30 &); sleep 30");
+  let deadline = Instant::now() + Duration::from_secs(5);
+  let orphan = loop {
+    let table = process_table().unwrap();
+    let members = crate::tree::group_members_in(&table, id.pid, id.start_time);
+    if let Some(p) = members.iter().find(|p| p.pid != id.pid && p.ppid != id.pid && !p.is_dead()) {
+      break identity(p.pid).unwrap().unwrap();
+    }
+    assert!(Instant::now() < deadline, "no orphan in {members:?}");
+    std::thread::sleep(Duration::from_millis(10));
+  };
+  let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(200), ..Default::default() }).unwrap();
+  child.wait().unwrap();
+  assert!(report.escalated && report.survivors.is_empty(), "{report:?}");
+  assert!(report.signalled.contains(&orphan.pid), "{report:?}");
+  assert_eq!(verdict(&orphan), Verdict::Gone);
+}
