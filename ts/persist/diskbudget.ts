@@ -1,39 +1,33 @@
 /**
- * The disk budget of durable logs: the logs of all durable jobs in one state directory
- * together take at most `maxTotalLogBytes` (default 1 GiB), on top of each log's own cap
- * (`logMaxBytes`, which rotates a running job's log). Over the budget, the logs of the
- * oldest ended sessions whose output was delivered are evicted first, until the total fits.
+ * The disk budget of durable logs: all durable logs of a state directory together take at
+ * most `maxTotalLogBytes` (default 1 GiB), on top of each log's own cap (`logMaxBytes`).
+ * Over it, the logs of the oldest ended sessions whose output was delivered are evicted
+ * until the total fits.
  *
- * **Delivered**: the session has ended (its end is published in its record, so every host
- * and surface sees it) and it has no completion event waiting: either it was not started
- * with `notifyOnComplete`, or that event was delivered (drained, or consumed by `wait`, a
- * `readLog` that reached the end, `kill` or an acknowledged `poll`). This is the rule by
- * which retention's size cap prunes whole sessions (`policy/retention.ts`); eviction is the
- * lighter step, which keeps the record and drops only the output.
+ * **Delivered**: the session has ended (its end is published in its record, for every host
+ * and surface) and no completion event waits: it was not started with `notifyOnComplete`,
+ * or that event was drained or consumed (`wait`, a `readLog` that reached the end, `kill`,
+ * an acknowledged `poll`). Retention's size cap prunes whole sessions by the same rule
+ * (`policy/retention.ts`); eviction is the lighter step: the record stays, the output goes.
+ * Never evicted: a running job's log (reported instead: a diagnostic, and `runningBytes` /
+ * `overBudget`), nor the log of an undelivered session, of one another live host owns (its
+ * host evicts it under its own budget), or whose supervisor still runs (a grandchild may
+ * still hold the job's output and append to it).
  *
- * Never evicted: the log of a running job (it is reported instead: a diagnostic, and
- * `runningBytes` / `overBudget` in the usage); the log of an ended session whose completion
- * is not delivered, that another live host owns (its host evicts it under its own budget),
- * or whose supervisor still runs (a grandchild may still hold the job's output and append).
+ * **Measure**: `st_blocks × 512` of `output.log` and `output.log.1` (`lstat`; sparse parts
+ * count what they hold; the size on Windows). A running tally, never a scan per spawn: all
+ * logs when the registry opens and every 60 s while durable jobs run, running logs every
+ * 10 s, a log when its session ends and when its eviction is considered.
  *
- * **Measure**: the disk a log takes, `st_blocks × 512` of `output.log` and `output.log.1`
- * (`lstat`, so sparse parts count what they hold; on Windows, where there are no blocks,
- * the size). The total is a running tally, not a scan per spawn: every log is measured
- * when the registry opens and every 60 s while durable jobs run, running logs every 10 s,
- * a log again when its session ends and when its eviction is considered, and pruned
- * sessions drop out of it.
- *
- * **Eviction** of a session's log, under `log-budget.lock` in the state directory (so two
- * hosts never evict at once; the one that waited finds the other's evictions by their
- * markers and evicts no more than still needed): first `log-evicted` is written in the session directory
- * (`{"evictedAt":<ms>,"diskBytes":…,"outputBytes":…}`, by temp file and rename, only when
- * `sessions` and `sessions/<id>` are real directories), then each of `output.log`,
- * `output.log.1`, `output.log.next` and `log-state.json` is emptied (opened `O_NOFOLLOW`,
- * truncated only when it is a regular file with one link, so a planted hard link to another
- * file is never emptied) and unlinked (which removes a symlink, never its target). Paths come
- * from the session id only. A host that finds `log-evicted` (whatever it holds: it is read
- * as untrusted and its numbers are shown only when well-formed) reports the log evicted:
- * `list` flags it `logEvicted`, `readLog` answers with an empty page that says so.
+ * **Eviction**, under `log-budget.lock` in the state directory (a host that waited for it
+ * finds the other's evictions by their markers, and evicts only what is still needed):
+ * `log-evicted` is written first in the session directory
+ * (`{"evictedAt":<ms>,"diskBytes":…,"outputBytes":…}`, by `writePrivate`, which refuses a
+ * `sessions` or `sessions/<id>` that is not a real directory), then `output.log`,
+ * `output.log.1`, `output.log.next` and `log-state.json` are emptied (opened `O_NOFOLLOW`,
+ * truncated only as a regular file with one link: a planted hard link is never emptied)
+ * and unlinked (a symlink goes, never its target). Paths come from session ids only. The
+ * marker's presence means evicted on every host; its numbers are shown only when well-formed.
  */
 import { closeSync, constants, fstatSync, ftruncateSync, openSync, type Stats, unlinkSync } from 'node:fs';
 import { lstat } from 'node:fs/promises';
@@ -49,15 +43,15 @@ import { notPrivateFile, readPrivate, readSupervisorIdentity, sessionFiles, writ
 /** Default of `maxTotalLogBytes`: 1 GiB for all durable logs of a state directory (16 full logs of the default 64 MiB cap). */
 export const DEFAULT_MAX_TOTAL_LOG_BYTES = 1024 * 1024 * 1024;
 /** The marker of an evicted log, in its session directory. */
-const MARKER = 'log-evicted';
+const EVICTED_MARKER = 'log-evicted';
+/** The parts of a log that take disk. */
+const PARTS = ['output.log', 'output.log.1'];
+/** What an eviction removes: the parts, a rotation's new part left half-way, the rotation state. */
+const REMOVED = [...PARTS, 'output.log.next', 'log-state.json'];
 /** Held while a host evicts, in the state directory. */
 const LOCK = 'log-budget.lock';
 /** How long a host waits for another one's eviction to finish. */
 const LOCK_TIMEOUT_MS = 10_000;
-/** The parts of a log that are measured. */
-const PARTS = ['output.log', 'output.log.1'];
-/** What an eviction removes: the parts, a rotation's new part left half-way, the rotation state. */
-const REMOVED = [...PARTS, 'output.log.next', 'log-state.json'];
 /** Running logs are re-measured this often while durable jobs run. */
 const RUNNING_CHECK_MS = 10_000;
 /** Every log is re-measured this often (other hosts evict and prune too). */
@@ -83,17 +77,12 @@ interface Measured {
   size: number;
 }
 
-/** Whether the session's output counts as delivered (see the module docs). */
-export function delivered(r: SessionRecord): boolean {
-  return r.status === 'exited' && !(r.notifyOnComplete === true && r.notificationDelivered !== true);
-}
-
 function diskBytes(st: Stats): number {
   return process.platform === 'win32' ? st.size : st.blocks * 512;
 }
 
-/** The disk a session's log parts take; a part that is missing or not a regular file counts nothing. */
-async function measure(dir: string): Promise<Measured> {
+/** The disk the log parts in session directory `dir` take (`lstat`: st_blocks × 512, the size on Windows); a part that is missing or not a regular file counts nothing. */
+async function measureLog(dir: string): Promise<Measured> {
   const stats = await Promise.all(PARTS.map((name) => lstat(join(dir, name)).catch(() => null)));
   let disk = 0;
   let size = 0;
@@ -110,8 +99,8 @@ function count(v: unknown): number | null {
 }
 
 /** The session's eviction marker, or null when there is none. Its presence is the message; its numbers are untrusted. */
-async function readEviction(dir: string): Promise<LogEviction | null> {
-  const path = join(dir, MARKER);
+async function readLogEviction(dir: string): Promise<LogEviction | null> {
+  const path = join(dir, EVICTED_MARKER);
   if (!(await lstat(path).catch(() => null))) return null;
   const eviction: LogEviction = { at: null, diskBytes: null, outputBytes: null };
   try {
@@ -124,8 +113,8 @@ async function readEviction(dir: string): Promise<LogEviction | null> {
   return eviction;
 }
 
-/** Empties (a regular file with one link only) and unlinks `path`, never following a symlink at its name. */
-function emptyAndRemove(path: string): void {
+/** Empties `path` when it is a regular file with one link (never through a symlink at its name), then unlinks it when asked. */
+function empty(path: string, unlink: boolean): void {
   let fd: number | undefined;
   try {
     // O_NONBLOCK: a FIFO planted here fails the open (ENXIO) instead of hanging it.
@@ -141,21 +130,38 @@ function emptyAndRemove(path: string): void {
     }
   }
   try {
-    unlinkSync(path);
+    // Removes the name only: a symlink there goes, never its target.
+    if (unlink) unlinkSync(path);
   } catch {}
 }
 
 /**
  * Evicts the log in session directory `dir`: the marker first (so a host that dies half-way
- * leaves a log that reads as evicted, never one silently short), then the parts. Throws
+ * leaves a log that reads as evicted, never one silently short), then the parts; on a full
+ * disk the parts are emptied first, so the marker has room. Throws
  * `STATE_DIR_UNTRUSTED` (from `writePrivate`, before anything is removed) when `sessions` or
  * `sessions/<id>` is not a real directory.
  */
 function evictLog(dir: string, measured: Measured): LogEviction {
   const eviction = { at: Date.now(), diskBytes: measured.disk, outputBytes: measured.size };
-  writePrivate(join(dir, MARKER), `${JSON.stringify({ evictedAt: eviction.at, diskBytes: eviction.diskBytes, outputBytes: eviction.outputBytes })}\n`);
-  for (const name of REMOVED) emptyAndRemove(join(dir, name));
+  const mark = () => writePrivate(join(dir, EVICTED_MARKER), `${JSON.stringify({ evictedAt: eviction.at, diskBytes: eviction.diskBytes, outputBytes: eviction.outputBytes })}\n`);
+  try {
+    mark();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOSPC' && code !== 'EDQUOT') throw err;
+    // A full disk is when eviction matters most: the emptied parts give the marker its room
+    // (writePrivate checked the directories before it failed to write).
+    for (const name of PARTS) empty(join(dir, name), false);
+    mark();
+  }
+  for (const name of REMOVED) empty(join(dir, name), true);
   return eviction;
+}
+
+/** Whether the session's output counts as delivered (see the module docs). */
+export function delivered(r: SessionRecord): boolean {
+  return r.status === 'exited' && !(r.notifyOnComplete === true && r.notificationDelivered !== true);
 }
 
 /** Whether the durable job's supervisor may still run (and append to its log); an unreadable answer counts as yes. */
@@ -170,11 +176,7 @@ function supervisorRuns(dir: string): boolean {
   }
 }
 
-/**
- * Takes `log-budget.lock`, waiting at most 10 s in a blocking `flock` on a native thread
- * (never the event loop): a host that waited finds the logs the holder evicted by their
- * markers. Errors: `LOCK_TIMEOUT`, and those of opening the lock file.
- */
+/** Takes `log-budget.lock`, waiting at most 10 s in a `flock` on a native thread. Errors: `LOCK_TIMEOUT`, those of opening it. */
 function lockEvictions(path: string): Promise<{ release(): void }> {
   return new Promise((resolve, reject) => {
     try {
@@ -193,17 +195,8 @@ function lockEvictions(path: string): Promise<{ release(): void }> {
 export function evictedLogResult(id: string, status: SessionStatus, eviction: LogEviction): LogResult {
   const when = eviction.at !== null ? ` at ${new Date(eviction.at).toISOString()}` : '';
   const size = eviction.outputBytes !== null ? ` (${eviction.outputBytes} bytes of output)` : '';
-  return {
-    id,
-    status,
-    text: '',
-    lines: [],
-    totalLines: 0,
-    offset: 0,
-    showing: `no lines: the log was evicted${when}${size} to keep the state directory's durable logs within their disk budget (maxTotalLogBytes)`,
-    droppedChars: eviction.outputBytes ?? 0,
-    logEvicted: true,
-  };
+  const showing = `no lines: the log was evicted${when}${size} to keep the state directory's durable logs within their disk budget (maxTotalLogBytes)`;
+  return { id, status, text: '', lines: [], totalLines: 0, offset: 0, showing, droppedChars: eviction.outputBytes ?? 0, logEvicted: true };
 }
 
 /** A registry's tally of its state directory's durable logs, and the eviction that keeps it within the budget. */
@@ -261,7 +254,7 @@ export class DiskBudget {
     if (!dir) return;
     const id = live.record.id;
     this.check(async () => {
-      if (!this.evicted.has(id)) this.sizes.set(id, (await measure(dir)).disk);
+      if (!this.evicted.has(id)) this.sizes.set(id, (await measureLog(dir)).disk);
     });
   }
 
@@ -276,7 +269,7 @@ export class DiskBudget {
     const known = this.evicted.get(id);
     const dir = this.logDir(live);
     if (known || !dir) return known ?? null;
-    const found = await readEviction(dir);
+    const found = await readLogEviction(dir);
     if (found) {
       this.evicted.set(id, found);
       this.sizes.delete(id);
@@ -337,11 +330,11 @@ export class DiskBudget {
         lives.slice(i, i + SCAN_BATCH).map(async (live) => {
           const dir = this.logDir(live) as string;
           const id = live.record.id;
-          const eviction = await readEviction(dir);
+          const eviction = await readLogEviction(dir);
           if (eviction) {
             this.evicted.set(id, eviction);
             this.sizes.delete(id);
-          } else this.sizes.set(id, (await measure(dir)).disk);
+          } else this.sizes.set(id, (await measureLog(dir)).disk);
         }),
       );
     }
@@ -393,10 +386,10 @@ export class DiskBudget {
         if (!this.sessions.has(id)) continue;
         const dir = this.logDir(live) as string;
         const counted = this.sizes.get(id) ?? 0;
-        const already = await readEviction(dir);
+        const already = await readLogEviction(dir);
         if (!already && supervisorRuns(dir)) continue;
         try {
-          this.evicted.set(id, already ?? evictLog(dir, await measure(dir)));
+          this.evicted.set(id, already ?? evictLog(dir, await measureLog(dir)));
         } catch (err) {
           this.refused.add(id);
           this.note(`${id}: log not evicted: ${(err as Error).message}`);
