@@ -153,7 +153,7 @@ export async function readLogFrom(path: string, offset: number): Promise<{ text:
 /** Bytes before a page searched for the private-key marker that decides whether the page starts in a key. */
 const KEY_LOOKBACK = 1024 * 1024;
 /** What every private-key marker holds (see `policy/redact/keyblock.ts`). */
-const KEY_NEEDLE = 'PRIVATE KEY';
+export const KEY_NEEDLE = 'PRIVATE KEY';
 /** Bytes of context lines read before a page, so redaction sees a secret that starts before it. */
 const CONTEXT_BYTES = 64 * 1024;
 

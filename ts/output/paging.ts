@@ -8,7 +8,7 @@ import { insideKeyBlockAt } from '../policy/redact.js';
 import type { LogOptions, LogPage, RedactView } from '../session/kind.js';
 import type { SessionStatus } from '../session/record.js';
 import type { LogResult } from '../types.js';
-import { logPage, NO_DROPS } from './durablelog.js';
+import { KEY_NEEDLE, logPage, NO_DROPS } from './durablelog.js';
 import type { TailView } from './tail.js';
 import { pageLines, showing } from './views.js';
 
@@ -93,28 +93,43 @@ function afterLines(text: string, k: number): number {
  * where those start (followed marker by marker from `startsInKeyBlock`, the state where
  * `context` starts), as the page itself is with its context: a slice boundary is no weaker
  * than a page boundary. Redaction keeps line breaks, so the context lines are cut off its
- * output by count.
+ * output by count. Positions below are in `context + body`, which is never built whole: a
+ * page that redaction leaves as it is comes back as `body` itself, with no copy.
  */
 async function redactInSlices(context: string, before: number, body: string, startsInKeyBlock: boolean, redact: (text: string, inKey: boolean) => string): Promise<string> {
-  const text = context + body;
+  const c = context.length;
+  const span = (from: number, to: number) => (from >= c ? body.slice(from - c, to - c) : to <= c ? context.slice(from, to) : context.slice(from) + body.slice(0, to - c));
+  // Without a marker the key state stays what it was where the context starts.
+  const markers = context.includes(KEY_NEEDLE) || body.includes(KEY_NEEDLE);
   const out: string[] = [];
+  let changed = false;
   let inKey = startsInKeyBlock;
   let stateAt = 0;
-  for (let i = context.length; ; ) {
-    const nl = i + SLICE_CHARS < text.length ? text.indexOf('\n', i + SLICE_CHARS) : -1;
-    const end = nl < 0 ? text.length : nl;
-    const { from, lines } = i === context.length ? { from: 0, lines: before } : linesBack(text, i, SLICE_CONTEXT);
-    if (from > stateAt) {
-      inKey = insideKeyBlockAt(text.slice(stateAt, from), from - stateAt, inKey);
+  for (let i = c; ; ) {
+    const nl = i - c + SLICE_CHARS < body.length ? body.indexOf('\n', i - c + SLICE_CHARS) : -1;
+    const end = nl < 0 ? c + body.length : c + nl;
+    const { from, lines } = i === c ? { from: 0, lines: before } : sliceContext(context, body, i - c);
+    if (markers && from > stateAt) {
+      inKey = insideKeyBlockAt(span(stateAt, from), from - stateAt, inKey);
       stateAt = from;
     }
-    const redacted = redact(text.slice(from, end), inKey);
+    const slice = span(from, end);
+    const redacted = redact(slice, inKey);
+    changed ||= redacted !== slice;
     out.push(redacted.slice(afterLines(redacted, lines)));
-    if (end >= text.length) break;
+    if (end >= c + body.length) break;
     i = end + 1;
     await new Promise((r) => setImmediate(r));
   }
-  return out.join('\n');
+  return changed ? out.join('\n') : body;
+}
+
+/** Where the 64 lines before the body's line at `at` start in `context + body` (reaching into the context near the body's start), and how many lines that is. */
+function sliceContext(context: string, body: string, at: number): { from: number; lines: number } {
+  const inBody = linesBack(body, at, SLICE_CONTEXT);
+  if (inBody.from > 0 || inBody.lines === SLICE_CONTEXT) return { from: context.length + inBody.from, lines: inBody.lines };
+  const inContext = linesBack(context, context.length, SLICE_CONTEXT - inBody.lines);
+  return { from: inContext.from, lines: inBody.lines + inContext.lines };
 }
 
 /**
