@@ -41,6 +41,10 @@ pub struct SpawnOptions {
   pub exit_path: Option<String>,
   /// Durable mode: path of the `procward-supervise` executable.
   pub supervisor: Option<String>,
+  /// Durable mode: the session record (JSON, at most 60 000 bytes) the supervisor writes to
+  /// `session.json` beside the exit file, creating the directory, before the job starts.
+  /// Default: the host wrote it.
+  pub session_record: Option<String>,
   /// After the direct child exits, publish once output has been idle this long. Default 40.
   pub drain_idle_ms: Option<u32>,
   /// ... and at the latest this long after the exit. Default 120.
@@ -124,6 +128,7 @@ fn spawn_options(o: SpawnOptions) -> Result<core::job::SpawnOptions> {
     opts.tail_limit = n as usize;
   }
   opts.forward_output = o.forward_output.unwrap_or(true);
+  opts.session_record = o.session_record;
   opts.input = match (&o.pty, o.stdin) {
     (Some(p), _) => core::job::Input::Pty(pty_size(p)?),
     (None, Some(true)) => core::job::Input::Pipe,

@@ -88,6 +88,18 @@ export function jobFiles(stateDir: string, sessionId: string): JobFiles {
   return files;
 }
 
+/**
+ * Creates `sessions/` (0700) when missing and names a session's files, leaving its own
+ * directory to whoever writes its first file (a durable job's supervisor, see
+ * `session/durable.ts`). Throws `STATE_DIR_UNTRUSTED` when `sessions` is a symlink or not
+ * a directory.
+ */
+export function filesBelowSessions(stateDir: string, sessionId: string): JobFiles {
+  const files = sessionFiles(stateDir, sessionId);
+  realDir(dirname(files.dir));
+  return files;
+}
+
 /** Ids of the session directories present in the state directory (none when `sessions` is a symlink). */
 export function sessionDirs(stateDir: string): string[] {
   const sessions = join(stateDir, 'sessions');

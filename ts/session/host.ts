@@ -27,18 +27,9 @@ export abstract class HostSession extends BaseSession {
   async start(spec: StartSpec): Promise<void> {
     const { host, live } = this;
     const r = live.record;
-    const files = host.stateDir !== null ? jobFiles(host.stateDir, r.id) : null;
+    const files = host.stateDir !== null ? this.sessionDir(host.stateDir) : null;
     this.prepare(files, spec);
-    // Written before the spawn: if this host dies before its checkpoint write, the next
-    // host still finds the job (see recovery.ts).
-    if (files) {
-      try {
-        writePrivate(files.metaPath, JSON.stringify(r));
-      } catch (err) {
-        removeSessionDir(host.stateDir as string, r.id);
-        throw err;
-      }
-    }
+    if (files) this.recordBeforeSpawn(files, spec);
     let job: NativeJob;
     try {
       job = native.spawn(
@@ -74,6 +65,25 @@ export abstract class HostSession extends BaseSession {
     this.started();
     if (files) host.persistSoon();
     else await host.persist();
+  }
+
+  /** Names the session's files before the spawn, creating what must exist by then (here: its directory). */
+  protected sessionDir(stateDir: string): JobFiles {
+    return jobFiles(stateDir, this.live.record.id);
+  }
+
+  /**
+   * Writes `session.json` before the spawn: if this host dies before its checkpoint write,
+   * the next host still finds the job (see recovery.ts). Throws what the write throws,
+   * with the session directory removed.
+   */
+  protected recordBeforeSpawn(files: JobFiles, _spec: StartSpec): void {
+    try {
+      writePrivate(files.metaPath, JSON.stringify(this.live.record));
+    } catch (err) {
+      removeSessionDir(this.host.stateDir as string, this.live.record.id);
+      throw err;
+    }
   }
 
   /** Fills the record's kind-specific fields before `session.json` is first written. */

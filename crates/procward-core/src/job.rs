@@ -73,6 +73,11 @@ pub struct SpawnOptions {
   pub tail_limit: usize,
   /// Also hand output events to the sink (they always go to the tail). Default true.
   pub forward_output: bool,
+  /// Durable mode: the session record (JSON) the supervisor writes to `session.json` beside
+  /// the exit file, creating the session directory, before it starts the job (see
+  /// `procward-supervise`). At most 60 000 bytes (it goes through a pipe). Default `None`:
+  /// the host wrote it.
+  pub session_record: Option<String>,
 }
 
 impl SpawnOptions {
@@ -89,6 +94,7 @@ impl SpawnOptions {
       cgroup: None,
       tail_limit: 200_000,
       forward_output: true,
+      session_record: None,
     }
   }
 }

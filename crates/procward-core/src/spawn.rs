@@ -24,6 +24,7 @@ use crate::status::ExitInfo;
 use crate::tail::{SharedTail, Tail};
 use std::ffi::OsString;
 use std::fs::OpenOptions;
+use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -73,6 +74,10 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
 
   // The job's stdin, stdout and stderr, and the host's ends of them.
   let (stdin, input, pty_master) = match opts.input {
+    // The supervisor reads the session record from its stdin (and gives the job /dev/null).
+    Input::Null if matches!(opts.capture, Capture::Durable { .. }) && opts.session_record.is_some() => {
+      (record_pipe(opts.session_record.as_deref().unwrap_or_default())?, None, None)
+    }
     Input::Null => (dev_null(false)?, None, None),
     Input::Pipe => {
       let (r, w) = pipe_cloexec().map_err(|e| Error::io("creating the stdin pipe", e))?;
@@ -190,6 +195,9 @@ fn command_line(opts: &SpawnOptions, shell: &std::path::Path) -> (PathBuf, Vec<O
       if let Some(fifo) = stdin_fifo {
         args.extend(["--stdin-fifo".into(), fifo.into()]);
       }
+      if opts.session_record.is_some() {
+        args.extend(["--session-record".into(), exit_path.with_file_name("session.json").into()]);
+      }
       args.extend([exit_path.into(), shell.into()]);
       supervisor.clone()
     }
@@ -232,6 +240,22 @@ fn find_program(name: &std::path::Path, opts: &SpawnOptions) -> std::io::Result<
     }
   }
   Err(denied.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT)))
+}
+
+/// Most bytes of a session record handed to the supervisor: what a pipe holds by default
+/// (64 KiB) with room to spare, so the write below never blocks.
+const MAX_RECORD_BYTES: usize = 60_000;
+
+/// A pipe holding `record`, its write end closed: the supervisor's stdin, read to EOF.
+/// Errors: `InvalidInput` for a record over [`MAX_RECORD_BYTES`]; `Io` when the pipe
+/// cannot be made or written.
+fn record_pipe(record: &str) -> Result<OwnedFd> {
+  if record.len() > MAX_RECORD_BYTES {
+    return Err(Error::InvalidInput(format!("a session record over {MAX_RECORD_BYTES} bytes is written by the host, not the supervisor")));
+  }
+  let (r, w) = pipe_cloexec().map_err(|e| Error::io("creating the session record pipe", e))?;
+  std::fs::File::from(w).write_all(record.as_bytes()).map_err(|e| Error::io("writing the session record pipe", e))?;
+  Ok(r)
 }
 
 /// `/dev/null`, close-on-exec, for reading or writing.

@@ -1,0 +1,111 @@
+//! The supervisor's files in the session directory: `session.json` written for the host
+//! before the job starts, its own `supervisor.json`, and the job's `exit.json`.
+
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::Path;
+use std::time::Duration;
+
+/// Most bytes of a session record read from stdin (a record is a few KiB; the host sends
+/// larger ones never, it writes them itself).
+const MAX_RECORD_BYTES: u64 = 1 << 20;
+
+/// Whether `path` is a directory itself, not a symlink to one.
+fn is_real_dir(path: &Path) -> bool {
+  std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+/// Reads the session record the host wrote to our stdin (a pipe it closed), at most
+/// [`MAX_RECORD_BYTES`].
+pub fn read_record() -> std::io::Result<Vec<u8>> {
+  let mut text = Vec::new();
+  std::io::stdin().lock().take(MAX_RECORD_BYTES + 1).read_to_end(&mut text)?;
+  if text.len() as u64 > MAX_RECORD_BYTES || text.is_empty() {
+    return Err(std::io::Error::new(
+      ErrorKind::InvalidData,
+      format!("the session record on stdin is empty or over {MAX_RECORD_BYTES} bytes"),
+    ));
+  }
+  Ok(text)
+}
+
+/// Creates the session directory (0700; one that exists must be a real directory) below
+/// `sessions/`, which must be a real directory too, and writes `record` to `session.json`
+/// in it by a new temporary file (`O_EXCL | O_NOFOLLOW`, 0600) and a rename, the way the
+/// host's `writePrivate` does: a reader sees the whole record or none, never a link.
+pub fn record_session(path: &Path, record: &[u8]) -> std::io::Result<()> {
+  let untrusted = |p: &Path| std::io::Error::new(ErrorKind::PermissionDenied, format!("{} is a symlink or not a directory", p.display()));
+  let dir = path.parent().ok_or_else(|| untrusted(path))?;
+  let sessions = dir.parent().ok_or_else(|| untrusted(dir))?;
+  if !is_real_dir(sessions) {
+    return Err(untrusted(sessions));
+  }
+  match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+    Err(e) if e.kind() != ErrorKind::AlreadyExists => return Err(e),
+    _ => {}
+  }
+  if !is_real_dir(dir) {
+    return Err(untrusted(dir));
+  }
+  let mut temp = path.as_os_str().to_owned();
+  temp.push(format!(".{}.tmp", std::process::id()));
+  let temp = std::path::PathBuf::from(temp);
+  let written = write_new(&temp, record).and_then(|()| std::fs::rename(&temp, path));
+  if written.is_err() {
+    let _ = std::fs::remove_file(&temp);
+  }
+  written
+}
+
+/// `supervisor.json` and the exit file: one write to a new file (0600, never through a
+/// link). Cheaper than a rename on a metadata-bound disk, and as safe for readers: both
+/// texts end with `}` and a newline, and a reader takes anything shorter for "not written
+/// yet". Not fsynced: they must outlive the host, whose crash leaves the page cache
+/// intact; a power loss ends the job too, and then its end is `lost` at worst.
+pub fn write_new(path: &Path, text: &[u8]) -> std::io::Result<()> {
+  let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(path)?;
+  f.write_all(text)
+}
+
+/// Records our identity in `supervisor.json` beside the exit file, for a host that must
+/// find this job without a checkpoint entry (its host crashed between the spawn and the
+/// checkpoint write); after a reboot the identity is void anyway (boot id).
+pub fn record_identity(exit: &Path) -> Result<(), String> {
+  let Ok(Some(me)) = procward_core::identity::identity(std::process::id() as i32) else { return Ok(()) };
+  let text = format!("{{\"pid\":{},\"startTime\":\"{}\",\"bootId\":\"{}\"}}\n", me.pid, me.start_time, me.boot_id);
+  let path = exit.with_file_name("supervisor.json");
+  write_new(&path, text.as_bytes()).map_err(|e| format!("cannot record identity in {}: {e}", path.display()))
+}
+
+/// Writes the exit file, retrying while it cannot be written (a full disk, no inodes):
+/// every 50 ms at first, backing off to every 5 s, for as long as this process lives. The
+/// job's end is known only here, and a host takes a supervisor that is gone without an exit
+/// file for `lost`; while we retry, hosts see the job running. A failed attempt's partial
+/// file is removed (readers take it for "not yet" meanwhile). Gives up (false) only when
+/// the session directory is gone: the session was pruned or removed, and no one will read
+/// the file.
+pub fn write_exit(path: &Path, text: &str) -> bool {
+  let mut delay = Duration::from_millis(50);
+  let mut reported = false;
+  loop {
+    match write_new(path, text.as_bytes()) {
+      Ok(()) => return true,
+      Err(e) if e.kind() == ErrorKind::NotFound => {
+        let _ = writeln!(std::io::stderr(), "procward-supervise: cannot write {}: {e}; the session directory is gone", path.display());
+        return false;
+      }
+      Err(e) => {
+        if !reported {
+          // Not eprintln!, which panics when stderr (the log, on the same full disk) fails.
+          let _ = writeln!(std::io::stderr(), "procward-supervise: cannot write {}: {e}; retrying until it can", path.display());
+          reported = true;
+        }
+        // Ours (a partial write) or not, a file there that is not our end must go: the
+        // supervisor alone writes the exit file.
+        let _ = std::fs::remove_file(path);
+      }
+    }
+    std::thread::sleep(delay);
+    delay = (delay * 2).min(Duration::from_secs(5));
+  }
+}
