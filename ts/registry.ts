@@ -306,7 +306,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     if (opts.view !== undefined && opts.view !== 'plain' && opts.view !== 'raw') {
       throw new ProcwardError('INVALID_ARGUMENT', `view must be 'plain' or 'raw', got ${JSON.stringify(opts.view)}`);
     }
-    const evicted = await this.logs.eviction(live);
+    const evicted = this.logs.eviction(live);
     if (evicted) return evictedLogResult(live.record.id, live.record.status, evicted);
     let got: Awaited<ReturnType<Live['kind']['readLog']>>;
     try {
