@@ -49,18 +49,18 @@ pub(super) fn tree_of(root: &ProcessInfo) -> Option<Vec<ProcessInfo>> {
   }
   let mut walk = Walk { seen: HashSet::from([root.pid]), out: Vec::new(), text: Vec::with_capacity(4096), pids: Vec::new() };
   walk.below(*root)?;
-  let leads_session = session_of(root.pid) == Some(root.pid);
+  // Without a session of its own, the root has no orphans to tell from other processes.
+  if session_of(root.pid) != Some(root.pid) {
+    return Some(walk.out);
+  }
   let mut ancestor = root.ppid;
   for _ in 0..MAX_ANCESTORS {
     if ancestor <= 0 {
       break;
     }
     let Ok(Some(reaper)) = sys::read_stat(ancestor) else { break };
-    if leads_session {
-      let adopted = walk.children(&reaper, |p| p.start_time >= root.start_time && session_of(p.pid) == Some(root.pid))?;
-      for orphan in adopted {
-        walk.below(orphan)?;
-      }
+    for orphan in walk.children(&reaper, Some(root))? {
+      walk.below(orphan)?;
     }
     ancestor = reaper.ppid;
   }
@@ -82,14 +82,16 @@ impl Walk {
   fn below(&mut self, top: ProcessInfo) -> Option<()> {
     let mut queue = vec![top];
     while let Some(parent) = queue.pop() {
-      queue.extend(self.children(&parent, |_| true)?);
+      queue.extend(self.children(&parent, None)?);
     }
     Some(())
   }
 
-  /// Adds the live children of `parent` not seen yet that `keep` accepts, and returns them;
-  /// reads the lists again while they may have skipped one (see the module docs).
-  fn children(&mut self, parent: &ProcessInfo, keep: impl Fn(&ProcessInfo) -> bool) -> Option<Vec<ProcessInfo>> {
+  /// Adds the live children of `parent` not seen yet, and returns them; with `job`, only
+  /// those in its session that started no earlier than it (an ancestor's children are
+  /// mostly other processes: one getsid each spares their stat reads). Reads the lists
+  /// again while they may have skipped one (see the module docs).
+  fn children(&mut self, parent: &ProcessInfo, job: Option<&ProcessInfo>) -> Option<Vec<ProcessInfo>> {
     let mut found = Vec::new();
     for _ in 0..ATTEMPTS {
       children_of(parent.pid, &mut self.text, &mut self.pids).ok()?;
@@ -98,9 +100,19 @@ impl Walk {
         if self.seen.contains(&pid) {
           continue;
         }
+        if let Some(job) = job {
+          match session_of(pid) {
+            Some(sid) if sid == job.pid => {}
+            Some(_) => continue,
+            None => {
+              steady = false;
+              continue;
+            }
+          }
+        }
         match sys::read_stat(pid) {
           Ok(Some(info)) if info.ppid == parent.pid && info.start_time >= parent.start_time => {
-            if keep(&info) {
+            if job.is_none_or(|j| info.start_time >= j.start_time) {
               self.seen.insert(pid);
               if !info.is_dead() {
                 self.out.push(info);

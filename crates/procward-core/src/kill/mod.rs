@@ -83,6 +83,23 @@ pub struct CgroupClaim {
   pub session: String,
 }
 
+impl CgroupClaim {
+  /// The claim of a record that names `recorded`, for `session` (default: `recorded`
+  /// itself, as records that name the session id do).
+  pub fn new(recorded: String, session: Option<String>) -> Self {
+    let session = session.unwrap_or_else(|| recorded.clone());
+    CgroupClaim { recorded, session }
+  }
+}
+
+/// The signal of a name (`SIGTERM`, `TERM`, case-insensitive), as [`KillOptions::signal`]
+/// takes it. Errors: `InvalidInput` for a name this platform has no signal for.
+pub fn signal_named(name: &str) -> Result<Signal> {
+  crate::status::signal_number(name)
+    .and_then(|n| Signal::try_from(n).ok())
+    .ok_or_else(|| Error::InvalidInput(format!("unknown signal {name:?}")))
+}
+
 impl Default for KillOptions {
   fn default() -> Self {
     KillOptions {

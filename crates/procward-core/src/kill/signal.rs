@@ -41,6 +41,18 @@ impl Run<'_> {
   /// one is signalled after the guard's check. Gone and reused PIDs are listed as such.
   fn signal_target(&mut self, t: Target, sig: Signal, group_sent: bool) {
     let group = self.root.pid;
+    // A member at the snapshot that is still in the group (or gone: counted below the same
+    // way) was reached by the group signal. Whoever holds its PID now is of the job's own
+    // group (a group's id is never handed to a new process while the group exists), so one
+    // getpgid answers without the stat read (which contends with the exits under way).
+    if group_sent && t.pgid == group {
+      // SAFETY: getpgid only reads the kernel's record of `t.pid`.
+      let now = unsafe { libc::getpgid(t.pid) };
+      if now == group || (now < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)) {
+        Self::note(&mut self.report.signalled, t.pid);
+        return;
+      }
+    }
     match self.check(t) {
       // The group signal reached it: the guard passed the group, which holds no process
       // of the host's (`Host::check_group`), so no check of its own is needed.

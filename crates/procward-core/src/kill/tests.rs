@@ -282,3 +282,13 @@ fn an_orphan_of_the_job_adopted_elsewhere_is_killed_with_the_tree() {
   assert!(report.signalled.contains(&orphan.pid), "{report:?}");
   assert_eq!(verdict(&orphan), Verdict::Gone);
 }
+
+#[test]
+fn signals_are_named_as_kill_options_take_them_and_a_claim_defaults_to_its_own_name() {
+  assert_eq!(signal_named("TERM").unwrap(), Signal::SIGTERM);
+  assert_eq!(signal_named("sigkill").unwrap(), Signal::SIGKILL);
+  assert!(matches!(signal_named("SIGNOPE"), Err(Error::InvalidInput(_))));
+  let own = CgroupClaim::new("proc_0123456789ab".into(), None);
+  assert_eq!(own.session, "proc_0123456789ab");
+  assert_eq!(CgroupClaim::new("/old/dir".into(), Some("proc_0123456789ab".into())).session, "proc_0123456789ab");
+}
