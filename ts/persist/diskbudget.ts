@@ -213,7 +213,7 @@ export class DiskBudget {
   /** Disk taken by each session's log, as last measured. */
   private readonly sizes = new Map<string, number>();
   private readonly evicted = new Map<string, LogEviction>();
-  /** Logs whose eviction failed (their directory is not trusted): not tried again. */
+  /** Logs whose eviction failed (a directory that is not a real one, an I/O error): said once, not tried again by this host. */
   private readonly refused = new Set<string>();
   /** The checks in flight, one after the other. */
   private queue: Promise<void> = Promise.resolve();
