@@ -16,13 +16,19 @@ export CARGO_TARGET_DIR="${PROCWARD_PLATFORMS_TARGET_DIR:-$ROOT/target-platforms
 
 RUN_START=$(date +%s)
 
-# step NAME COMMAND...: runs COMMAND and prints NAME with the seconds it took.
+# step NAME COMMAND...: runs COMMAND, prints NAME with its outcome and the seconds it took,
+# and returns COMMAND's status.
 step() {
-  local name="$1" t0
+  local name="$1" t0 rc=0
   shift
   t0=$(date +%s)
-  "$@"
-  echo "[$SCRIPT_NAME] $name: done in $(($(date +%s) - t0)) s"
+  "$@" || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    echo "[$SCRIPT_NAME] $name: done in $(($(date +%s) - t0)) s"
+  else
+    echo "[$SCRIPT_NAME] $name: FAILED (exit $rc) after $(($(date +%s) - t0)) s"
+  fi
+  return "$rc"
 }
 
 # require TOOL...: a missing tool skips the run (exit 0, said clearly) on a developer's

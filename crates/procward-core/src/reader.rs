@@ -306,7 +306,13 @@ mod tests {
   /// `sh -c cmd` writing stdout and stderr into one pipe; the read end is non-blocking.
   #[allow(clippy::zombie_processes)]
   fn start(cmd: &str) -> (OwnedFd, Launched) {
-    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK).unwrap();
+    // pipe + fcntl, not pipe2, which macOS lacks. A child another test forks between the
+    // calls may inherit the write end; this test holds the pipe open on purpose anyway.
+    let (r, w) = nix::unistd::pipe().unwrap();
+    for fd in [&r, &w] {
+      nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC)).unwrap();
+    }
+    nix::fcntl::fcntl(&r, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK)).unwrap();
     let w2 = w.try_clone().unwrap();
     let child =
       Command::new("/bin/sh").args(["-c", cmd]).stdin(Stdio::null()).stdout(Stdio::from(w)).stderr(Stdio::from(w2)).spawn().unwrap();
