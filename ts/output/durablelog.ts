@@ -11,7 +11,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { openPrivate, readPrivate } from '../persist/jobfiles.js';
 import { insideKeyBlockAt, leadsWithKeyMaterial } from '../policy/redact.js';
-import { type IndexedLog, LineIndex } from './lineoffsets.js';
+import { type IndexedLog, KEY_NEEDLE, LineIndex } from './lineoffsets.js';
 
 /** What was lost to the log's cap. */
 export interface LogDrops {
@@ -52,16 +52,28 @@ function field(text: string, name: string): bigint {
 /**
  * Opens the log's parts consistently, trying again (up to 20 times) when a rotation got in
  * the way: `log-state.json` changed while the parts were opened (its rotation count only
- * grows, so this holds where inode numbers, which the file system reuses, do not), or
- * the parts are not the ones it names (a rotation between its write and its renames).
+ * grows, so this holds where inode numbers, which the file system reuses, do not), the
+ * parts are not the ones it names (a rotation between its write and its renames), or a
+ * part was refused (unlinked by a rotation between its open and its check).
  */
 async function openLog(path: string): Promise<OpenLog> {
   const statePath = join(dirname(path), 'log-state.json');
   for (let attempt = 0; ; attempt++) {
     const stateText = (readPrivate(statePath) ?? '');
     const rotations = field(stateText, 'rotations');
-    const rotated = rotations > 0n ? await openPrivate(`${path}.1`) : null;
-    const current = await openPrivate(path);
+    let rotated: FileHandle | null = null;
+    let current: FileHandle | null;
+    try {
+      rotated = rotations > 0n ? await openPrivate(`${path}.1`) : null;
+      current = await openPrivate(path);
+    } catch (err) {
+      await rotated?.close();
+      // A part a rotation unlinks right after it was opened has no link left when it is
+      // checked; a part that is refused again and again (a link planted there) is an error.
+      if (attempt >= 20) throw err;
+      await new Promise((r) => setTimeout(r, 2));
+      continue;
+    }
     const handles = [rotated, current].filter((h): h is FileHandle => h !== null);
     const close = async () => {
       await Promise.all(handles.map((h) => h.close()));
@@ -152,8 +164,6 @@ export async function readLogFrom(path: string, offset: number): Promise<{ text:
 
 /** Bytes before a page searched for the private-key marker that decides whether the page starts in a key. */
 const KEY_LOOKBACK = 1024 * 1024;
-/** What every private-key marker holds (see `policy/redact/keyblock.ts`). */
-export const KEY_NEEDLE = 'PRIVATE KEY';
 /** Bytes of context lines read before a page, so redaction sees a secret that starts before it. */
 const CONTEXT_BYTES = 64 * 1024;
 
@@ -225,17 +235,18 @@ export async function logPage(path: string, opts: { offset?: number; limit: numb
     }
     const lookFrom = Math.max(log.start, cs - KEY_LOOKBACK);
     const lead = log.drops.bytes > 0 && lookFrom === log.start && leadsWithKeyMaterial((await collect(log, log.start, 16 * 1024)).toString('utf8'));
-    // One read: the bytes searched for a key marker, the context, the page.
-    const buf = await collect(log, lookFrom, Math.min(e, s + opts.maxBytes) - lookFrom);
-    // Decoded only when it holds a marker's needle: most pages have none before them.
-    const behind = buf.subarray(0, cs - lookFrom);
+    // One read: the bytes searched for a key marker (only when the index saw one there, as
+    // most pages have none before them), the context, the page.
+    const from = idx.hasKeyMarker(lookFrom, cs) ? lookFrom : cs;
+    const buf = await collect(log, from, Math.min(e, s + opts.maxBytes) - from);
+    const behind = buf.subarray(0, cs - from);
     const behindText = behind.includes(KEY_NEEDLE) ? behind.toString('utf8') : '';
     const startsInKeyBlock = insideKeyBlockAt(behindText, behindText.length, lead);
     // The page's last line break (when it has one) ends the page rather than starting a line.
-    const bodyEnd = buf.length > s - lookFrom && buf[buf.length - 1] === 10 ? buf.length - 1 : buf.length;
-    let body = buf.toString('utf8', s - lookFrom, bodyEnd);
+    const bodyEnd = buf.length > s - from && buf[buf.length - 1] === 10 ? buf.length - 1 : buf.length;
+    let body = buf.toString('utf8', s - from, bodyEnd);
     if (cutBytes > 0) body = body.replace(/\uFFFD+$/, '');
-    const context = buf.toString('utf8', cs - lookFrom, s - lookFrom);
+    const context = buf.toString('utf8', cs - from, s - from);
     return { context, body, before: first - ctxFirst, offset: first, count: last - first, totalLines, drops: log.drops, startsInKeyBlock, cutBytes };
   });
 }

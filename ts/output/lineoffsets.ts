@@ -2,7 +2,11 @@
  * A line index of a durable job's log, kept in this host's memory: every 64 KiB (and at
  * each part's start and the log's end as last seen) an absolute byte offset and the number
  * of line breaks before it. With it, the byte offset of any line costs a binary search and
- * a scan of at most 64 KiB, so a page costs one pass over the bytes it returns.
+ * a scan of at most 64 KiB, so a page costs one pass over the bytes it returns. Beside
+ * them: the last 16 line starts lookups found (a page that starts where the last one ended
+ * costs no scan), and the offset of every private-key marker's needle (`PRIVATE KEY`), so a
+ * page searches the 1 MiB before it for the marker that says whether it starts inside a
+ * key only when there is one (otherwise that read would cost more than a small page).
  *
  * The index is built by the first page of a log (one forward pass, in 1 MiB reads that
  * yield to the event loop between them) and extended by later pages over what the job
@@ -54,6 +58,8 @@ interface Entry {
   gen: number;
   /** The last line starts found (at most {@link KEEP_STARTS}), checked like checkpoints when used. */
   starts: LineStart[];
+  /** Absolute offsets of every {@link KEY_NEEDLE} in the indexed bytes, ascending; null once there were too many to keep. */
+  keys: number[] | null;
 }
 
 /** Bytes between checkpoints: the most a line lookup scans. */
@@ -64,6 +70,10 @@ const SCAN = 1024 * 1024;
 const KEEP = 64;
 /** Line starts kept per log: a page looks up its first line, its end and its context's start. */
 const KEEP_STARTS = 16;
+/** What every private-key marker holds (see `policy/redact/keyblock.ts`). */
+export const KEY_NEEDLE = 'PRIVATE KEY';
+/** Key markers whose offsets are kept per log; past it, pages search the bytes before them again. */
+const KEEP_KEYS = 100_000;
 
 const cache = new Map<string, Entry>();
 
@@ -132,12 +142,14 @@ export class LineIndex {
     /** Line breaks in the kept log. */
     readonly newlines: number,
     readonly endsWithNewline: boolean,
+    /** The entry's key markers as of this index (an extension builds a new array, never changes this one). */
+    private readonly keys: readonly number[] | null,
   ) {}
 
   /** The index of the log at `path` (opened as `log`), built or extended as needed. */
   static async of(path: string, log: IndexedLog): Promise<LineIndex> {
     let entry = cache.get(path);
-    if (!entry) entry = { cps: [], endsWithNewline: false, busy: Promise.resolve(), shape: '', gen: 0, starts: [] };
+    if (!entry) entry = { cps: [], endsWithNewline: false, busy: Promise.resolve(), shape: '', gen: 0, starts: [], keys: [] };
     cache.delete(path);
     cache.set(path, entry);
     if (cache.size > KEEP) cache.delete(cache.keys().next().value as string);
@@ -157,6 +169,7 @@ export class LineIndex {
       cps = ino === undefined ? [] : [{ at: log.start, nl: 0, ino }];
       entry.gen++;
       entry.starts = [];
+      entry.keys = [];
     }
     const last = cps[cps.length - 1];
     if (last && last.at < log.end) {
@@ -165,10 +178,20 @@ export class LineIndex {
       let nl = last.nl;
       if (cps.length > 1 && (at - log.start) % STEP !== 0 && !log.parts.some((_, i) => partStart(log, i) === at)) cps.pop();
       const bounds = log.parts.map((_, i) => partStart(log, i));
+      // Markers not wholly before the scan's start are found again (each read starts a
+      // marker's length early, so one across two reads is found whole).
+      const resume = at;
+      let keys = entry.keys?.filter((k) => k >= log.start && k + KEY_NEEDLE.length <= resume) ?? null;
       while (at < log.end) {
         const to = Math.min(log.end, at + SCAN);
-        const buf = await log.read(at, to);
-        if (buf.length === 0) break;
+        const early = Math.min(KEY_NEEDLE.length - 1, at - log.start);
+        const read = await log.read(at - early, to);
+        if (read.length <= early) break;
+        const buf = read.subarray(early);
+        for (let k = read.indexOf(KEY_NEEDLE); keys && k >= 0; k = read.indexOf(KEY_NEEDLE, k + 1)) {
+          if (keys.length >= KEEP_KEYS) keys = null;
+          else keys.push(at - early + k);
+        }
         let i = 0;
         while (i < buf.length) {
           const pos = at + i;
@@ -187,6 +210,7 @@ export class LineIndex {
         const ino = inoAt(log, at);
         if (ino !== undefined) cps.push({ at, nl, ino });
       }
+      entry.keys = keys;
     }
     entry.cps = cps;
     entry.endsWithNewline = endsWithNewline;
@@ -199,7 +223,24 @@ export class LineIndex {
     const { cps } = entry;
     const base = cps[0]?.nl ?? 0;
     const end = cps[cps.length - 1];
-    return new LineIndex(log, entry, entry.gen, cps, base, (end?.nl ?? 0) - base, entry.endsWithNewline);
+    return new LineIndex(log, entry, entry.gen, cps, base, (end?.nl ?? 0) - base, entry.endsWithNewline, entry.keys);
+  }
+
+  /**
+   * Whether a private-key marker's needle lies wholly within absolute offsets `[from, to)`
+   * (true when the markers were too many to keep: the caller then searches the bytes).
+   */
+  hasKeyMarker(from: number, to: number): boolean {
+    const keys = this.keys;
+    if (keys === null || to > this.end) return true;
+    let lo = 0;
+    let hi = keys.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((keys[mid] as number) < from) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < keys.length && (keys[lo] as number) + KEY_NEEDLE.length <= to;
   }
 
   /** Lines in the kept log (a trailing line break does not start a new line). */

@@ -8,7 +8,8 @@ import { insideKeyBlockAt } from '../policy/redact.js';
 import type { LogOptions, LogPage, RedactView } from '../session/kind.js';
 import type { SessionStatus } from '../session/record.js';
 import type { LogResult } from '../types.js';
-import { KEY_NEEDLE, logPage, NO_DROPS } from './durablelog.js';
+import { logPage, NO_DROPS } from './durablelog.js';
+import { KEY_NEEDLE } from './lineoffsets.js';
 import type { TailView } from './tail.js';
 import { pageLines, showing } from './views.js';
 
