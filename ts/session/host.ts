@@ -14,7 +14,7 @@ import type { KillResult } from '../types.js';
 import { BaseSession } from './base.js';
 import { EMPTY_REPORT, type Outcome, type StartSpec } from './kind.js';
 import { settle } from './live.js';
-import { claimKill, createKillMarker, finishKillInBackground, killClaimed } from './termination.js';
+import { claimKillBatched, createKillMarker, createKillMarkerBatched, finishKillInBackground, killClaimed } from './termination.js';
 
 export abstract class HostSession extends BaseSession {
   /** The native spawn options only this kind adds (a durable job's files, its stdin FIFO). */
@@ -208,19 +208,21 @@ export abstract class HostSession extends BaseSession {
     if (!r.identity) return { id: r.id, outcome: 'already_exited', ...EMPTY_REPORT, exitCode: r.exitCode, signal: r.signal };
     live.finisher?.abort();
     const files = this.files();
+    // Counted before the marker is awaited: an end that arrives meanwhile waits for the
+    // kill's verdict (see onEvent), and is not taken for a kill that signalled nothing yet.
+    live.killsInFlight++;
     let marked = false;
     if (wasRunning && files) {
       // Best effort: a full disk must not stop a kill (without the marker, a host that sees
       // the end later may record it as `exited` instead of `killed`).
       try {
         // Created, never overwritten: only the kill that created it may remove it.
-        marked = createKillMarker(files.killMarkPath);
+        marked = await createKillMarkerBatched(files.killMarkPath);
       } catch (err) {
         host.diagnostics.push(`${r.id}: cannot record the kill request: ${(err as Error).message}`);
       }
     }
     // On an ended session this still cleans up what is left of its process group.
-    live.killsInFlight++;
     const signalAt = Date.now();
     // An end published before the first signal, or a leader already a zombie, is the job's own.
     const endedFirst = this.endedBeforeKill();
@@ -239,12 +241,25 @@ export abstract class HostSession extends BaseSession {
     let reachedLeader = wasRunning && !endedFirst && report.signalled.includes(r.identity.pid);
     if (reachedLeader && (await this.endedBefore(signalAt))) reachedLeader = false;
     // Two kills (two hosts, or two calls here) may both reach the leader: the first to
-    // claim the kill records it, the other finds the job already ended.
-    const otherKill = reachedLeader && (live.killed || !claimKill(files?.dir ?? null));
-    if (otherKill) reachedLeader = false;
-    if (reachedLeader) {
+    // claim the kill records it, the other finds the job already ended. Either way the job
+    // ended killed (a kill's marker or claim is there), so its end is recorded while the
+    // claim is on its way: the files of a bulk kill are written side by side.
+    const firstHere = reachedLeader && !live.killed;
+    const claimed = firstHere ? claimKillBatched(files?.dir ?? null) : null;
+    if (firstHere) {
       live.killed = true;
       live.killSignal = report.escalated ? 'SIGKILL' : 'SIGTERM';
+    }
+    // The marker goes only when this kill wrote it and no kill (ours still on its way, or
+    // another host's that claimed the job) needs it.
+    else if (!reachedLeader && files && marked && !live.killed && live.killsInFlight === 0 && !killClaimed(files.dir)) rmSync(files.killMarkPath, { force: true });
+    if (live.pendingExit && live.killsInFlight === 0) {
+      const end = live.pendingExit;
+      delete live.pendingExit;
+      this.endFromExit(end);
+    }
+    if (reachedLeader && !(claimed !== null && (await claimed))) reachedLeader = false;
+    if (reachedLeader) {
       // The kill that ended the job keeps the marker there (another kill that found the
       // leader gone may have removed it just before our claim).
       try {
@@ -252,14 +267,6 @@ export abstract class HostSession extends BaseSession {
       } catch {
         // A full disk: the claim file tells the owner as well (see endFromExit).
       }
-    }
-    // The marker goes only when this kill wrote it and no kill (ours still on its way, or
-    // another host's that claimed the job) needs it.
-    else if (files && marked && !otherKill && !live.killed && live.killsInFlight === 0 && !killClaimed(files.dir)) rmSync(files.killMarkPath, { force: true });
-    if (live.pendingExit && live.killsInFlight === 0) {
-      const end = live.pendingExit;
-      delete live.pendingExit;
-      this.endFromExit(end);
     }
     const result = (outcome: KillResult['outcome']): KillResult => {
       host.consume(live);

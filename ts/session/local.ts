@@ -6,9 +6,10 @@
  * leaves the job findable and killable, and its end known.
  */
 import { existsSync } from 'node:fs';
-import { type JobFiles, sessionFiles, writePrivate } from '../persist/jobfiles.js';
+import { type JobFiles, sessionFiles, writePrivate, writePrivateAsync } from '../persist/jobfiles.js';
 import { readSessionFile } from '../persist/recovery.js';
 import { HostSession } from './host.js';
+import type { KillResult } from '../types.js';
 import type { Outcome, StartSpec } from './kind.js';
 import { endedUnreaped } from './termination.js';
 
@@ -22,9 +23,33 @@ export class LocalSession extends HostSession {
     this.recordSessionFile();
   }
 
+  /** The end's write to session.json while a kill is under way (see {@link kill}). */
+  private endWrite: Promise<void> | null = null;
+  private killing = 0;
+
   /** A pipe-mode job's end exists nowhere else on disk: session.json keeps it should checkpoint.json be lost or damaged. */
   recordEnd(): void {
-    if (this.owned) this.recordSessionFile();
+    if (!this.owned) return;
+    if (this.killing > 0) this.endWrite = this.recordSessionFileSoon();
+    else this.recordSessionFile();
+  }
+
+  /**
+   * The tree kill, with the end it brings written to session.json on the thread pool and
+   * awaited before the kill answers: the kills of a bulk kill write their ends side by
+   * side instead of one after another on the event loop, and each still answers only once
+   * its end is on disk.
+   */
+  async kill(graceMs: number): Promise<KillResult> {
+    this.killing++;
+    try {
+      return await super.kill(graceMs);
+    } finally {
+      this.killing--;
+      const written = this.endWrite;
+      this.endWrite = null;
+      await written;
+    }
   }
 
   /** A pipe-mode job's host wrote its end to session.json (the checkpoint may be older). */
@@ -42,6 +67,18 @@ export class LocalSession extends HostSession {
 
   protected endedBeforeKill(): boolean {
     return super.endedBeforeKill() || (this.live.record.identity !== null && endedUnreaped(this.live.record.identity));
+  }
+
+  /** {@link recordSessionFile} on the thread pool; never rejects (a failure is a diagnostic). */
+  private async recordSessionFileSoon(): Promise<void> {
+    const files = this.files();
+    if (!files) return;
+    try {
+      await writePrivateAsync(files.metaPath, JSON.stringify(this.live.record));
+    } catch (err) {
+      // A pruned directory has nothing left to update.
+      if (existsSync(files.dir)) this.host.diagnostics.push(`${this.live.record.id}: cannot update session.json: ${(err as Error).message}`);
+    }
   }
 
   /** Rewrites `sessions/<id>/session.json` with the record (best effort: a pruned or unwritable directory is skipped). */
