@@ -8,7 +8,8 @@
 //! nearest ancestor that is a child subreaper, or else by its PID namespace's init
 //! (`find_new_reaper` in `kernel/exit.c`): a tree member (whose list the walk reads anyway)
 //! or an ancestor of the root, up to PID 1. So the walk also reads the children of the
-//! root's ancestors, and keeps those in the root's session.
+//! root's ancestors (their leader thread's, where `find_alive_thread` puts orphans), and
+//! keeps those in the root's session.
 //!
 //! The kernel does not promise the list exact while children come and go
 //! (`Documentation/filesystems/proc.rst`, "children"): it resumes each step from the child
@@ -94,7 +95,11 @@ impl Walk {
   fn children(&mut self, parent: &ProcessInfo, job: Option<&ProcessInfo>) -> Option<Vec<ProcessInfo>> {
     let mut found = Vec::new();
     for _ in 0..ATTEMPTS {
-      children_of(parent.pid, &mut self.text, &mut self.pids).ok()?;
+      // An orphan goes to the first thread of its reaper that is not exiting, its leader
+      // unless that has exited (`find_alive_thread`): only the leader's list of a live
+      // ancestor can hold one.
+      let every_thread = job.is_none() || parent.is_dead();
+      children_of(parent.pid, every_thread, &mut self.text, &mut self.pids).ok()?;
       let mut steady = true;
       for &pid in &self.pids {
         if self.seen.contains(&pid) {
@@ -142,18 +147,23 @@ fn supported() -> bool {
   })
 }
 
-/// The PIDs in the children lists of every thread of `pid` (into `pids`, cleared first).
-/// A process that is gone has none. `text` is scratch space, kept between calls.
-fn children_of(pid: i32, text: &mut Vec<u8>, pids: &mut Vec<i32>) -> io::Result<()> {
+/// The PIDs in the children lists of every thread of `pid` (with `every_thread`), or of its
+/// leader thread alone, into `pids` (cleared first). A process that is gone has none.
+/// `text` is scratch space, kept between calls.
+fn children_of(pid: i32, every_thread: bool, text: &mut Vec<u8>, pids: &mut Vec<i32>) -> io::Result<()> {
   pids.clear();
   text.clear();
   // A child's parent is the thread that forked it, so each thread has a list of its own.
   // `/proc/<pid>/task` counts 2 links plus one per thread (`proc_task_getattr`), so one
   // stat spares listing the directory of a process with a single thread.
-  let threads = match std::fs::metadata(format!("/proc/{pid}/task")) {
-    Ok(m) => m.nlink().saturating_sub(2),
-    Err(e) if gone(&e) => return Ok(()),
-    Err(e) => return Err(e),
+  let threads = if !every_thread {
+    1
+  } else {
+    match std::fs::metadata(format!("/proc/{pid}/task")) {
+      Ok(m) => m.nlink().saturating_sub(2),
+      Err(e) if gone(&e) => return Ok(()),
+      Err(e) => return Err(e),
+    }
   };
   if threads <= 1 {
     match read_into(format!("/proc/{pid}/task/{pid}/children"), text) {
