@@ -60,7 +60,8 @@ describe('checkpoint.json is always there', () => {
     const path = join(dir, 'checkpoint.json');
     const stop = join(dir, 'stop-watching');
     // A separate process, so its stats interleave with the writes (this thread is busy writing).
-    const script = `const fs = require('fs'); let missing = 0, looks = 0;
+    const ready = join(dir, 'watching');
+    const script = `const fs = require('fs'); let missing = 0, looks = 0; fs.writeFileSync(${JSON.stringify(ready)}, '');
 while (!fs.existsSync(${JSON.stringify(stop)})) { looks++; try { fs.statSync(${JSON.stringify(path)}); } catch (e) { if (e.code === 'ENOENT') missing++; } }
 console.log(JSON.stringify({ missing, looks }));`;
     const watcher = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -68,6 +69,8 @@ console.log(JSON.stringify({ missing, looks }));`;
     let out = '';
     watcher.stdout.on('data', (d) => (out += String(d)));
     const done = new Promise((r) => watcher.once('exit', r));
+    // A loaded machine may start the watcher after the writes: they begin once it looks.
+    await until(() => existsSync(ready), 30_000);
     // Every new writer keeps the previous generation on its first write: 50 of them.
     await Promise.all(Array.from({ length: 50 }, () => new Checkpoint(dir).save([record()])));
     writeFileSync(stop, '');

@@ -7,8 +7,8 @@
  *   `checkpoint.prev.json` (a hard link to the current file renamed into place, at most
  *   every 5 s), so `checkpoint.json` never goes missing, also when a write fails.
  * - Every write holds `checkpoint.lock` (`flock(2)`, released by the kernel if the holder
- *   dies; waiters block in the kernel, so none is starved) and merges with what other hosts wrote: their entries are kept and, for a session
- *   both sides know, the newer `updatedAt` wins. Temp files of writers that died mid-write
+ *   dies; waiters block in the kernel, so none is starved) and merges with what other
+ *   hosts wrote: their entries are kept and, for a session both sides know, the newer `updatedAt` wins. Temp files of writers that died mid-write
  *   are removed under the lock.
  * - A write costs what changed, not the registry's size (issue 14): the document as this
  *   process last read or wrote it stays cached with each entry's JSON, valid while the file
@@ -17,38 +17,28 @@
  *   unchanged and writes nothing when nothing changed; the file is re-read (and all of the
  *   writer's records merged) only when another host wrote it. The write itself joins the
  *   cached entry texts, one per line, and is still the whole file.
- * - Reads validate each entry on its own. An entry this version does not fully understand
- *   (a newer schema version, an unknown field or value, a field that fails validation) is
- *   never dropped: `load` lists it read-only and writes keep its raw JSON untouched. A
- *   document of a newer version is read (all its entries read-only) and never written over.
- *   Paths in entries are replaced by the ones their session id gives (see `confinePaths`).
- *   A kept entry nested deeper than 64 levels or larger than 1 MiB is not kept (see
- *   `bounds.ts`): the file is copied to `checkpoint.json.quarantine-<inode>` and a diagnostic
- *   names it. Of two entries with one id the newer stands, with a diagnostic. One read adds
- *   at most 100 diagnostics; the rest are counted.
+ * - Reads validate each entry on its own (see `generation.ts`): entries this version does not
+ *   understand are kept and written back untouched, never dropped.
  * - A file that is empty, not JSON, of the wrong shape, a symlink, not a regular file (a
  *   FIFO, a device), hard-linked elsewhere or over 256 MiB is moved aside as
  *   `checkpoint.json.corrupt-<time>` with a diagnostic, and reading continues from the
  *   previous generation; a writer then also takes back the sessions whose directories
- *   (`sessions/<id>/session.json`) the file no longer lists. This happens on writes too, so a corrupt file never makes a
- *   writer drop other hosts' entries.
+ *   (`sessions/<id>/session.json`) the file no longer lists. This happens on writes too, so
+ *   a corrupt file never makes a writer drop other hosts' entries.
  */
-import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, statSync, unlinkSync } from 'node:fs';
-import { copyFile, link, rename, unlink } from 'node:fs/promises';
+import { closeSync, fsyncSync, openSync, readdirSync, statSync, unlinkSync } from 'node:fs';
+import { link, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
-import { z } from 'zod';
 import { fromNative, ProcwardError } from '../errors.js';
 import { native } from '../native.js';
-import { outOfBounds } from './bounds.js';
-import { readCheckpointText } from './checkpointfile.js';
-import { confinePaths } from './jobfiles.js';
-import { MAX_READ_DIAGNOSTICS } from './stored.js';
-import { scanOrphanSessions } from './recovery.js';
 import { DEFAULT_MAX_SESSIONS, expiredIds, type RetentionOptions } from '../policy/retention.js';
-import { readOnlyView, SESSION_SCHEMA_VERSION, sessionRecordSchema, type SessionRecord, understood } from '../session/record.js';
+import { readOnlyView, type SessionRecord } from '../session/record.js';
+import { CHECKPOINT_VERSION, type Generation, keyOf, rawId, readGeneration } from './generation.js';
+import { scanOrphanSessions } from './recovery.js';
+import { ensureStateDir } from './statedir.js';
 
-export const CHECKPOINT_VERSION = 1;
+
 const FILE = 'checkpoint.json';
 const PREV = 'checkpoint.prev.json';
 const LOCK = 'checkpoint.lock';
@@ -58,30 +48,12 @@ const LOCK_TIMEOUT_MS = 10_000;
 /** How often a write also keeps the current generation as `checkpoint.prev.json`. */
 const PREV_EVERY_MS = 5_000;
 
-const documentSchema = z.object({
-  version: z.number().int().positive(),
-  sessions: z.array(z.unknown()),
-});
-
 /** What loading found: valid entries and a diagnostic for everything set aside. */
 export interface LoadResult {
   sessions: SessionRecord[];
   /** Entries this version does not fully understand, as far as they can be shown (see `readOnlyView`): list them, never act on them. */
   readOnly?: SessionRecord[];
   diagnostics: string[];
-}
-
-interface Generation {
-  sessions: SessionRecord[];
-  text: string;
-  /** The file's identity when it was read (see `fileKey`). */
-  key: string;
-  /** Raw entries this version does not understand, written back untouched (see `session/record.ts`). */
-  kept: unknown[];
-  /** Written by a newer procward (document version above ours): read, never written over. */
-  newer: boolean;
-  /** What reading found that is not damage (read-only entries, ignored paths): reported by `load` only. */
-  notes: string[];
 }
 
 /**
@@ -118,50 +90,6 @@ export interface SaveSet {
   changed: SessionRecord[];
   /** All of its records: asked for only when the file changed under it (another host wrote it, or it was damaged). */
   all(): SessionRecord[];
-}
-
-/** The identity of a file's current content: device, inode, size, modification and change times. */
-const keyOf = (st: { dev: number; ino: number; size: number; mtimeMs: number; ctimeMs: number }) => `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
-
-/** The id of a raw entry, when it has one of the right shape. */
-const rawId = (raw: unknown): string | undefined => readOnlyView(raw)?.id;
-
-/**
- * Creates the state directory (0700) if it is missing, and checks that it can be trusted:
- * a real directory (not a symlink), owned by the effective user, neither group- nor
- * world-writable. An existing directory is never chmodded: changing the mode of someone
- * else's directory would not make its contents ours.
- *
- * Errors: `INVALID_ARGUMENT` for an empty or non-string path; `STATE_DIR_UNTRUSTED` for a
- * symlink, a non-directory, another owner, or a group- or world-writable mode.
- */
-export function ensureStateDir(dir: string): void {
-  if (typeof dir !== 'string' || dir === '') throw new ProcwardError('INVALID_ARGUMENT', `stateDir must be a non-empty path, got ${JSON.stringify(dir)}`);
-  try {
-    mkdirSync(dir, { mode: 0o700 });
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    // A missing parent is created for the user (0700 too); an existing path is checked below.
-    if (code === 'ENOENT') mkdirSync(dir, { recursive: true, mode: 0o700 });
-    else if (code !== 'EEXIST') throw err;
-  }
-  assertTrustedDir(dir);
-}
-
-/**
- * Throws `STATE_DIR_UNTRUSTED` unless `dir` is a directory only the effective user may write
- * (see {@link ensureStateDir}); `what` names it in the message.
- */
-export function assertTrustedDir(dir: string, what = 'state directory'): void {
-  const st = lstatSync(dir);
-  const refuse = (why: string) => {
-    throw new ProcwardError('STATE_DIR_UNTRUSTED', `${what} ${dir} ${why}; refusing to use it`, { path: dir });
-  };
-  if (st.isSymbolicLink()) refuse('is a symlink');
-  if (!st.isDirectory()) refuse('is not a directory');
-  const euid = process.geteuid?.();
-  if (euid !== undefined && st.uid !== euid) refuse(`is owned by uid ${st.uid}, not by the effective user (uid ${euid})`);
-  if (process.platform !== 'win32' && (st.mode & 0o022) !== 0) refuse(`is writable by its group or by others (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')})`);
 }
 
 function fsyncDir(dir: string): void {
@@ -208,60 +136,6 @@ export class Checkpoint {
     this.lockPath = join(dir, LOCK);
   }
 
-  /** Reads one generation; `null` when it does not exist. Throws `CHECKPOINT_CORRUPT`. */
-  private async read(path: string): Promise<Generation | null> {
-    // Untrusted bytes: not a symlink, FIFO, device, foreign hard link or huge file (see checkpointfile.ts).
-    const file = await readCheckpointText(path);
-    if (file === null) return null;
-    const { text } = file;
-    // The identity of the inode read (a writer never changes a file in place).
-    const key = keyOf(file.st);
-    let doc: z.infer<typeof documentSchema>;
-    try {
-      doc = documentSchema.parse(JSON.parse(text));
-    } catch (err) {
-      const why = text.trim() === '' ? 'it is empty' : err instanceof SyntaxError ? `invalid JSON (${err.message})` : 'wrong shape (expected { version: 1, sessions: [...] })';
-      throw new ProcwardError('CHECKPOINT_CORRUPT', `${path}: ${why}`);
-    }
-    const newer = doc.version > CHECKPOINT_VERSION;
-    const notes = newer ? [`${path}: written by a newer procward (checkpoint version ${doc.version}, this one reads ${CHECKPOINT_VERSION}): its sessions are read-only and it is never written over`] : [];
-    const sessions: SessionRecord[] = [];
-    const kept: unknown[] = [];
-    const byId = new Map<string, number>();
-    let quarantined = false;
-    let unexplained = 0;
-    doc.sessions.forEach((raw, i) => {
-      const record = newer ? null : understood(raw);
-      if (record) {
-        // Two entries of one session: the newer one stands (as when hosts merge).
-        const seen = byId.get(record.id);
-        if (seen !== undefined) {
-          notes.push(`${path}: entry ${i} repeats session ${record.id}; the newer of the two is kept`);
-          if ((sessions[seen] as SessionRecord).updatedAt <= record.updatedAt) sessions[seen] = confinePaths(this.dir, record, notes);
-          return;
-        }
-        byId.set(record.id, sessions.length);
-        sessions.push(confinePaths(this.dir, record, notes));
-        return;
-      }
-      // Kept entries are written back on every write: one too deep or too large to write is
-      // set aside (the file is copied aside first); the rest of the document still loads.
-      const bound = newer ? null : outOfBounds(raw);
-      if (bound !== null) {
-        quarantined = true;
-        notes.push(`${path}: entry ${i} (${rawId(raw) ?? 'no session id'}) is ${bound}; not kept (the file is copied to ${path}.quarantine-${file.st.ino})`);
-        return;
-      }
-      // Never dropped: a newer host's entry, or one damaged in one field, may be a running job.
-      kept.push(raw);
-      // The reason costs a second validation: worked out only for the notes that are kept.
-      if (!newer && notes.length < MAX_READ_DIAGNOSTICS) notes.push(`${path}: entry ${i} (${rawId(raw) ?? 'no session id'}) kept read-only: ${whyNotUnderstood(raw)}`);
-      else if (!newer) unexplained++;
-    });
-    if (quarantined) await copyFile(path, `${path}.quarantine-${file.st.ino}`, constants.COPYFILE_EXCL).catch(() => undefined);
-    return { sessions, text, key, kept, newer, notes: capped(notes, unexplained) };
-  }
-
   /**
    * The newest readable generation; corrupt files are moved aside with a diagnostic. The
    * current file, read whole and of this version, becomes the cached document.
@@ -270,7 +144,7 @@ export class Checkpoint {
     this.cache = null;
     for (const path of [this.path, this.prevPath]) {
       try {
-        const gen = await this.read(path);
+        const gen = await readGeneration(this.dir, path);
         if (gen && path === this.prevPath) diagnostics.push(`${this.path} is missing; read the previous generation ${this.prevPath}`);
         if (gen && path === this.path && !gen.newer) {
           this.cache = { key: gen.key, entries: new Map(gen.sessions.map((record) => [record.id, { record, text: null }])), kept: gen.kept, notes: gen.notes };
@@ -473,23 +347,4 @@ export class Checkpoint {
     const every = Math.min(250, retention.finishedTtlMs ?? 250);
     return size > (retention.maxSessions ?? DEFAULT_MAX_SESSIONS) || Date.now() - this.retainedAt >= every;
   }
-}
-
-/**
- * At most MAX_READ_DIAGNOSTICS notes of one read, then how many more (200 000 damaged
- * entries would be a line each); `more` entries kept read-only were not even described.
- */
-function capped(notes: string[], more: number): string[] {
-  if (notes.length + (more > 0 ? 1 : 0) <= MAX_READ_DIAGNOSTICS) return more > 0 ? [...notes, `… and ${more} more entries kept read-only`] : notes;
-  const out = notes.slice(0, MAX_READ_DIAGNOSTICS - 1);
-  out.push(`… and ${notes.length - out.length} more notes and ${more} more entries kept read-only`);
-  return out;
-}
-
-/** The first reason an entry is not understood (for the diagnostic). */
-function whyNotUnderstood(raw: unknown): string {
-  const parsed = sessionRecordSchema.safeParse(raw);
-  if (parsed.success) return `written with schema version ${parsed.data.schemaVersion}, newer than ${SESSION_SCHEMA_VERSION}`;
-  const issue = parsed.error.issues[0];
-  return `${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid'}`.trim();
 }

@@ -229,8 +229,14 @@ export function confinePaths<R extends { id: string; durable: boolean; logPath: 
   record: R,
   diagnostics: string[],
 ): R {
-  const files = sessionFiles(stateDir, record.id);
   const local = record.durable && record.pidScope !== 'sandbox';
+  // Most entries (pipe-mode jobs) name no path: no path is made for them (seven joins an
+  // entry were a fifth of `open` on a large state directory).
+  if (!local && record.logPath === null && record.exitPath === null && record.stdinPath === undefined) {
+    if (record.sandboxDir !== undefined) delete record.sandboxDir;
+    return record;
+  }
+  const files = sessionFiles(stateDir, record.id);
   const derived = { logPath: local ? files.logPath : null, exitPath: local ? files.exitPath : null };
   for (const key of ['logPath', 'exitPath'] as const) {
     if (record[key] !== null && record[key] !== derived[key]) diagnostics.push(`${record.id}: recorded ${key} ${JSON.stringify(record[key])} is not its session's own file; ignored`);

@@ -10,10 +10,11 @@ import { expiredIds, DEFAULT_MAX_SESSIONS } from '../policy/retention.js';
 import type { Live } from '../session/kind.js';
 import type { SessionRecord } from '../session/record.js';
 import type { RegistryOptions } from '../types.js';
-import { assertTrustedDir, Checkpoint } from './checkpoint.js';
+import { Checkpoint } from './checkpoint.js';
 import { GroupCommit } from './groupcommit.js';
 import { removeSessionDir } from './jobfiles.js';
 import { scanOrphanSessions } from './recovery.js';
+import { assertTrustedDir } from './statedir.js';
 import { appendDiagnostics, MAX_READ_DIAGNOSTICS, redactStored } from './stored.js';
 import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './writer.js';
 
@@ -21,6 +22,9 @@ import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './writ
 const CHECK_ALL_EVERY_MS = 30_000;
 /** A record changed up to this long before the last save is handed over again (same millisecond, clock steps). */
 const CLOCK_SLACK_MS = 1000;
+
+/** A writer identity as a key (JSON: no two identities share one, whatever their strings hold). */
+const writerKey = (w: SessionRecord['writer']) => JSON.stringify([w.pid, w.startTime, w.bootId, w.instance ?? null]);
 
 /** What a host recovers from its state directory. */
 export interface Recovered {
@@ -138,17 +142,21 @@ export class SessionStore {
    * directory of 10 000 entries from a few dead hosts costs a few identity reads, not 10 000.
    */
   private readonly notForeign = new Set<string>();
+  /** The writer objects of `notForeign` (held weakly: they go with their records). */
+  private readonly notForeignWriters = new WeakSet<object>();
 
   /** Whether a live host other than this one wrote the record. */
   isForeign(record: SessionRecord): boolean {
     const w = record.writer;
-    const key = `${w.pid}:${w.startTime}:${w.bootId}:${w.instance ?? ''}`;
-    if (this.notForeign.has(key)) return false;
-    const foreign = isForeign(record, this.writer);
+    // Entries read together share their writer's object (see `generation.ts`): asked once.
+    if (this.notForeignWriters.has(w)) return false;
+    const key = writerKey(w);
+    const foreign = !this.notForeign.has(key) && isForeign(record, this.writer);
     if (!foreign) {
       // Bounded: entries name few writers, but a crafted directory may name many.
       if (this.notForeign.size >= 4096) this.notForeign.clear();
       this.notForeign.add(key);
+      this.notForeignWriters.add(w);
     }
     return foreign;
   }
@@ -185,16 +193,20 @@ export class SessionStore {
    * writer for the call's lifetime (a check reads the writer's process entry).
    */
   private mayPrune(): (record: SessionRecord) => boolean {
+    const byObject = new Map<object, boolean>();
     const byWriter = new Map<string, boolean>();
     return (record) => {
       const live = this.sessions.get(record.id);
       if (live && !live.kind.owned) return false;
+      // Entries of one read share their writer's object; others are matched by identity.
       const w = record.writer;
-      const key = `${w.pid}:${w.startTime}:${w.bootId}:${w.instance ?? ''}`;
-      const known = byWriter.get(key);
-      if (known !== undefined) return !known;
-      const foreign = this.isForeign(record);
-      byWriter.set(key, foreign);
+      let foreign = byObject.get(w);
+      if (foreign === undefined) {
+        const key = writerKey(w);
+        foreign = byWriter.get(key) ?? this.isForeign(record);
+        byWriter.set(key, foreign);
+        byObject.set(w, foreign);
+      }
       return !foreign;
     };
   }
