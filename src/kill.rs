@@ -1,8 +1,6 @@
 //! Tree kill: its options, its report and the call that runs it off the JS thread.
 
 use crate::identity::Identity;
-#[cfg(unix)]
-use crate::invalid;
 use crate::map_error;
 use napi::bindgen_prelude::*;
 #[cfg(unix)]
@@ -71,15 +69,6 @@ pub struct KillReport {
   pub refused: Vec<KillRefusal>,
 }
 
-/// The cgroup a record names, and the session it must be named for (default: itself).
-#[cfg(unix)]
-fn claim(cgroup: Option<String>, session_id: Option<String>) -> Option<core::kill::CgroupClaim> {
-  cgroup.map(|recorded| {
-    let session = session_id.unwrap_or_else(|| recorded.clone());
-    core::kill::CgroupClaim { recorded, session }
-  })
-}
-
 #[cfg(unix)]
 fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
   let mut opts = core::kill::KillOptions::default();
@@ -93,11 +82,10 @@ fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
     if let Some(s) = o.settle_max_ms {
       opts.settle_max = Duration::from_millis(s.into());
     }
-    opts.cgroup = claim(o.cgroup, o.session_id);
+    opts.cgroup = o.cgroup.map(|c| core::kill::CgroupClaim::new(c, o.session_id));
     opts.require_session_leader = o.require_session_leader.unwrap_or(false);
     if let Some(name) = o.signal {
-      let n = core::status::signal_number(&name).ok_or_else(|| invalid(format!("unknown signal {name:?}")))?;
-      opts.signal = n.try_into().map_err(|_| invalid(format!("unknown signal {name:?}")))?;
+      opts.signal = core::kill::signal_named(&name).map_err(map_error)?;
     }
   }
   Ok(opts)
@@ -121,16 +109,23 @@ pub struct KillTreeOutcome {
   pub error: Option<String>,
 }
 
-#[cfg(unix)]
-fn report_of(r: core::kill::KillReport) -> KillReport {
-  KillReport {
-    signalled: r.signalled,
-    already_gone: r.already_gone,
-    refused_reused: r.refused_reused,
-    survivors: r.survivors,
-    survivor_identities: r.survivor_identities.into_iter().map(Identity::from).collect(),
-    escalated: r.escalated,
-    refused: r.refused.into_iter().map(|x| KillRefusal { pid: x.pid, cgroup: x.cgroup, reason: x.reason.as_str().into() }).collect(),
+impl From<core::kill::Refused> for KillRefusal {
+  fn from(r: core::kill::Refused) -> Self {
+    KillRefusal { pid: r.pid, cgroup: r.cgroup, reason: r.reason.as_str().into() }
+  }
+}
+
+impl From<core::kill::KillReport> for KillReport {
+  fn from(r: core::kill::KillReport) -> Self {
+    KillReport {
+      signalled: r.signalled,
+      already_gone: r.already_gone,
+      refused_reused: r.refused_reused,
+      survivors: r.survivors,
+      survivor_identities: r.survivor_identities.into_iter().map(Identity::from).collect(),
+      escalated: r.escalated,
+      refused: r.refused.into_iter().map(KillRefusal::from).collect(),
+    }
   }
 }
 
@@ -162,7 +157,7 @@ pub fn kill_tree(
     let root: core::Identity = identity.try_into()?;
     let opts = kill_options(options)?;
     on_kill_thread(move || {
-      let result = core::kill::kill_tree(&root, &opts).map_err(map_error).map(report_of);
+      let result = core::kill::kill_tree(&root, &opts).map(KillReport::from).map_err(map_error);
       callback.call(result, ThreadsafeFunctionCallMode::Blocking);
     })
   }
@@ -189,14 +184,18 @@ pub fn kill_trees(
     let opts = kill_options(options)?;
     let requests = requests
       .into_iter()
-      .map(|r| Ok(core::kill::KillRequest { root: r.identity.try_into()?, cgroup: claim(r.cgroup, r.session_id) }))
+      .map(|r| {
+        let cgroup = r.cgroup.map(|c| core::kill::CgroupClaim::new(c, r.session_id));
+        Ok(core::kill::KillRequest { root: r.identity.try_into()?, cgroup })
+      })
       .collect::<Result<Vec<_>>>()?;
     on_kill_thread(move || {
       let outcomes = core::kill::kill_trees(&requests, &opts)
         .into_iter()
         .map(|r| match r {
-          Ok(report) => KillTreeOutcome { report: Some(report_of(report)), error: None },
-          Err(e) => KillTreeOutcome { report: None, error: Some(format!("{}: {}", e.code(), e)) },
+          Ok(report) => KillTreeOutcome { report: Some(report.into()), error: None },
+          // The message a thrown error of the same kind carries.
+          Err(e) => KillTreeOutcome { report: None, error: Some(map_error(e).reason) },
         })
         .collect();
       callback.call(Ok(outcomes), ThreadsafeFunctionCallMode::Blocking);
