@@ -100,13 +100,13 @@ async function openLog(path: string): Promise<OpenLog> {
 
 /**
  * The log's bytes from absolute offset `from`, at most `maxBytes` of them and never past
- * its end as opened: one buffer, read in place part by part (shorter when a part was cut
- * short since it was opened).
+ * its end as opened: one buffer (`into` when it is large enough), read in place part by
+ * part (shorter when a part was cut short since it was opened).
  */
-async function collect(log: OpenLog, from: number, maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer> {
+async function collect(log: OpenLog, from: number, maxBytes = Number.POSITIVE_INFINITY, into?: Buffer): Promise<Buffer> {
   const size = Math.max(0, Math.min(log.end, from + maxBytes) - Math.max(from, log.start));
   if (size === 0) return Buffer.alloc(0);
-  const buf = Buffer.allocUnsafe(size);
+  const buf = into && into.length >= size ? into.subarray(0, size) : Buffer.allocUnsafe(size);
   let n = 0;
   let at = log.start;
   for (const part of log.parts) {
@@ -169,7 +169,7 @@ const CONTEXT_BYTES = 64 * 1024;
 
 /** A log's bytes as the line index reads them. */
 function indexed(log: OpenLog): IndexedLog {
-  return { start: log.start, end: log.end, parts: log.parts, read: (from, to) => collect(log, from, to - from) };
+  return { start: log.start, end: log.end, parts: log.parts, read: (from, to, into) => collect(log, from, to - from, into) };
 }
 
 /** One page of a log's lines, raw (not redacted), with context lines before it. */

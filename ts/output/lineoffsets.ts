@@ -27,8 +27,8 @@ export interface IndexedLog {
   end: number;
   /** The kept parts, oldest first. */
   parts: readonly { size: number; ino: bigint }[];
-  /** The bytes from `from` to `to` (absolute, within the log). */
-  read(from: number, to: number): Promise<Buffer>;
+  /** The bytes from `from` to `to` (absolute, within the log), in `into` when it is large enough. */
+  read(from: number, to: number, into?: Buffer): Promise<Buffer>;
 }
 
 interface Checkpoint {
@@ -182,10 +182,13 @@ export class LineIndex {
       // marker's length early, so one across two reads is found whole).
       const resume = at;
       let keys = entry.keys?.filter((k) => k >= log.start && k + KEY_NEEDLE.length <= resume) ?? null;
+      // One buffer for every read of the pass: a fresh one per read costs its page faults again.
+      let scratch: Buffer | undefined;
       while (at < log.end) {
         const to = Math.min(log.end, at + SCAN);
         const early = Math.min(KEY_NEEDLE.length - 1, at - log.start);
-        const read = await log.read(at - early, to);
+        scratch ??= Buffer.allocUnsafe(SCAN + KEY_NEEDLE.length);
+        const read = await log.read(at - early, to, scratch);
         if (read.length <= early) break;
         const buf = read.subarray(early);
         for (let k = read.indexOf(KEY_NEEDLE); keys && k >= 0; k = read.indexOf(KEY_NEEDLE, k + 1)) {
