@@ -3,11 +3,11 @@
 // against their size on a large durable log (with the event loop's worst stall). Prints a
 // table per axis; each row is one size, so the growth reads down a column.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, createReadStream, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { identity, ProcessRegistry } from '../dist/index.mjs';
+import { identity, ProcessRegistry, redact } from '../dist/index.mjs';
 import { fmt, median, ratio, table } from './lib.mjs';
 
 // Without cgroups: open() sweeps the empty cgroups every earlier job left on the machine,
@@ -79,20 +79,28 @@ export async function scaleBench({ sizes = [50, 1000, 5000, 10_000], jobs = 100 
   );
 }
 
-/** Heap and RSS per finished session, measured in a child with `--expose-gc`. */
+/**
+ * Host memory per finished session, measured in a child with `--expose-gc`: JS heap in use,
+ * memory outside the heap that V8 knows of (external, array buffers) and RSS, after gc. The
+ * first `n` sessions also pay the heap's one-off growth (V8 sizes its young generation by
+ * the allocation rate, about 20 MB here); the next `n` show what one more session costs.
+ */
 export async function memoryBench({ n = 5000 } = {}) {
   const script = `
     import { ProcessRegistry } from ${JSON.stringify(join(import.meta.dirname, '..', 'dist', 'index.mjs'))};
     const r = await ProcessRegistry.open({ maxSessions: 1e6, finishedTtlMs: 864e5 });
+    const run = async () => { for (let i = 0; i < ${n}; i++) await r.wait((await r.spawn('echo ' + i)).id); };
+    const mem = () => { gc(); gc(); return process.memoryUsage(); };
     for (let i = 0; i < 50; i++) await r.wait((await r.spawn('true')).id);
-    gc(); const h0 = process.memoryUsage();
-    for (let i = 0; i < ${n}; i++) await r.wait((await r.spawn('echo ' + i)).id);
-    gc(); const h1 = process.memoryUsage();
-    console.log(JSON.stringify({ heap: (h1.heapUsed - h0.heapUsed) / ${n}, rss: (h1.rss - h0.rss) / ${n} }));
+    const m0 = mem(); await run(); const m1 = mem(); await run(); const m2 = mem();
+    const per = (a, b) => Object.fromEntries(['heapUsed', 'external', 'arrayBuffers', 'rss'].map((k) => [k, (b[k] - a[k]) / ${n}]));
+    console.log(JSON.stringify([per(m0, m1), per(m1, m2)]));
     await r.close();`;
-  const out = JSON.parse(execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' }));
-  return table(`Host memory per finished session (${n} in-memory sessions of \`echo i\`, after gc)`, ['JS heap', 'RSS'], [
-    [`${(out.heap / 1024).toFixed(1)} KB`, `${(out.rss / 1024).toFixed(1)} KB`],
+  const rows = JSON.parse(execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8' }));
+  const kb = (b) => `${(b / 1024).toFixed(1)} KB`;
+  return table(`Host memory per finished session (in-memory sessions of \`echo i\`, after gc)`, ['sessions', 'JS heap', 'external', 'array buffers', 'RSS'], [
+    [`first ${n} (with the heap's one-off growth)`, ...['heapUsed', 'external', 'arrayBuffers', 'rss'].map((k) => kb(rows[0][k]))],
+    [`next ${n}`, ...['heapUsed', 'external', 'arrayBuffers', 'rss'].map((k) => kb(rows[1][k]))],
   ]) + '\n';
 }
 
@@ -104,7 +112,7 @@ async function stalls(read) {
   const got = await read();
   const ms = performance.now() - t;
   h.disable();
-  return { ms, stall: h.max / 1e6, got };
+  return { ms, stall: h.max / 1e6, p99: h.percentile(99) / 1e6, got };
 }
 
 /**
@@ -161,39 +169,88 @@ export async function longLineBench({ mb = 200 } = {}) {
   return table(`A durable log of one ${mb} MB line — host RSS growth since the job ended`, ['page', 'readLog', 'worst event-loop stall', 'page text', 'RSS growth'], rows) + '\n';
 }
 
+/** Every readLog page of a session from line 0, each where the last one ended; the bytes of text they held. */
+async function streamPages(r, id, opts) {
+  let bytes = 0;
+  for (let offset = 0; ; ) {
+    const page = await r.readLog(id, { offset, limit: 1e9, ...opts });
+    bytes += Buffer.byteLength(page.text) + (page.lines.length > 0 ? 1 : 0);
+    if (page.lines.length === 0) return bytes;
+    offset = page.offset + page.lines.length;
+    if (offset >= page.totalLines) return bytes;
+  }
+}
+
+/** Drains a read stream of `path`, with `onChunk` called for each chunk (the floors' work). */
+function drain(path, onChunk = () => {}, encoding) {
+  return new Promise((resolve, reject) => {
+    const stream = createReadStream(path, { highWaterMark: 1024 * 1024, ...(encoding && { encoding }) });
+    stream.on('data', onChunk).on('end', resolve).on('error', reject);
+  });
+}
+
+/** Yields to the event loop (so the stall monitor sees a floor's work as a series of tasks, as readLog's). */
+const yieldLoop = () => new Promise((r) => setImmediate(r));
+
+/** `redact()` over the first `bytes` of `path` in 64 KiB slices, yielding between them (the text is let go after). */
+async function redactFloor(path, bytes) {
+  const fd = openSync(path, 'r');
+  const buf = Buffer.alloc(bytes);
+  readSync(fd, buf, 0, bytes, 0);
+  closeSync(fd);
+  const text = buf.toString('utf8');
+  return stalls(async () => {
+    for (let i = 0; i < text.length; i += 64 * 1024) {
+      redact(text.slice(i, i + 64 * 1024));
+      await yieldLoop();
+    }
+  });
+}
+
 /**
- * A log of `mb` MB streamed whole by readLog pages at line offsets (1 MiB each, as the CLI's
- * `wait` does), with redaction on and off, against \`cat\` of the same file to /dev/null
- * (the disk's speed, from the page cache as the pages read it).
+ * A durable log of `mb` MB streamed whole, against floors measured on the same file in the
+ * same run: `cat` to /dev/null (the page cache: the log was just written), Node's
+ * `fs.createReadStream` to nothing, and the same stream decoded as UTF-8 and split into
+ * lines (what a page must hand back, without the line index or redaction), plus
+ * `redact()` alone over the first `redactMb` MB in 64 KiB slices (what redaction costs per
+ * byte). Then readLog page after page (1 MiB pages at line offsets, as the CLI's `wait`
+ * reads them) with redaction off and on, and the CLI's `procward wait` writing the log to
+ * /dev/null (plain view, redaction on). Each row says the event loop's worst stall (the
+ * floors' rows: what the machine itself adds).
  */
-export async function streamBench({ mb = 1000 } = {}) {
+export async function streamBench({ mb = 1000, redactMb = 64 } = {}) {
   const state = mkdtempSync(join(tmpdir(), 'procward-growth-stream-'));
   const rows = [];
+  const row = (name, ms, bytes, loop) => rows.push([name, `${fmt(ms)} ms`, `${(bytes / 1e6 / (ms / 1000)).toFixed(0)} MB/s`, loop ? `${loop.stall.toFixed(1)} ms (${loop.p99.toFixed(1)} ms)` : '']);
   const r0 = await ProcessRegistry.open({ stateDir: state, logMaxBytes: 4 * mb * 1e6 });
   const s = await r0.spawn(`yes 'build step 0123456789 compiled src/module/file.ts ok' | head -c ${mb * 1e6}`);
   await r0.wait(s.id, { timeoutMs: 600_000 });
   await r0.close();
-  const log = execFileSync('find', [state, '-name', 'output.log'], { encoding: 'utf8' }).trim();
+  const log = join(state, 'sessions', s.id, 'output.log');
+  const bytes = statSync(log).size;
   const t = performance.now();
   execFileSync('sh', ['-c', `cat "${log}" > /dev/null`]);
-  const cat = performance.now() - t;
-  rows.push(['cat > /dev/null (anchor)', `${fmt(cat)} ms`, `${(mb / (cat / 1000)).toFixed(0)} MB/s`, '']);
-  for (const redact of [true, false]) {
-    const r = await ProcessRegistry.open({ stateDir: state, logMaxBytes: 4 * mb * 1e6, redact });
-    const { ms, stall } = await stalls(async () => {
-      let offset = 0;
-      for (;;) {
-        const page = await r.readLog(s.id, { offset, limit: 1e9, view: 'raw' });
-        if (page.lines.length === 0) break;
-        offset = page.offset + page.lines.length;
-        if (offset >= page.totalLines) break;
-      }
-    });
-    rows.push([`readLog pages, redaction ${redact ? 'on' : 'off'}`, `${fmt(ms)} ms`, `${(mb / (ms / 1000)).toFixed(0)} MB/s`, `${stall.toFixed(1)} ms`]);
+  row('floor: cat > /dev/null (page cache)', performance.now() - t, bytes);
+  const read = await stalls(() => drain(log));
+  row('floor: fs.createReadStream, 1 MiB chunks, to nothing', read.ms, bytes, read);
+  const lines = await stalls(() => drain(log, (chunk) => chunk.split('\n'), 'utf8'));
+  row('floor: fs.createReadStream decoded as UTF-8, split into lines', lines.ms, bytes, lines);
+  const red = await redactFloor(log, Math.min(bytes, redactMb * 1e6));
+  row(`floor: redact() alone, first ${redactMb} MB in 64 KiB slices`, red.ms, Math.min(bytes, redactMb * 1e6), red);
+  for (const redaction of [false, true]) {
+    const r = await ProcessRegistry.open({ stateDir: state, logMaxBytes: 4 * mb * 1e6, redact: redaction });
+    const got = await stalls(() => streamPages(r, s.id, { view: 'raw' }));
+    // Each page's last line break is not in its text; a log that ends inside a line has one fewer.
+    if (Math.abs(got.got - bytes) > 1) throw new Error(`streamed ${got.got} bytes of ${bytes}`);
+    row(`readLog page after page (first page builds the index), redaction ${redaction ? 'on' : 'off'}`, got.ms, bytes, got);
     await r.close();
   }
+  const cli = join(import.meta.dirname, '..', 'dist', 'cli.mjs');
+  const tc = performance.now();
+  execFileSync('sh', ['-c', `"${process.execPath}" "${cli}" wait ${s.id} --state-dir "${state}" > /dev/null 2>&1`]);
+  row('procward wait > /dev/null (CLI: a fresh host, plain view, redaction on)', performance.now() - tc, bytes);
   rmSync(state, { recursive: true, force: true });
-  return table(`A ${mb} MB durable log streamed whole (1 MiB pages at line offsets, raw view)`, ['reader', 'time', 'speed', 'worst event-loop stall'], rows) + '\n';
+  return table(`A ${(bytes / 1e6).toFixed(0)} MB durable log (\`yes\` of a 53-byte build line) streamed whole — floors first, measured on the same file in the same run`, ['reader', 'time', 'speed', 'event-loop stall: worst (p99)'], rows) + '\n';
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
