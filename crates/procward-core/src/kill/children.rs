@@ -42,14 +42,22 @@ const MAX_ANCESTORS: usize = 4096;
 /// and is left out with its subtree; zombies are left out (their children were reparented
 /// when they exited).
 ///
+/// With `also_below` (live processes whose PID and start time are known; only those are
+/// read), their descendants too, where the root's walk did not reach them.
+///
 /// `None` when the kernel keeps no children lists, a list kept changing under [`ATTEMPTS`]
 /// reads, or a stat could not be read: the caller falls back to one pass over the table.
-pub(super) fn tree_of(root: &ProcessInfo) -> Option<Vec<ProcessInfo>> {
+pub(super) fn tree_of(root: &ProcessInfo, also_below: &[ProcessInfo]) -> Option<Vec<ProcessInfo>> {
   if !supported() {
     return None;
   }
   let mut walk = Walk { seen: HashSet::from([root.pid]), out: Vec::new(), text: Vec::with_capacity(4096), pids: Vec::new() };
   walk.below(*root)?;
+  for top in also_below {
+    if walk.seen.insert(top.pid) {
+      walk.below(*top)?;
+    }
+  }
   // Without a session of its own, the root has no orphans to tell from other processes.
   if session_of(root.pid) != Some(root.pid) {
     return Some(walk.out);

@@ -234,10 +234,17 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
 
   if escalate && survivors.iter().any(|s| !s.is_empty()) {
     let escalating: Vec<usize> = live.iter().zip(&survivors).filter(|(_, s)| !s.is_empty()).map(|(&i, _)| i).collect();
-    let table = sys::process_table().ok();
+    // Processes born since the snapshot: walked again below the survivors, or else found in
+    // one read of the table shared by the runs that need it (left out if it cannot be read).
+    let mut table: Option<Option<Vec<ProcessInfo>>> = None;
     for (&i, s) in live.iter().zip(&survivors) {
       if !s.is_empty() {
-        runs[i].prepare_escalation(table.as_deref(), s);
+        if !runs[i].rewalk_children(s) {
+          if let Some(table) = table.get_or_insert_with(|| sys::process_table().ok()) {
+            runs[i].rewalk(table, s);
+          }
+        }
+        runs[i].prepare_escalation();
       }
     }
     last_signal = Instant::now();
@@ -329,12 +336,8 @@ impl Run<'_> {
     }
   }
 
-  /// Before SIGKILL: the processes born under the survivors since the snapshot (from
-  /// `table`, when it could be read), and the cgroup's own kill when the guard allows it.
-  fn prepare_escalation(&mut self, table: Option<&[ProcessInfo]>, survivors: &[Target]) {
-    if let Some(table) = table {
-      self.rewalk(table, survivors);
-    }
+  /// Before SIGKILL (the tree walked again): the cgroup's own kill when the guard allows it.
+  fn prepare_escalation(&mut self) {
     self.report.escalated = true;
     #[cfg(target_os = "linux")]
     if let Some(dir) = self.cgroup.clone() {

@@ -6,7 +6,6 @@
 use super::run::{Run, Target};
 use crate::guard::session_of;
 use crate::probe::ProcessInfo;
-#[cfg(target_os = "linux")]
 use crate::sys;
 use crate::tree::{descendants_in, group_members_in};
 
@@ -18,10 +17,17 @@ impl Run<'_> {
   /// cannot be walked (no children lists, or lists that kept changing): the caller reads
   /// the table instead.
   pub(super) fn snapshot_walk(&mut self, root: &ProcessInfo) -> bool {
+    self.add_walked(root, &[])
+  }
+
+  /// Adds the root, its tree walked through the children lists (and the trees below
+  /// `tops`, see `children::tree_of`) and the cgroup's members. Returns false, with nothing
+  /// added, when the walk gives up.
+  fn add_walked(&mut self, root: &ProcessInfo, tops: &[ProcessInfo]) -> bool {
     #[cfg(target_os = "linux")]
     {
-      let Some(tree) = super::children::tree_of(root) else { return false };
-      self.targets.push(self.root_target());
+      let Some(tree) = super::children::tree_of(root, tops) else { return false };
+      self.add(self.root_target());
       for p in &tree {
         self.add(Target::from(p));
       }
@@ -32,7 +38,7 @@ impl Run<'_> {
     }
     #[cfg(not(target_os = "linux"))]
     {
-      let _ = root;
+      let _ = (root, tops);
       false
     }
   }
@@ -85,6 +91,29 @@ impl Run<'_> {
       }
     }
     allowed
+  }
+
+  /// Before SIGKILL, without reading the table: when the root survives, its tree walked
+  /// again as at the snapshot (see `snapshot_walk`), the tree below every other survivor,
+  /// and the cgroup's members. Returns false, with nothing done, when the root is not among
+  /// the survivors (what is left of its group is found only in the table) or the walk gives
+  /// up: the caller then uses [`Run::rewalk`].
+  pub(super) fn rewalk_children(&mut self, survivors: &[Target]) -> bool {
+    let root = self.root_target();
+    if !survivors.iter().any(|s| s.pid == root.pid) {
+      return false;
+    }
+    let Ok(Some(info)) = sys::read_stat(root.pid) else { return false };
+    if info.start_time != root.start_time || info.is_dead() {
+      return false;
+    }
+    // The walk reads only a top's PID and start time.
+    let tops: Vec<ProcessInfo> = survivors
+      .iter()
+      .filter(|s| s.pid != root.pid)
+      .map(|s| ProcessInfo { pid: s.pid, ppid: 0, pgid: s.pgid, state: 'S', start_time: s.start_time })
+      .collect();
+    self.add_walked(&info, &tops)
   }
 
   /// Adds processes that appeared under the survivors (or in the group) since the snapshot,

@@ -228,7 +228,7 @@ fn the_walked_tree_is_the_tree_one_read_of_the_table_shows() {
   // Three subshells with two sleeps each, and the escaped sleep (more if sh forks for `setsid`).
   wait_for_descendants(id.pid, 10);
   let root = crate::sys::read_stat(id.pid).unwrap().unwrap();
-  let mut walked: Vec<i32> = super::children::tree_of(&root).expect("children lists").iter().map(|p| p.pid).collect();
+  let mut walked: Vec<i32> = super::children::tree_of(&root, &[]).expect("children lists").iter().map(|p| p.pid).collect();
   let mut listed: Vec<i32> =
     crate::tree::descendants_in(&process_table().unwrap(), id.pid, id.start_time).iter().filter(|p| !p.is_dead()).map(|p| p.pid).collect();
   walked.sort_unstable();
@@ -255,7 +255,7 @@ fn the_walk_reads_the_children_of_every_thread() {
     c.wait().unwrap();
   });
   let pid = started.1.recv().unwrap();
-  let tree = super::children::tree_of(&me).expect("children lists");
+  let tree = super::children::tree_of(&me, &[]).expect("children lists");
   finish.0.send(()).unwrap();
   thread.join().unwrap();
   assert!(tree.iter().any(|p| p.pid == pid), "{pid} not in {tree:?}");
@@ -291,4 +291,20 @@ fn signals_are_named_as_kill_options_take_them_and_a_claim_defaults_to_its_own_n
   let own = CgroupClaim::new("proc_0123456789ab".into(), None);
   assert_eq!(own.session, "proc_0123456789ab");
   assert_eq!(CgroupClaim::new("/old/dir".into(), Some("proc_0123456789ab".into())).session, "proc_0123456789ab");
+}
+
+#[test]
+fn a_process_that_escapes_during_the_grace_period_is_found_before_sigkill() {
+  // Deaf to SIGTERM (as its children are); after the snapshot it starts a sleep in a
+  // session of its own, which no group signal reaches.
+  let (mut child, id) = spawn_session("trap '' TERM; sleep 0.2; setsid sleep 30 & wait");
+  assert_eq!(wait_for_descendants(id.pid, 1).len(), 1);
+  let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(600), ..Default::default() }).unwrap();
+  child.wait().unwrap();
+  assert!(report.escalated && report.survivors.is_empty(), "{report:?}");
+  // The root, `sleep 0.2` (by the group signal) and the escaped sleep (SIGKILL of its own).
+  assert_eq!(report.signalled.len(), 3, "{report:?}");
+  for &pid in &report.signalled {
+    assert!(!crate::probe::probe_one(pid).is_alive(), "{pid} survived");
+  }
 }
