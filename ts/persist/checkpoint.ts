@@ -34,6 +34,7 @@ import { fromNative, ProcwardError } from '../errors.js';
 import { native } from '../native.js';
 import { DEFAULT_MAX_SESSIONS, expiredIds, type RetentionOptions } from '../policy/retention.js';
 import { readOnlyView, type SessionRecord } from '../session/record.js';
+import { type CachedEntry, EntryBlocks, textOf } from './entryblocks.js';
 import { CHECKPOINT_VERSION, type Generation, keyOf, rawId, readGeneration } from './generation.js';
 import { scanOrphanSessions } from './recovery.js';
 import { ensureStateDir } from './statedir.js';
@@ -54,22 +55,6 @@ export interface LoadResult {
   /** Entries this version does not fully understand, as far as they can be shown (see `readOnlyView`): list them, never act on them. */
   readOnly?: SessionRecord[];
   diagnostics: string[];
-}
-
-/**
- * One entry of the document as this process last read or wrote it. `text` is its JSON as
- * written (computed once, then reused by every later write of an unchanged entry); `null`
- * until the entry is first written by this process.
- */
-interface CachedEntry {
-  record: SessionRecord;
-  text: string | null;
-}
-
-/** An entry's JSON as written, serialised on first use. */
-function textOf(e: CachedEntry): string {
-  if (e.text === null) e.text = JSON.stringify(e.record);
-  return e.text;
 }
 
 /**
@@ -110,6 +95,8 @@ export class Checkpoint {
   writes = 0;
   /** The document as this process last read or wrote it (see `CachedDocument`). */
   private cache: CachedDocument | null = null;
+  /** The entries' encoded lines from the last write. */
+  private readonly blocks = new EntryBlocks();
   /** When this process last kept a previous generation. */
   private prevAt = 0;
   /** When a write last applied retention to the whole document. */
@@ -232,15 +219,19 @@ export class Checkpoint {
     }
     // One entry per line, each serialised once and reused while it is unchanged: a write
     // costs a join and the I/O, not a serialisation of every session.
-    const lines: string[] = [];
-    for (const e of doc.entries.values()) lines.push(textOf(e));
-    for (const raw of doc.kept) if (!doc.entries.has(rawId(raw) ?? '')) lines.push(JSON.stringify(raw));
-    const text = `{"version":${CHECKPOINT_VERSION},"writtenAt":${Date.now()},"sessions":[${lines.length ? `\n${lines.join(',\n')}\n` : ''}]}\n`;
+    // Unchanged blocks of entries are not even encoded again (see `entryblocks.ts`).
+    const parts = this.blocks.encode(doc.entries.values());
+    const kept: string[] = [];
+    for (const raw of doc.kept) if (!doc.entries.has(rawId(raw) ?? '')) kept.push(JSON.stringify(raw));
+    if (kept.length > 0) parts.push(Buffer.from(`${parts.length > 0 ? ',\n' : ''}${kept.join(',\n')}`));
+    const lines = parts.length > 0;
+    const text = Buffer.concat([Buffer.from(`{"version":${CHECKPOINT_VERSION},"writtenAt":${Date.now()},"sessions":[${lines ? '\n' : ''}`), ...parts, Buffer.from(`${lines ? '\n' : ''}]}\n`)]);
     try {
       await writeFileAtomic(this.path, text, { mode: 0o600, fsync: true });
       fsyncDir(this.dir);
     } catch (err) {
       this.cache = null;
+      this.blocks.clear();
       throw err;
     }
     this.writes++;
