@@ -6,6 +6,7 @@
  */
 import { lstatSync } from 'node:fs';
 import { join, resolve as resolvePath } from 'node:path';
+import { forget } from '../output/budget.js';
 import { expiredIds, DEFAULT_MAX_SESSIONS } from '../policy/retention.js';
 import type { Live } from '../session/kind.js';
 import type { SessionRecord } from '../session/record.js';
@@ -223,7 +224,11 @@ export class SessionStore {
     // session directories hold the logs its readLog serves).
     const prunable = [...this.sessions.values()].filter((l) => !this.readOnly.has(l.record.id)).map((l) => l.record);
     for (const id of expiredIds(prunable, this.options, now, this.mayPrune())) {
-      this.sessions.get(id)?.kind.pruned();
+      const live = this.sessions.get(id);
+      if (live) {
+        live.kind.pruned();
+        forget(this.sessions, live);
+      }
       this.sessions.delete(id);
       this.saved.delete(id);
       if (this.checkpoint) removeSessionDir(this.checkpoint.dir, id);
