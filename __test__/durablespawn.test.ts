@@ -18,7 +18,7 @@ describe('durable spawn', () => {
       const done = await r.wait(s.id, { timeoutMs: 10_000 });
       expect(done.exitCode).toBe(0);
       const record = JSON.parse((await r.readLog(s.id)).lines.join('\n'));
-      expect(record).toMatchObject({ id: s.id, durable: true, status: 'running' });
+      expect(record).toMatchObject({ id: s.id, durable: true, status: 'running', pid: s.pid, identity: { pid: s.pid } });
       expect(readdirSync(join(stateDir, 'sessions', s.id)).sort()).toEqual(['exit.json', 'output.log', 'session.json', 'supervisor.json']);
     } finally {
       await r.close();
@@ -54,7 +54,7 @@ describe('durable spawn', () => {
     }
   });
 
-  it('a job without output is previewed without a log read and without a diagnostic', async () => {
+  it('a job without output leaves no log, and reads as empty without a diagnostic', async () => {
     const stateDir = tempDir();
     const r = await ProcessRegistry.open({ stateDir });
     try {
@@ -62,8 +62,11 @@ describe('durable spawn', () => {
       cleanupGroup(s.pid);
       const done = await r.wait(s.id, { timeoutMs: 10_000 });
       expect(done).toMatchObject({ reason: 'exited', exitCode: 0 });
+      expect(existsSync(join(stateDir, 'sessions', s.id, 'output.log'))).toBe(false);
+      expect(existsSync(join(stateDir, 'sessions', s.id, 'exit.json'))).toBe(true);
       const p = await r.poll(s.id);
       expect(p.outputPreview).toBe('');
+      expect((await r.readLog(s.id)).lines).toEqual([]);
       const t = await r.spawn('echo one; echo two');
       cleanupGroup(t.pid);
       await r.wait(t.id, { timeoutMs: 10_000 });

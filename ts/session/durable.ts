@@ -40,13 +40,15 @@ export class DurableSession extends HostSession {
 
   /**
    * The supervisor writes `session.json` (and creates its directory) before it starts the
-   * job, from the record this host hands it on its stdin: no job runs without its record
-   * on disk, as before, and the event loop does not wait for the disk to create a directory
+   * job, from the record this host hands it on its stdin, with its own identity added: no
+   * job runs without its record on disk, as before, a record found there always names the
+   * supervisor to follow, and the event loop does not wait for the disk to create a directory
    * and a file (0.3-1 ms each on a metadata-bound disk). A job with a stdin FIFO (created in
    * the directory before the spawn) or a record too long for the pipe is recorded here.
    */
   protected recordBeforeSpawn(files: JobFiles, spec: StartSpec): void {
-    const text = JSON.stringify(this.live.record);
+    // Without `pid` and `identity`: the supervisor adds its own (see procward-supervise).
+    const text = JSON.stringify({ ...this.live.record, pid: undefined, identity: undefined });
     if (!spec.stdin && Buffer.byteLength(text) <= SUPERVISOR_RECORD_BYTES) {
       this.recordForSupervisor = text;
       return;

@@ -4,7 +4,8 @@
 //! The parent of a durable job. It runs `<program> [args...]` (the job: `sh -c <command>`)
 //! and:
 //! - with `--session-record`, first creates the session directory and writes the record the
-//!   host sent on stdin to `session.json` (by a temporary file and a rename), and only then
+//!   host sent on stdin, with our identity as its `pid` and `identity`, to `session.json`
+//!   (by a temporary file and a rename), and only then
 //!   starts the job: no job runs without its record on disk, and the host's event loop never
 //!   waits for the disk to create them (on a metadata-bound disk each new inode costs
 //!   0.3-1 ms). If they cannot be written the job is not started: the exit file says 127
@@ -12,8 +13,8 @@
 //! - records its own identity in `supervisor.json` beside the exit file once the job runs;
 //! - owns the job's output: stdout and stderr go to a pipe that it copies into the log,
 //!   rotating parts of `--part-bytes` (0 = never; see `procward_core::logfile`). The log is
-//!   created once the job runs (its output waits in the pipe meanwhile), so the disk's
-//!   latency overlaps the job's start;
+//!   created with the first byte of output (or a note of the supervisor's own), after the
+//!   job started: a job that writes nothing has no log, which readers take for empty;
 //! - waits for the job, keeps reading until the pipe has been idle 40 ms (at most 120 ms or
 //!   1 MiB after the exit, like the host's own reader), then writes the job's exact end —
 //!   exit code or terminating signal, and when — to `<exit-file>` (one write to a new file,
@@ -157,8 +158,7 @@ mod unix {
   /// Starts nothing and ends: the exit file says 127 (the job could not start) unless the
   /// session directory is gone.
   fn failed_start(args: &Args, notes: Vec<String>) -> ! {
-    let mut out = Output::new(args, notes);
-    out.open_log();
+    drop(Output::new(args, notes));
     std::process::exit(if files::write_exit(&args.exit, &ExitInfo::exited(127).to_json()) { 0 } else { 70 })
   }
 
@@ -167,8 +167,9 @@ mod unix {
     install_handlers();
     // What goes into the log once it exists (it is created after the job starts).
     let mut notes = Vec::new();
+    let identity = files::own_identity();
     if let Some(path) = &args.session_record {
-      if let Err(e) = files::read_record().and_then(|record| files::record_session(path, &record)) {
+      if let Err(e) = files::read_record().and_then(|record| files::record_session(path, &record, identity.as_deref())) {
         notes.push(format!("cannot record the session in {}: {e}; the job was not started", path.display()));
         failed_start(&args, notes);
       }
@@ -242,11 +243,10 @@ mod unix {
       }
     };
     // Written once the job runs, so the file system's latency overlaps the job's start.
-    if let Err(note) = files::record_identity(&args.exit) {
+    if let Err(note) = files::record_identity(&args.exit, identity.as_deref()) {
       notes.push(note);
     }
-    let mut out = Output::new(&args, notes);
-    out.open_log();
+    let out = Output::new(&args, notes);
     let code = copy::run(&args, job, out_r, children, out);
     std::process::exit(code)
   }

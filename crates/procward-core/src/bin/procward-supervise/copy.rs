@@ -75,23 +75,34 @@ impl Children {
   }
 }
 
-/// Where the job's output goes: the log, created once the job runs, and until then the
-/// supervisor's own notes waiting for it.
+/// Where the job's output goes: the log, created with the first byte of output or the
+/// first note of the supervisor's own (a job that writes nothing has no log: readers take a
+/// missing log for an empty one, and the disk is spared an inode per silent job).
 pub struct Output<'a> {
   args: &'a Args,
   log: Option<RotatingLog>,
+  /// The log could not be created: output is read and dropped, never retried per read.
+  failed: bool,
   notes: Vec<String>,
 }
 
 impl<'a> Output<'a> {
+  /// Creates the log at once when there are notes to keep.
   pub fn new(args: &'a Args, notes: Vec<String>) -> Self {
-    Output { args, log: None, notes }
+    let mut out = Output { args, log: None, failed: false, notes };
+    if !out.notes.is_empty() {
+      out.open_log();
+    }
+    out
   }
 
   /// Creates the log (0600, appended), makes it our stderr and writes the notes kept so far.
   /// A log that cannot be created leaves the output unkept (it is still read, so the job
   /// never blocks on a full pipe); the exit file is still written.
   pub fn open_log(&mut self) {
+    if self.log.is_some() || self.failed {
+      return;
+    }
     match RotatingLog::open(&self.args.log, self.args.part_bytes) {
       Ok(mut log) => {
         log.capture_stderr();
@@ -100,11 +111,15 @@ impl<'a> Output<'a> {
         }
         self.log = Some(log);
       }
-      Err(e) => self.notes.push(format!("cannot open {}: {e}", self.args.log.display())),
+      Err(e) => {
+        self.failed = true;
+        self.notes.push(format!("cannot open {}: {e}", self.args.log.display()));
+      }
     }
   }
 
   fn write(&mut self, data: &[u8]) {
+    self.open_log();
     if let Some(log) = &mut self.log {
       log.write(data);
     }

@@ -29,11 +29,34 @@ pub fn read_record() -> std::io::Result<Vec<u8>> {
   Ok(text)
 }
 
+/// Our identity as JSON (`{"pid":…,"startTime":"…","bootId":"…"}`), the shape of
+/// `supervisor.json` and of a record's `identity`; `None` when it cannot be read.
+pub fn own_identity() -> Option<String> {
+  let me = procward_core::identity::identity(std::process::id() as i32).ok()??;
+  Some(format!("{{\"pid\":{},\"startTime\":\"{}\",\"bootId\":\"{}\"}}", me.pid, me.start_time, me.boot_id))
+}
+
+/// The host's record (a JSON object without `pid` and `identity`) with ours added as its
+/// last keys: a host that recovers the session from `session.json` alone knows at once
+/// which process to follow, with no window where the record exists and our identity does
+/// not. A record that is not an object is kept as it is.
+fn with_identity(record: &[u8], identity: Option<&str>) -> Vec<u8> {
+  let body = record.trim_ascii_end();
+  let (Some(id), Some((b'}', head))) = (identity, body.split_last()) else { return record.to_vec() };
+  let pid = id.split_once("\"pid\":").and_then(|(_, rest)| rest.split(',').next()).unwrap_or("null");
+  let sep = if head.trim_ascii() == b"{" { "" } else { "," };
+  let mut out = head.to_vec();
+  out.extend_from_slice(format!("{sep}\"pid\":{pid},\"identity\":{id}}}\n").as_bytes());
+  out
+}
+
 /// Creates the session directory (0700; one that exists must be a real directory) below
-/// `sessions/`, which must be a real directory too, and writes `record` to `session.json`
-/// in it by a new temporary file (`O_EXCL | O_NOFOLLOW`, 0600) and a rename, the way the
-/// host's `writePrivate` does: a reader sees the whole record or none, never a link.
-pub fn record_session(path: &Path, record: &[u8]) -> std::io::Result<()> {
+/// `sessions/`, which must be a real directory too, and writes `record` (with our
+/// identity, see [`with_identity`]) to `session.json` in it by a new temporary file
+/// (`O_EXCL | O_NOFOLLOW`, 0600) and a rename, the way the host's `writePrivate` does: a
+/// reader sees the whole record or none, never a link.
+pub fn record_session(path: &Path, record: &[u8], identity: Option<&str>) -> std::io::Result<()> {
+  let record = with_identity(record, identity);
   let untrusted = |p: &Path| std::io::Error::new(ErrorKind::PermissionDenied, format!("{} is a symlink or not a directory", p.display()));
   let dir = path.parent().ok_or_else(|| untrusted(path))?;
   let sessions = dir.parent().ok_or_else(|| untrusted(dir))?;
@@ -50,7 +73,7 @@ pub fn record_session(path: &Path, record: &[u8]) -> std::io::Result<()> {
   let mut temp = path.as_os_str().to_owned();
   temp.push(format!(".{}.tmp", std::process::id()));
   let temp = std::path::PathBuf::from(temp);
-  let written = write_new(&temp, record).and_then(|()| std::fs::rename(&temp, path));
+  let written = write_new(&temp, &record).and_then(|()| std::fs::rename(&temp, path));
   if written.is_err() {
     let _ = std::fs::remove_file(&temp);
   }
@@ -70,11 +93,10 @@ pub fn write_new(path: &Path, text: &[u8]) -> std::io::Result<()> {
 /// Records our identity in `supervisor.json` beside the exit file, for a host that must
 /// find this job without a checkpoint entry (its host crashed between the spawn and the
 /// checkpoint write); after a reboot the identity is void anyway (boot id).
-pub fn record_identity(exit: &Path) -> Result<(), String> {
-  let Ok(Some(me)) = procward_core::identity::identity(std::process::id() as i32) else { return Ok(()) };
-  let text = format!("{{\"pid\":{},\"startTime\":\"{}\",\"bootId\":\"{}\"}}\n", me.pid, me.start_time, me.boot_id);
+pub fn record_identity(exit: &Path, identity: Option<&str>) -> Result<(), String> {
+  let Some(id) = identity else { return Ok(()) };
   let path = exit.with_file_name("supervisor.json");
-  write_new(&path, text.as_bytes()).map_err(|e| format!("cannot record identity in {}: {e}", path.display()))
+  write_new(&path, format!("{id}\n").as_bytes()).map_err(|e| format!("cannot record identity in {}: {e}", path.display()))
 }
 
 /// Writes the exit file, retrying while it cannot be written (a full disk, no inodes):
@@ -107,5 +129,23 @@ pub fn write_exit(path: &Path, text: &str) -> bool {
     }
     std::thread::sleep(delay);
     delay = (delay * 2).min(Duration::from_secs(5));
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::with_identity;
+
+  #[test]
+  fn the_identity_becomes_the_records_last_keys() {
+    let id = r#"{"pid":42,"startTime":"7","bootId":"b"}"#;
+    let out = String::from_utf8(with_identity(b"{\"id\":\"proc_1\"}\n", Some(id))).unwrap();
+    assert_eq!(out, "{\"id\":\"proc_1\",\"pid\":42,\"identity\":{\"pid\":42,\"startTime\":\"7\",\"bootId\":\"b\"}}\n");
+    assert_eq!(
+      String::from_utf8(with_identity(b"{}", Some(id))).unwrap(),
+      "{\"pid\":42,\"identity\":{\"pid\":42,\"startTime\":\"7\",\"bootId\":\"b\"}}\n"
+    );
+    assert_eq!(with_identity(b"[1]", Some(id)), b"[1]");
+    assert_eq!(with_identity(b"{\"id\":1}", None), b"{\"id\":1}");
   }
 }
