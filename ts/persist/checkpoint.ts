@@ -29,12 +29,12 @@
 import { closeSync, fsyncSync, openSync, readdirSync, statSync, unlinkSync } from 'node:fs';
 import { link, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
 import { fromNative, ProcwardError } from '../errors.js';
 import { native } from '../native.js';
 import { DEFAULT_MAX_SESSIONS, expiredIds, type RetentionOptions } from '../policy/retention.js';
 import { readOnlyView, type SessionRecord } from '../session/record.js';
 import { type CachedEntry, EntryBlocks, textOf } from './entryblocks.js';
+import { replaceFile } from './checkpointfile.js';
 import { CHECKPOINT_VERSION, type Generation, keyOf, rawId, readGeneration } from './generation.js';
 import { scanOrphanSessions } from './recovery.js';
 import { ensureStateDir } from './statedir.js';
@@ -43,7 +43,7 @@ import { ensureStateDir } from './statedir.js';
 const FILE = 'checkpoint.json';
 const PREV = 'checkpoint.prev.json';
 const LOCK = 'checkpoint.lock';
-/** write-file-atomic's temp names: `<file>.<decimal hash>`. */
+/** Temp names of writes (`replaceFile`, and write-file-atomic's of earlier versions): `<file>.<digits>`. */
 const TEMP = /^checkpoint(\.prev)?\.json\.\d+$/;
 const LOCK_TIMEOUT_MS = 10_000;
 /** How often a write also keeps the current generation as `checkpoint.prev.json`. */
@@ -225,9 +225,9 @@ export class Checkpoint {
     for (const raw of doc.kept) if (!doc.entries.has(rawId(raw) ?? '')) kept.push(JSON.stringify(raw));
     if (kept.length > 0) parts.push(Buffer.from(`${parts.length > 0 ? ',\n' : ''}${kept.join(',\n')}`));
     const lines = parts.length > 0;
-    const text = Buffer.concat([Buffer.from(`{"version":${CHECKPOINT_VERSION},"writtenAt":${Date.now()},"sessions":[${lines ? '\n' : ''}`), ...parts, Buffer.from(`${lines ? '\n' : ''}]}\n`)]);
+    const head = Buffer.from(`{"version":${CHECKPOINT_VERSION},"writtenAt":${Date.now()},"sessions":[${lines ? '\n' : ''}`);
     try {
-      await writeFileAtomic(this.path, text, { mode: 0o600, fsync: true });
+      await replaceFile(this.path, [head, ...parts, Buffer.from(`${lines ? '\n' : ''}]}\n`)]);
       fsyncDir(this.dir);
     } catch (err) {
       this.cache = null;
