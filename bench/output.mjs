@@ -135,6 +135,6 @@ export async function spawnBench({ jobs = 200, rounds = 5 } = {}) {
   rmSync(shmState, { recursive: true, force: true });
   return (
     table(`Spawn and reap of ${jobs} \`bash -c true\` — total ms, median of ${rounds} rounds`, ['', 'Node child_process.spawn', 'execa', 'std Rust', 'procward ephemeral', 'procward durable (supervisor + log + checkpoint)', 'durable, state dir on tmpfs', 'ephemeral / Node', 'durable / Node', 'durable on tmpfs / Node'], rows) +
-    '\nRatios: median of the per-round ratios (each round runs every contender once). A durable job creates its session directory and four files; on a disk where that costs 0.3-1 ms each, it dominates.\n'
+    '\nRatios: median of the per-round ratios (each round runs every contender once). A durable job\'s supervisor creates its session directory, session.json, supervisor.json and exit.json (and output.log once there is output), off the host\'s event loop; on a disk where each new inode costs 0.3-1 ms, they still bound the 8-way rate.\n'
   );
 }
