@@ -8,7 +8,7 @@ import psList from 'ps-list';
 import psTree from 'ps-tree';
 import treeKill from 'tree-kill';
 import { descendants, identity, killTree, ProcessRegistry, probe } from '../dist/index.mjs';
-import { allDead, fmt, killGroup, median, medians, ratio, reaped, rustProbeFloor, startTree, table } from './lib.mjs';
+import { allDead, fmt, killGroup, median, medians, ratio, reaped, rustProbeFloor, sleep, startTree, table } from './lib.mjs';
 
 const psTreeAsync = promisify(psTree);
 const treeKillAsync = promisify(treeKill);
@@ -71,61 +71,91 @@ export async function treeBench() {
   ]);
 }
 
-/** Time from the call until every member of a 100-process tree is gone or a zombie. */
-async function timeKill(ignoreTerm, how) {
-  const trap = ignoreTerm ? `trap '' TERM; ` : '';
-  const tree = await startTree(`${trap}i=0; while [ $i -lt 99 ]; do sh -c "${trap}sleep 600" & i=$((i+1)); done; wait`, 99 * (ignoreTerm ? 2 : 1));
-  const pids = [tree.pgid, ...tree.members.map((p) => p.pid)];
-  const id = identity(tree.pgid);
+/**
+ * The tree every kill row measures: a shell and 99 `sleep 600` children, 100 processes in
+ * one process group (with `deaf`, every one of them ignores SIGTERM: `sleep` inherits the
+ * ignored disposition).
+ */
+const treeScript = (deaf) => `${deaf ? "trap '' TERM; " : ''}i=0; while [ $i -lt 99 ]; do sleep 600 & i=$((i+1)); done; wait`;
+
+/**
+ * Milliseconds from the call of `how` until every PID of `pids` is gone or a zombie, by the
+ * same poll for every row: probe() of all of them once per event-loop turn.
+ */
+async function timeUntilDead(pids, how) {
   const t0 = performance.now();
+  await how();
+  await allDead(pids);
+  return performance.now() - t0;
+}
+
+/** Starts the tree outside any registry, and times `how(pgid, identity)` killing it. */
+async function timeKill(deaf, how) {
+  const tree = await startTree(treeScript(deaf), 99);
+  const pids = [tree.pgid, ...tree.members.map((p) => p.pid)];
   try {
-    await how(tree.pgid, id);
-    await allDead(pids);
-    return performance.now() - t0;
+    return await timeUntilDead(pids, () => how(tree.pgid, identity(tree.pgid)));
   } finally {
     killGroup(tree.pgid);
+    await reaped(pids);
+  }
+}
+
+/** Starts the tree as a job of `registry`, and times `registry.kill` until it is dead. */
+async function timeRegistryKill(registry) {
+  const s = await registry.spawn(treeScript(false));
+  for (let t = 0; t < 500 && descendants(s.pid).filter((p) => p.alive).length < 99; t++) await sleep(10);
+  const pids = [s.pid, ...descendants(s.pid).map((p) => p.pid)];
+  try {
+    return { ms: await timeUntilDead(pids, () => registry.kill(s.id, { graceMs: 200 })), cgroup: Boolean(s.cgroup) };
+  } finally {
+    killGroup(s.pid);
+    await reaped(pids);
   }
 }
 
 export async function killBench({ rounds = 5 } = {}) {
   const rows = [];
-  for (const ignoreTerm of [false, true]) {
-    const signal = ignoreTerm ? 'SIGKILL' : 'SIGTERM';
+  let floorNormal = 0;
+  for (const deaf of [false, true]) {
+    const signal = deaf ? 'SIGKILL' : 'SIGTERM';
     const runs = { floor: [], procward: [], 'tree-kill': [] };
     for (let i = 0; i < rounds; i++) {
-      runs.floor.push(await timeKill(ignoreTerm, async (pgid) => process.kill(-pgid, signal)));
-      runs.procward.push(await timeKill(ignoreTerm, (_pgid, id) => killTree(id, { graceMs: 200 })));
-      runs['tree-kill'].push(await timeKill(ignoreTerm, (pgid) => treeKillAsync(pgid, signal)));
+      runs.floor.push(await timeKill(deaf, async (pgid) => process.kill(-pgid, signal)));
+      runs.procward.push(await timeKill(deaf, (_pgid, id) => killTree(id, { graceMs: 200 })));
+      runs['tree-kill'].push(await timeKill(deaf, (pgid) => treeKillAsync(pgid, signal)));
     }
     const [f, p, t] = [median(runs.floor), median(runs.procward), median(runs['tree-kill'])];
+    if (!deaf) floorNormal = f;
     rows.push([
-      ignoreTerm ? 'ignores SIGTERM (grace 200 ms)' : 'normal',
+      deaf ? 'ignores SIGTERM (grace 200 ms), killTree' : 'normal, killTree',
       `${fmt(f)} (kill(-pgid, ${signal}))`,
       fmt(p),
-      ignoreTerm ? `${fmt(p - 200)} ms over the grace` : ratio(p, f),
+      deaf ? `${fmt(p - 200)} ms over the grace` : ratio(p, f),
       fmt(t),
       ratio(t, p),
     ]);
   }
-  // Containment (Linux cgroup v2, when the host may create cgroups): the same normal tree,
-  // started through the registry so it runs in its own cgroup, killed through the registry.
-  const registry = await ProcessRegistry.open();
-  const contained = [];
-  let hasCgroup = false;
-  for (let i = 0; i < rounds; i++) {
-    const s = await registry.spawn('i=0; while [ $i -lt 99 ]; do sleep 600 & i=$((i+1)); done; wait');
-    hasCgroup = Boolean(s.cgroup);
-    for (let t = 0; t < 500 && descendants(s.pid).filter((p) => p.alive).length < 99; t++) await new Promise((r) => setTimeout(r, 10));
-    const pids = [s.pid, ...descendants(s.pid).map((p) => p.pid)];
-    const t0 = performance.now();
-    await registry.kill(s.id, { graceMs: 200 });
-    await allDead(pids);
-    contained.push(performance.now() - t0);
-    killGroup(s.pid);
+  // Through the registry: the same normal tree as a job, killed by registry.kill, without
+  // containment and (Linux cgroup v2, when the host may create cgroups) in its own cgroup.
+  for (const containment of [false, true]) {
+    const registry = await ProcessRegistry.open({ containment });
+    const times = [];
+    let inCgroup = false;
+    for (let i = 0; i < rounds; i++) {
+      const { ms, cgroup } = await timeRegistryKill(registry);
+      times.push(ms);
+      inCgroup = cgroup;
+    }
+    await registry.close();
+    const where = containment ? (inCgroup ? 'in a cgroup' : 'containment on, but no cgroup on this host') : 'no cgroup';
+    rows.push([`normal, registry.kill (${where})`, `${fmt(floorNormal)} (kill(-pgid, SIGTERM))`, fmt(median(times)), ratio(median(times), floorNormal), '', '']);
   }
-  await registry.close();
-  const floorNormal = Number.parseFloat(rows[0][1]);
-  rows.push([`normal, through the registry${hasCgroup ? ' in a cgroup' : ' (no cgroup on this host)'}`, rows[0][1], fmt(median(contained)), ratio(median(contained), floorNormal), '', '']);
-  return table('Kill of a 100-process tree until every member is dead — median ms of 5 runs', ['tree', 'floor', 'procward killTree', 'procward vs floor', 'tree-kill', 'tree-kill / procward'], rows) +
-    '\nThe floor for the SIGTERM-ignoring tree sends SIGKILL at once (no grace); tree-kill is given the same signal as the floor.\n';
+  return (
+    table(`Kill of a 100-process tree until every member is dead — median ms of ${rounds} runs`, ['tree', 'floor', 'procward', 'procward vs floor', 'tree-kill', 'tree-kill / procward'], rows) +
+    '\nEach tree is a shell and 99 `sleep` children in one process group, started fresh for every run; every column is the time from the call until every one of the 100 PIDs is gone or a zombie, by the same poll (probe() of all of them once per event-loop turn) after the call returns. ' +
+    'Floor: `process.kill(-pgid, signal)`, one signal to the group, nothing read before it (the least the kernel can be asked to do; it reaches no process that left the group). ' +
+    'procward: `killTree(identity, { graceMs: 200 })`, which snapshots the tree before its first signal, checks every identity and waits until each is dead before it resolves; `registry.kill` adds the session\'s bookkeeping. ' +
+    'For the SIGTERM-ignoring tree the floor sends SIGKILL at once (no grace); tree-kill is given the same signal as the floor.\n'
+  );
 }
