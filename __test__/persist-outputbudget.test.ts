@@ -32,7 +32,7 @@ describe('registry-wide output budget across starts, ends and pruning', () => {
       await r.wait((await r.spawn('true')).id);
       await until(async () => (await r.list()).length <= 1, 5000, 'finished sessions pruned');
       // Three running sessions that print 9000 characters each: a share is 20 000 / 3.
-      const running = [];
+      const running: string[] = [];
       for (const ch of 'xyz') {
         const s = await r.spawn(`${print(ch, 9000)}; sleep 30`);
         cleanupGroup(s.pid);

@@ -31,9 +31,10 @@ import { link, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fromNative, ProcwardError } from '../errors.js';
 import { native } from '../native.js';
-import { DEFAULT_MAX_SESSIONS, expiredIds, type RetentionOptions } from '../policy/retention.js';
+import { DEFAULT_MAX_SESSIONS, type RetentionOptions } from '../policy/retention.js';
 import { readOnlyView, type SessionRecord } from '../session/record.js';
 import { type CachedEntry, EntryBlocks, textOf } from './entryblocks.js';
+import { expiredNow } from './expiry.js';
 import { replaceFile } from './checkpointfile.js';
 import { CHECKPOINT_VERSION, type Generation, keyOf, rawId, readGeneration } from './generation.js';
 import { scanOrphanSessions } from './recovery.js';
@@ -320,7 +321,8 @@ export class Checkpoint {
       }
       if (this.retentionDue(doc.entries.size, retention)) {
         this.retainedAt = Date.now();
-        for (const id of expiredIds([...doc.entries.values()].map((e) => e.record), retention, Date.now(), mayPrune)) dirty = doc.entries.delete(id) || dirty;
+        const records = Array.from(doc.entries.values(), (e) => e.record);
+        for (const id of expiredNow(records, retention, Date.now(), mayPrune)) dirty = doc.entries.delete(id) || dirty;
       }
       // Nothing changed: the file already says it all.
       if (dirty) await this.writeGeneration(current.hasCurrent, doc);

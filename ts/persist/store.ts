@@ -7,11 +7,12 @@
 import { lstatSync } from 'node:fs';
 import { join, resolve as resolvePath } from 'node:path';
 import { forget } from '../output/budget.js';
-import { expiredIds, DEFAULT_MAX_SESSIONS } from '../policy/retention.js';
+import { DEFAULT_MAX_SESSIONS } from '../policy/retention.js';
 import type { Live } from '../session/kind.js';
 import type { SessionRecord } from '../session/record.js';
 import type { RegistryOptions } from '../types.js';
 import { Checkpoint } from './checkpoint.js';
+import { expiredNow } from './expiry.js';
 import { GroupCommit } from './groupcommit.js';
 import { removeSessionDir } from './jobfiles.js';
 import { scanOrphanSessions } from './recovery.js';
@@ -223,7 +224,7 @@ export class SessionStore {
     // Sessions another live host owns are its to prune: it may keep them longer (their
     // session directories hold the logs its readLog serves).
     const prunable = [...this.sessions.values()].filter((l) => !this.readOnly.has(l.record.id)).map((l) => l.record);
-    for (const id of expiredIds(prunable, this.options, now, this.mayPrune())) {
+    for (const id of expiredNow(prunable, this.options, now, this.mayPrune())) {
       const live = this.sessions.get(id);
       if (live) {
         live.kind.pruned();
