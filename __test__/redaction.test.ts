@@ -412,3 +412,49 @@ describe('redaction by kind, as a reader sees the text (issue 12 follow-up)', ()
     }
   });
 });
+
+describe('characters a terminal does not show cannot unmask a private key (attack on issue 14)', () => {
+  const body = Array.from({ length: 12 }, (_, i) => `MIIEow${i}${randomBytes(45).toString('base64')}`.slice(0, 64));
+  // Where the invisible character goes: after every line (the reported case), inside the
+  // markers, and in front of every line; each of the kind's characters.
+  const placements = {
+    lineEnds: (c: string) => `-----BEGIN RSA PRIVATE KEY-----${c}\n${body.map((l) => l + c).join('\n')}\n-----END RSA PRIVATE KEY-----${c}\n`,
+    insideMarkers: (c: string) => `-----BEGIN RSA PRI${c}VATE KEY-----\n${body.join('\n')}\n-----END RSA PRIVATE${c} KEY-----\n`,
+    lineStarts: (c: string) => `${c}-----BEGIN OPENSSH PRIVATE KEY-----\n${body.map((l) => c + l).join('\n')}\n${c}-----END OPENSSH PRIVATE KEY-----\n`,
+  };
+  const chars = { nul: '\u0000', del: '\u007f', vt: '\u000b', zeroWidthSpace: '\u200b', bom: '\ufeff', wordJoiner: '\u2060' };
+  const shown = (text: string) => body.filter((l) => text.includes(l.slice(8, 40)));
+
+  it('redact() masks every body line whatever the character and wherever it sits', () => {
+    for (const [where, make] of Object.entries(placements)) {
+      for (const [name, c] of Object.entries(chars)) {
+        const out = redact(`before\n${make(c)}after\n`);
+        expect(shown(out), `${where}/${name}`).toEqual([]);
+        expect(out, `${where}/${name}`).toContain('after');
+        expect(out.split('\n').length, `${where}/${name}: lines kept`).toBe(body.length + 5);
+      }
+    }
+  });
+
+  it('through wait, poll and pages of five lines at every offset, durable and in memory', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'key.txt');
+    writeFileSync(file, `building\n${placements.lineEnds('\u0000')}done\n`);
+    for (const durable of [true, false]) {
+      const r = await ProcessRegistry.open({ stateDir: join(dir, `state-${durable}`), durable });
+      try {
+        const s = await r.spawn(`cat ${file}`);
+        cleanupGroup(s.pid);
+        const w = await r.wait(s.id, { timeoutMs: 20_000 });
+        expect(w.exitCode).toBe(0);
+        expect(shown(JSON.stringify([w, await r.poll(s.id)])), `durable ${durable}`).toEqual([]);
+        for (let offset = 0; offset < body.length + 4; offset++) {
+          const page = await r.readLog(s.id, { offset, limit: 5 });
+          expect(shown(page.text), `durable ${durable}, offset ${offset}`).toEqual([]);
+        }
+      } finally {
+        await r.close();
+      }
+    }
+  });
+});

@@ -72,6 +72,9 @@ fn marker_at(buf: &[u8], at: usize) -> Option<(bool, usize)> {
   loop {
     if let [b' ' | b'\t', rest @ ..] = tail {
       tail = rest;
+    } else if let Some(n) = invisible_len(tail) {
+      // A NUL, DEL or zero-width character shows as nothing: the marker still ends its line.
+      tail = &tail[n..];
     } else if let [0x1b, b'[', rest @ ..] = tail {
       // CSI: parameter and intermediate bytes, then one final byte.
       let n = rest.iter().position(|b| (0x40..=0x7e).contains(b)).map_or(rest.len(), |p| p + 1);
@@ -91,6 +94,17 @@ fn marker_at(buf: &[u8], at: usize) -> Option<(bool, usize)> {
     return None;
   }
   Some((begin, start))
+}
+
+/// The length of the invisible character `bytes` starts with, if it does: a C0 control other
+/// than a line break, tab or ESC, DEL, or a zero-width format character (U+200B-U+200D,
+/// U+2060, U+FEFF). Same set as `INVISIBLE` in `ts/policy/redact/keyblock.ts`.
+fn invisible_len(bytes: &[u8]) -> Option<usize> {
+  match bytes {
+    [c, ..] if (*c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r' | 0x1b)) || *c == 0x7f => Some(1),
+    [0xe2, 0x80, 0x8b..=0x8d, ..] | [0xe2, 0x81, 0xa0, ..] | [0xef, 0xbb, 0xbf, ..] => Some(3),
+    _ => None,
+  }
 }
 
 /// A tail shared between the reader thread and the host.
@@ -282,6 +296,16 @@ mod tests {
     let mut t = Tail::new(8);
     t.append("\x1b[01;31m-----BEGIN RSA PRIVATE KEY-----\x1b[m\x1b[K\nMIIEpAIBAAKCAQEA44AKKB/PRg0UpksGh9iiRlcFmgZvEg\n");
     assert!(t.starts_in_key_block());
+  }
+
+  #[test]
+  fn invisible_characters_after_a_marker_still_end_its_line() {
+    for trailer in ["\0", "\u{7f}", "\u{200b}", "\u{feff}\0 "] {
+      let mut t = Tail::new(64);
+      t.append(&format!("-----BEGIN RSA PRIVATE KEY-----{trailer}\nMIIEpAIBAAKCAQEA44AKKB/PRg0UpksGh9iiRlcFmgZvEg{trailer}\n"));
+      t.append(&"x".repeat(200));
+      assert!(t.starts_in_key_block(), "trailer {trailer:?}");
+    }
   }
 
   #[test]

@@ -24,9 +24,17 @@ const NEEDLE = 'PRIVATE KEY';
 const BEGIN = /-{4,5} ?BEGIN [A-Z0-9 ]{0,40}$/;
 const END = /-{4,5} ?END [A-Z0-9 ]{0,40}$/;
 const CLOSE = /^(?: BLOCK)? ?-{4,5}/;
-// What may follow a marker on its line: blanks, colour codes (`grep --color`), and the line
-// ends `cat -A` prints (`^M` for a carriage return, `$` for the line end).
-const TRAILER = /(?:[ \t]|\u001b\[[0-?]*[ -/]*[@-~]|\^M|\$(?=\r?\n|$))*/y;
+/**
+ * Characters a terminal shows as nothing: C0 controls other than line breaks and ESC, DEL,
+ * and the zero-width format characters (U+200B-U+200D, U+2060, U+FEFF). A job can print
+ * them around or inside a key's lines; a person still sees the key, so redaction must too.
+ */
+export const INVISIBLE = '\u0000-\u0008\u000b\u000c\u000e-\u001a\u001c-\u001f\u007f\u200b-\u200d\u2060\ufeff';
+const HAS_INVISIBLE = new RegExp(`[${INVISIBLE}]`);
+const ALL_INVISIBLE = new RegExp(`[${INVISIBLE}]`, 'g');
+// What may follow a marker on its line: blanks, invisible characters, colour codes (`grep
+// --color`), and the line ends `cat -A` prints (`^M` for a carriage return, `$` for the line end).
+const TRAILER = new RegExp(`(?:[ \\t${INVISIBLE}]|\\u001b\\[[0-?]*[ -/]*[@-~]|\\^M|\\$(?=\\r?\\n|$))*`, 'y');
 
 interface Marker {
   kind: 'begin' | 'end';
@@ -70,6 +78,13 @@ function* markers(text: string, from = 0): Generator<Marker> {
  * text's start. One backward search: the last marker starting before `pos` decides.
  */
 export function insideKeyBlockAt(text: string, pos: number, startsInside = false): boolean {
+  if (!HAS_INVISIBLE.test(text)) return lastMarkerOpens(text, pos, startsInside);
+  // Seen as a person sees it: without the invisible characters (see maskKeyBlocks).
+  const visiblePos = text.slice(0, pos).replace(ALL_INVISIBLE, '').length;
+  return lastMarkerOpens(text.replace(ALL_INVISIBLE, ''), visiblePos, startsInside);
+}
+
+function lastMarkerOpens(text: string, pos: number, startsInside: boolean): boolean {
   let at = text.lastIndexOf(NEEDLE, pos + 50);
   while (at >= 0) {
     const m = markerAt(text, at);
@@ -84,15 +99,10 @@ function maskLines(span: string): string {
   return span.replace(/[^\n]+/g, KEY_MASK);
 }
 
-/**
- * Masks every private-key block of `text` (see the module docs). `startsInside`: the text
- * begins inside a block whose BEGIN came before it.
- */
-export function maskKeyBlocks(text: string, startsInside = false): string {
-  if (!startsInside && !text.includes(NEEDLE)) return text;
-  let out = '';
+/** The ranges of `text` that private-key blocks cover, in order (see {@link maskKeyBlocks}). */
+function blockRanges(text: string, startsInside: boolean): [number, number][] {
+  const ranges: [number, number][] = [];
   let open = startsInside ? 0 : -1;
-  let copied = 0;
   let first = true;
   for (const m of markers(text)) {
     const wasFirst = first;
@@ -103,21 +113,51 @@ export function maskKeyBlocks(text: string, startsInside = false): string {
       // An END before any BEGIN: the text started inside the block.
       const from = open >= 0 ? open : wasFirst ? 0 : -1;
       if (from < 0) continue;
-      // The block starts at the beginning of its line when it opened before the text.
-      out += text.slice(copied, from) + maskLines(text.slice(from, m.end));
-      copied = m.end;
+      ranges.push([from, m.end]);
       open = -1;
     }
   }
-  if (open >= 0) {
-    out += text.slice(copied, open) + maskLines(text.slice(open));
-    copied = text.length;
+  if (open >= 0) ranges.push([open, text.length]);
+  return ranges;
+}
+
+/**
+ * {@link blockRanges} of a text holding invisible characters: found in the text without
+ * them (a NUL inside `-----BEGIN RSA PRIVATE KEY-----` or at the end of every key line hides
+ * nothing from a person), mapped back to positions of `text`.
+ */
+function rangesSeenThroughInvisible(text: string, visible: string, startsInside: boolean): [number, number][] {
+  // kept[i]: where the i-th visible character sits in `text`.
+  const kept = new Uint32Array(visible.length);
+  for (let i = 0, k = 0; i < text.length; i++) if (!isInvisible(text.charCodeAt(i))) kept[k++] = i;
+  const at = (i: number) => (i >= visible.length ? text.length : (kept[i] as number));
+  // A block takes the invisible characters between its last character and what follows.
+  return blockRanges(visible, startsInside).map(([a, b]) => [at(a), at(b)]);
+}
+
+function isInvisible(c: number): boolean {
+  return (c < 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d && c !== 0x1b) || c === 0x7f || (c >= 0x200b && c <= 0x200d) || c === 0x2060 || c === 0xfeff;
+}
+
+/**
+ * Masks every private-key block of `text` (see the module docs). `startsInside`: the text
+ * begins inside a block whose BEGIN came before it.
+ */
+export function maskKeyBlocks(text: string, startsInside = false): string {
+  const visible = HAS_INVISIBLE.test(text) ? text.replace(ALL_INVISIBLE, '') : text;
+  if (!startsInside && !visible.includes(NEEDLE)) return text;
+  const ranges = visible === text ? blockRanges(text, startsInside) : rangesSeenThroughInvisible(text, visible, startsInside);
+  let out = '';
+  let copied = 0;
+  for (const [from, to] of ranges) {
+    out += text.slice(copied, from) + maskLines(text.slice(from, to));
+    copied = to;
   }
   return out + text.slice(copied);
 }
 
-// A trailing `$` or `^M$` is how `cat -A` shows the line end.
-const KEY_LINE = /^[A-Za-z0-9+/]{60,76}={0,2}(?:\r|\^M)?\$?$/;
+// A trailing `$` or `^M$` is how `cat -A` shows the line end; invisible characters around it.
+const KEY_LINE = new RegExp(`^[${INVISIBLE}]*[A-Za-z0-9+/]{60,76}={0,2}[${INVISIBLE}]*(?:\\r|\\^M)?\\$?[${INVISIBLE}]*$`);
 
 /**
  * Whether one line, seen alone (a watch-pattern hit), looks like a line of key material: 60–76

@@ -17,14 +17,15 @@
  * Not covered (indistinguishable from other base64): body lines that start after the first
  * one (`sed -n 5,20p`), and keys in other encodings (hex, compressed).
  */
-import { KEY_MASK } from './keyblock.js';
+import { INVISIBLE, KEY_MASK } from './keyblock.js';
 
 // A run that may start a key: not inside a longer base64 word.
 const START = /(?<![A-Za-z0-9+/])(?:M[A-Za-z0-9+/]{11}|b3BlbnNzaC1rZXktdjE|P2\/56w|lQ[A-Za-z0-9+/]{6}|LS0tLS1CRUdJTi)[A-Za-z0-9+/]*={0,2}/g;
 // A following line of a wrapped body: indentation or a line number (`nl`, `grep -n`), base64,
-// and the line ends `cat -A` prints.
-const BODY_LINE = /^([ \t]*(?:\d+[\t:][ \t]*)?)([A-Za-z0-9+/]+={0,2})((?:\r|\^M)?\$?\r?)$/;
-const PADDED_END = /^([ \t]*(?:\d+[\t:][ \t]*)?)([A-Za-z0-9+/]+={1,2})()/;
+// and the line ends `cat -A` prints; invisible characters (NUL, zero-width) around them.
+const LEAD = `([ \\t${INVISIBLE}]*(?:\\d+[\\t:][ \\t]*)?)`;
+const BODY_LINE = new RegExp(`^${LEAD}([A-Za-z0-9+/]+={0,2})([${INVISIBLE}]*(?:\\r|\\^M)?\\$?[${INVISIBLE}]*\\r?)$`);
+const PADDED_END = new RegExp(`^${LEAD}([A-Za-z0-9+/]+={1,2})()`);
 
 function bytes(b64: string, n: number): Uint8Array {
   return Buffer.from(b64.slice(0, Math.ceil((n * 4) / 3 / 4) * 4), 'base64');
