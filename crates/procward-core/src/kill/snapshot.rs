@@ -31,7 +31,7 @@ impl Run<'_> {
       for p in &tree {
         self.add(Target::from(p));
       }
-      for t in cgroup_members(self.cgroup.as_deref()) {
+      for t in self.cgroup_members() {
         self.add(t);
       }
       true
@@ -61,7 +61,7 @@ impl Run<'_> {
     for t in self.own_group(table) {
       self.add(t);
     }
-    for t in cgroup_members(self.cgroup.as_deref()) {
+    for t in self.cgroup_members() {
       self.add(t);
     }
   }
@@ -124,24 +124,25 @@ impl Run<'_> {
       found.extend(descendants_in(table, s.pid, s.start_time).iter().map(Target::from));
     }
     found.extend(self.own_group(table));
-    found.extend(cgroup_members(self.cgroup.as_deref()));
+    found.extend(self.cgroup_members());
     for t in found {
       self.add(t);
     }
   }
-}
 
-/// Live members of the job's cgroup, as targets (a process in the job's cgroup is the job's).
-pub(super) fn cgroup_members(dir: Option<&std::path::Path>) -> Vec<Target> {
-  #[cfg(target_os = "linux")]
-  if let Some(dir) = dir {
-    return crate::cgroup::members(dir)
-      .into_iter()
-      .filter_map(|pid| sys::read_stat(pid).ok().flatten())
-      .filter(|p| !p.is_dead())
-      .map(|p| Target::from(&p))
-      .collect();
+  /// Live members of the job's cgroup that are not targets yet (a process in the job's
+  /// cgroup is the job's): a stat read each, only for those.
+  fn cgroup_members(&self) -> Vec<Target> {
+    #[cfg(target_os = "linux")]
+    if let Some(dir) = self.cgroup.as_deref() {
+      return crate::cgroup::members(dir)
+        .into_iter()
+        .filter(|&pid| !self.knows(pid))
+        .filter_map(|pid| sys::read_stat(pid).ok().flatten())
+        .filter(|p| !p.is_dead())
+        .map(|p| Target::from(&p))
+        .collect();
+    }
+    Vec::new()
   }
-  let _ = dir;
-  Vec::new()
 }
