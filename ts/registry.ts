@@ -78,7 +78,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       tailChars: this.tailChars,
       register: (live) => {
         this.sessions.set(live.record.id, live);
-        this.rebalance();
+        this.rebalance(live);
         this.logs.started(live);
       },
       refresh: (live) => this.refresh(live),
@@ -136,8 +136,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   /** Keeps the in-memory output of all sessions within `maxTotalOutputChars` (see `output/budget.ts`). */
-  private rebalance(): void {
-    rebalance(this.sessions, this.options.maxTotalOutputChars ?? DEFAULT_TOTAL_OUTPUT_CHARS, this.tailChars);
+  private rebalance(changed: Live): void {
+    rebalance(this.sessions, this.options.maxTotalOutputChars ?? DEFAULT_TOTAL_OUTPUT_CHARS, this.tailChars, changed);
   }
 
   private get tailChars(): number {
@@ -204,7 +204,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     this.watch(live, null);
     if (r.notifyOnComplete && r.completionTail === undefined) r.completionTail = preview(live.tail.text(), COMPLETION_TAIL_CHARS, (t, k) => this.clean(t, k), live.tail.startsInKeyBlock);
     delete live.watcher;
-    this.rebalance();
+    this.rebalance(live);
     live.kind.ended();
     this.logs.ended(live);
     for (const w of live.waiters) w();
