@@ -10,6 +10,12 @@
  *   dies; waiters block in the kernel, so none is starved) and merges with what other
  *   hosts wrote: their entries are kept and, for a session both sides know, the newer `updatedAt` wins. Temp files of writers that died mid-write
  *   are removed under the lock.
+ * - Except for a session the writer owns (its entry names the writer's own identity: it
+ *   started or finished the job and follows it): the writer's record wins whatever the
+ *   file's `updatedAt` says, so an entry edited from outside or stamped by a clock ahead
+ *   never turns a running job exited; no other live host writes such an entry (it is
+ *   foreign there). Only a completion claimed on disk stays claimed. Sessions adopted from a
+ *   dead writer keep the newer-`updatedAt` rule (two hosts may adopt one).
  * - A write costs what changed, not the registry's size (issue 14): the document as this
  *   process last read or wrote it stays cached with each entry's JSON, valid while the file
  *   keeps its identity (inode, size, times; every write replaces the file). A save then
@@ -76,6 +82,11 @@ export interface SaveSet {
   changed: SessionRecord[];
   /** All of its records: asked for only when the file changed under it (another host wrote it, or it was damaged). */
   all(): SessionRecord[];
+  /**
+   * Whether the writer owns `record` (it names the writer's own identity): its record then
+   * wins over the file's entry whatever their `updatedAt` (see `save`). Default: none.
+   */
+  own?(record: SessionRecord): boolean;
 }
 
 function fsyncDir(dir: string): void {
@@ -311,9 +322,12 @@ export class Checkpoint {
         const known = [...doc.entries.keys(), ...mine.map((r) => r.id), ...doc.kept.map((raw) => rawId(raw) ?? '')];
         for (const r of scanOrphanSessions(this.dir, new Set(known), () => false).records) doc.entries.set(r.id, { record: r, text: null });
       }
-      for (const rec of mine) {
-        const other = doc.entries.get(rec.id);
-        if (other && other.record.updatedAt > rec.updatedAt) continue;
+      for (const mineRec of mine) {
+        const other = doc.entries.get(mineRec.id);
+        const own = set.own?.(mineRec) === true;
+        if (other && other.record.updatedAt > mineRec.updatedAt && !own) continue;
+        // A completion claimed on disk (`claimCompletions`) stays claimed.
+        const rec = own && other?.record.notificationDelivered && !mineRec.notificationDelivered ? { ...mineRec, notificationDelivered: true } : mineRec;
         const text = JSON.stringify(rec);
         if (other && textOf(other) === text) continue;
         doc.entries.set(rec.id, { record: rec, text });

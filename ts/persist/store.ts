@@ -70,7 +70,7 @@ export class SessionStore {
       if (!this.checkpoint) return;
       const changed = this.changedRecords();
       try {
-        const saved = await this.checkpoint.save({ changed, all: () => this.ownRecords() }, this.options, this.mayPrune());
+        const saved = await this.checkpoint.save({ changed, all: () => this.ownRecords(), own: (r) => this.isWriterOf(r) }, this.options, this.mayPrune());
         appendDiagnostics(this.diagnostics, saved.diagnostics);
       } catch (err) {
         // Not written: the next save hands every record over again.
@@ -78,6 +78,12 @@ export class SessionStore {
         throw err;
       }
     });
+  }
+
+  /** Whether `record` names this registry as its writer (it started or finished the job; see `Checkpoint.save`). */
+  private isWriterOf(record: SessionRecord): boolean {
+    const w = record.writer;
+    return w === this.writer || writerKey(w) === writerKey(this.writer);
   }
 
   /** Copies of the records this host writes: its own sessions, not those kept read-only. */
