@@ -78,6 +78,11 @@ interface Rule {
   pattern: RegExp;
   /** Which capture group is the secret (0 = the whole match). */
   group: number;
+  /**
+   * The rule matches a URL scheme's `://`: the pattern is tried (sticky) only at the scheme
+   * before each `://`, not at every position of the text.
+   */
+  atSchemes?: true;
 }
 
 const RULES: Rule[] = [
@@ -90,7 +95,12 @@ const RULES: Rule[] = [
   { name: 'api-key-header', pattern: /\b(?:X-Api-Key|Api-Key|X-Auth-Token|X-Access-Token|Private-Token)["']?\s*[:=]\s*["']?([A-Za-z0-9._~+/=-]{12,})/gi, group: 1 },
   // scheme://user:password@host: the password runs to the last `@` before the host (see the
   // module docs). Lengths are bounded so a line of `a://b:` repeats stays linear.
-  { name: 'url-credentials', pattern: /\b[a-z][a-z0-9+.-]{0,30}:\/\/[^\s:/?#]{0,256}:(?!\d+(?:[/?#\s]|$))(\S{1,256}?)@(?=[\w[.-]+(?:[:/?#\s'")\]]|$))(?![^\s@/]{0,256}@)/gim, group: 1 },
+  {
+    name: 'url-credentials',
+    pattern: /\b[a-z][a-z0-9+.-]{0,30}:\/\/[^\s:/?#]{0,256}:(?!\d+(?:[/?#\s]|$))(\S{1,256}?)@(?=[\w[.-]+(?:[:/?#\s'")\]]|$))(?![^\s@/]{0,256}@)/gim,
+    group: 1,
+    atSchemes: true,
+  },
   // ?password=…&token=… in URLs and form bodies.
   { name: 'query-credentials', pattern: /[?&](?:password|passwd|pwd|pass|secret|token|access_token|api_key|apikey|client_secret|auth)=([^&\s#'"]+)/gi, group: 1 },
   { name: 'jwt', pattern: /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, group: 0 },
@@ -141,16 +151,48 @@ function maskTokens(text: string, startsInKeyBlock: boolean): string {
     });
   }
   for (const rule of RULES) {
-    out = out.replace(rule.pattern, (match: string, ...groups: unknown[]) => {
+    const masked = (match: string, ...groups: unknown[]) => {
       if (rule.group === 0) return mask(match);
       const secret = groups[rule.group - 1];
       if (typeof secret !== 'string' || secret === '' || secret.includes('…')) return match;
       // Every group rule's secret sits at the end of its match (before a closing `@` for URLs).
       const at = match.lastIndexOf(secret);
       return match.slice(0, at) + mask(secret) + match.slice(at + secret.length);
-    });
+    };
+    out = rule.atSchemes ? replaceAtSchemes(out, rule, masked) : out.replace(rule.pattern, masked);
   }
   return out;
+}
+
+const sticky = new WeakMap<RegExp, RegExp>();
+const SCHEME_CHAR = /[a-z0-9+.-]/i;
+const WORD_CHAR = /\w/;
+
+/**
+ * `text.replace(rule.pattern, masked)` for a rule whose matches start with a URL scheme
+ * (`\b[a-z][a-z0-9+.-]{0,30}://`), tried only at each `://`: from the leftmost place the
+ * scheme may start (a letter at a word boundary, at most 31 characters back), since what
+ * follows `://` does not depend on where the scheme starts. Tried at every word of a log,
+ * the URL rule cost 15% of redaction.
+ */
+function replaceAtSchemes(text: string, rule: Rule, masked: (match: string, ...groups: unknown[]) => string): string {
+  let re = sticky.get(rule.pattern);
+  if (!re) sticky.set(rule.pattern, (re = new RegExp(rule.pattern.source, `${rule.pattern.flags.replace('g', '')}y`)));
+  let out = '';
+  let copied = 0;
+  for (let at = text.indexOf('://'); at >= 0; at = text.indexOf('://', at + 3)) {
+    let p = at;
+    while (p > copied && p > at - 31 && SCHEME_CHAR.test(text[p - 1] as string)) p--;
+    while (p < at && !(/[a-z]/i.test(text[p] as string) && (p === 0 || !WORD_CHAR.test(text[p - 1] as string)))) p++;
+    if (p === at) continue;
+    re.lastIndex = p;
+    const m = re.exec(text);
+    if (!m) continue;
+    out += text.slice(copied, m.index) + masked(m[0], ...m.slice(1));
+    copied = m.index + m[0].length;
+    at = Math.max(at, copied - 3);
+  }
+  return copied === 0 ? text : out + text.slice(copied);
 }
 
 /**
