@@ -177,7 +177,10 @@ const WORD_CHAR = /\w/;
  */
 function replaceAtSchemes(text: string, rule: Rule, masked: (match: string, ...groups: unknown[]) => string): string {
   let re = sticky.get(rule.pattern);
-  if (!re) sticky.set(rule.pattern, (re = new RegExp(rule.pattern.source, `${rule.pattern.flags.replace('g', '')}y`)));
+  if (!re) {
+    re = new RegExp(rule.pattern.source, `${rule.pattern.flags.replace('g', '')}y`);
+    sticky.set(rule.pattern, re);
+  }
   let out = '';
   let copied = 0;
   for (let at = text.indexOf('://'); at >= 0; at = text.indexOf('://', at + 3)) {
