@@ -9,6 +9,7 @@
  */
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import type { BigIntStats } from 'node:fs';
 import { openPrivate, readPrivate } from '../persist/jobfiles.js';
 import { insideKeyBlockAt, leadsWithKeyMaterial } from '../policy/redact.js';
 import { type IndexedLog, KEY_NEEDLE, LineIndex } from './lineoffsets.js';
@@ -28,6 +29,9 @@ interface Part {
   size: number;
   /** The part's inode number: a cached line index is trusted only for the inode it read. */
   ino: bigint;
+  /** The part's `st_mtime` and `st_ctime` (ns): the line index tells a rewrite in place by them. */
+  mtime: bigint;
+  ctime: bigint;
 }
 
 /** The kept parts of a log as of one moment, oldest first. Close it after use. */
@@ -49,48 +53,60 @@ function field(text: string, name: string): bigint {
   return m ? BigInt(m[1] as string) : 0n;
 }
 
+/** Attempts at a consistent view of the parts before the last one seen is used as it is. */
+const OPEN_ATTEMPTS = 20;
+
 /**
- * Opens the log's parts consistently, trying again (up to 20 times) when a rotation got in
- * the way: `log-state.json` changed while the parts were opened (its rotation count only
- * grows, so this holds where inode numbers, which the file system reuses, do not), the
- * parts are not the ones it names (a rotation between its write and its renames), or a
- * part was refused (unlinked by a rotation between its open and its check).
+ * Opens the log's parts consistently, trying again (up to 20 times, 2 ms apart) when a
+ * rotation got in the way: `log-state.json` changed while the parts were opened (its
+ * rotation count only grows, so this holds where inode numbers, which the file system
+ * reuses, do not), the parts are not the ones it names (a rotation between its write and
+ * its renames), or `output.log.1` was unlinked by a rotation after it was opened. A log
+ * rotated faster than that is read as last opened (a part unlinked since is still read
+ * through its handle: the log as it was then). A part that is a symlink, not a regular
+ * file or a hard link is `STATE_DIR_UNTRUSTED` at once: a rotation never makes those (see
+ * `openPrivate`). Every handle is closed on every path.
  */
 async function openLog(path: string): Promise<OpenLog> {
   const statePath = join(dirname(path), 'log-state.json');
-  for (let attempt = 0; ; attempt++) {
-    const stateText = (readPrivate(statePath) ?? '');
+  for (let attempt = 1; ; attempt++) {
+    const stateText = readPrivate(statePath) ?? '';
     const rotations = field(stateText, 'rotations');
-    let rotated: FileHandle | null = null;
+    const rotated = rotations > 0n ? await openPrivate(`${path}.1`, true) : null;
     let current: FileHandle | null;
     try {
-      rotated = rotations > 0n ? await openPrivate(`${path}.1`) : null;
-      current = await openPrivate(path);
+      current = await openPrivate(path, true);
     } catch (err) {
       await rotated?.close();
-      // A part a rotation unlinks right after it was opened has no link left when it is
-      // checked; a part that is refused again and again (a link planted there) is an error.
-      if (attempt >= 20) throw err;
-      await new Promise((r) => setTimeout(r, 2));
-      continue;
+      throw err;
     }
     const handles = [rotated, current].filter((h): h is FileHandle => h !== null);
     const close = async () => {
       await Promise.all(handles.map((h) => h.close()));
     };
-    const stats = await Promise.all(handles.map((h) => h.stat({ bigint: true })));
-    const unchanged = ((readPrivate(statePath) ?? '')) === stateText;
+    let stats: BigIntStats[];
+    try {
+      stats = await Promise.all(handles.map((h) => h.stat({ bigint: true })));
+    } catch (err) {
+      await close();
+      throw err;
+    }
+    const unchanged = (readPrivate(statePath) ?? '') === stateText;
+    // A part unlinked by a rotation after its open: its bytes are dropped output by now.
+    const gone = stats.some((st) => st.nlink === 0n);
     const named =
       rotations === 0n ||
       ((rotated === null || stats[0]?.ino === field(stateText, 'rotatedIno')) && (current === null || stats[stats.length - 1]?.ino === field(stateText, 'currentIno')));
-    const consistent = unchanged && named;
-    if (!consistent && attempt < 20) {
+    if (!(unchanged && named && !gone) && attempt < OPEN_ATTEMPTS) {
       await close();
       await new Promise((r) => setTimeout(r, 2));
       continue;
     }
     const drops = { bytes: Number(field(stateText, 'droppedBytes')), lines: Number(field(stateText, 'droppedLines')), lostBytes: Number(field(stateText, 'lostBytes')) };
-    const parts = handles.map((handle, i) => ({ handle, size: Number(stats[i]?.size ?? 0), ino: stats[i]?.ino ?? 0n }));
+    const parts = handles.map((handle, i) => {
+      const st = stats[i] as BigIntStats;
+      return { handle, size: Number(st.size), ino: st.ino, mtime: st.mtimeNs, ctime: st.ctimeNs };
+    });
     // log-state.json is untrusted: offsets past 2^52 would lose bytes in arithmetic (a read
     // that never advances), so such a count does not move the kept start.
     const start = Number.isSafeInteger(drops.bytes) && drops.bytes <= 2 ** 52 ? drops.bytes : 0;
@@ -141,6 +157,20 @@ export async function readLogTail(path: string, bytes: number): Promise<string> 
 }
 
 /**
+ * `end`, moved back to the start of a UTF-8 sequence that `buf[0, end)` holds only the
+ * first bytes of (a read that stopped inside a character), so no U+FFFD is made of it.
+ */
+export function wholeCharsEnd(buf: Uint8Array, end: number): number {
+  for (let i = end - 1; i >= Math.max(0, end - 4); i--) {
+    const b = buf[i] as number;
+    if ((b & 0xc0) === 0x80) continue;
+    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    return i + need > end ? i : end;
+  }
+  return end;
+}
+
+/**
  * Reads from absolute offset `offset` to the log's end (at most 4 MiB), stopping before a
  * UTF-8 sequence that is not complete yet; `next` is where the following read starts.
  * Output dropped by rotation before it was read is skipped; a log that is shorter than
@@ -150,14 +180,7 @@ export async function readLogFrom(path: string, offset: number): Promise<{ text:
   return withLog(path, async (log) => {
     const start = offset > log.end ? log.start : Math.max(offset, log.start);
     const buf = await collect(log, start, 4 * 1024 * 1024);
-    let end = buf.length;
-    for (let i = end - 1; i >= Math.max(0, end - 4); i--) {
-      const b = buf[i] as number;
-      if ((b & 0xc0) === 0x80) continue;
-      const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
-      if (i + need > end) end = i;
-      break;
-    }
+    const end = wholeCharsEnd(buf, buf.length);
     return { text: buf.subarray(0, end).toString('utf8'), next: start + end };
   });
 }
@@ -188,15 +211,28 @@ export interface RawLogPage {
   drops: LogDrops;
   /** Whether `context` (or `body` when there is none) starts inside a private-key block whose BEGIN came earlier. */
   startsInKeyBlock: boolean;
-  /** Bytes cut from the end of the page's only line because it alone exceeds the cap (0: nothing cut). */
+  /**
+   * Bytes of the page's only line left unread: it runs past the cap and the
+   * {@link CUT_MARGIN} read after it (0: `body` holds every line whole). The caller
+   * redacts `body`, then cuts it to the cap.
+   */
   cutBytes: number;
 }
 
 /**
+ * Bytes read past the cap of a line longer than it, so the line is redacted before it is
+ * cut (DESIGN section 11): a secret that straddles the cut is seen whole and masked. 64 KiB
+ * hold any secret the rules bound (URL passwords up to 256 characters, tokens, JWTs, key
+ * blocks in a JSON string); `paging.ts` leaves out a longer run of token characters that
+ * reaches the end of what was read.
+ */
+export const CUT_MARGIN = 64 * 1024;
+
+/**
  * A page of `limit` lines from line `offset` (undefined: the last `limit` lines) holding at
  * most `maxBytes` bytes of the log: lines that do not fit are left out (from the end of a
- * page at an offset, from the start of a page from the end), and a line longer than the cap
- * alone is cut (`cutBytes`). Costs a line-index lookup (see `lineoffsets.ts`; free for a
+ * page at an offset, from the start of a page from the end), and of a line longer than the
+ * cap alone `maxBytes` + {@link CUT_MARGIN} bytes are read (`cutBytes`: the rest). Costs a line-index lookup (see `lineoffsets.ts`; free for a
  * page that starts where an earlier one ended) and one read of the page, its context (up to
  * `context` lines and 64 KiB) and up to 1 MiB before them, searched for the private-key
  * marker that says whether the page starts inside a key (a log whose front was rotated away
@@ -226,7 +262,7 @@ export async function logPage(path: string, opts: { offset?: number; limit: numb
       }
     }
     const lineBytes = e - s - (last <= idx.newlines ? 1 : 0);
-    const cutBytes = e - s > opts.maxBytes ? lineBytes - opts.maxBytes : 0;
+    const readTo = e - s > opts.maxBytes ? Math.min(e, s + opts.maxBytes + CUT_MARGIN) : e;
     let ctxFirst = Math.max(0, first - opts.context);
     let cs = await idx.lineStart(ctxFirst);
     if (s - cs > CONTEXT_BYTES) {
@@ -238,14 +274,16 @@ export async function logPage(path: string, opts: { offset?: number; limit: numb
     // One read: the bytes searched for a key marker (only when the index saw one there, as
     // most pages have none before them), the context, the page.
     const from = idx.hasKeyMarker(lookFrom, cs) ? lookFrom : cs;
-    const buf = await collect(log, from, Math.min(e, s + opts.maxBytes) - from);
+    const buf = await collect(log, from, readTo - from);
     const behind = buf.subarray(0, cs - from);
     const behindText = behind.includes(KEY_NEEDLE) ? behind.toString('utf8') : '';
     const startsInKeyBlock = insideKeyBlockAt(behindText, behindText.length, lead);
-    // The page's last line break (when it has one) ends the page rather than starting a line.
-    const bodyEnd = buf.length > s - from && buf[buf.length - 1] === 10 ? buf.length - 1 : buf.length;
-    let body = buf.toString('utf8', s - from, bodyEnd);
-    if (cutBytes > 0) body = body.replace(/\uFFFD+$/, '');
+    // The page's last line break (when it has one) ends the page rather than starting a line;
+    // a line read in part ends before a character the read stopped inside.
+    const whole = from + buf.length >= e;
+    const bodyEnd = !whole ? wholeCharsEnd(buf, buf.length) : buf.length > s - from && buf[buf.length - 1] === 10 ? buf.length - 1 : buf.length;
+    const body = buf.toString('utf8', s - from, bodyEnd);
+    const cutBytes = last - first === 1 ? Math.max(0, lineBytes - (bodyEnd - (s - from))) : 0;
     const context = buf.toString('utf8', cs - from, s - from);
     return { context, body, before: first - ctxFirst, offset: first, count: last - first, totalLines, drops: log.drops, startsInKeyBlock, cutBytes };
   });

@@ -1,14 +1,16 @@
 /**
  * `readLog`'s pages: from a session's in-memory tail, or from a durable job's log file
  * through its line index (a page costs one read of its bytes, whatever the log's size).
- * Redaction runs on the page with context before it before the page is cut; every page is
- * cut to a byte cap (`maxBytes`, default 1 MiB), a line longer than the cap with a marker.
+ * Redaction runs on the page with context before it before the page is cut (DESIGN section
+ * 11); every page is cut to a byte cap (`maxBytes`, default 1 MiB), a line longer than the
+ * cap with a marker. Of a log line longer than the cap, 64 KiB past the cap are read and
+ * redacted with it, so a secret that straddles the cut is masked before it is cut.
  */
 import { insideKeyBlockAt } from '../policy/redact.js';
 import type { LogOptions, LogPage, RedactView } from '../session/kind.js';
 import type { SessionStatus } from '../session/record.js';
 import type { LogResult } from '../types.js';
-import { logPage, NO_DROPS } from './durablelog.js';
+import { logPage, NO_DROPS, wholeCharsEnd } from './durablelog.js';
 import { KEY_NEEDLE } from './lineoffsets.js';
 import type { TailView } from './tail.js';
 import { pageLines, showing } from './views.js';
@@ -17,6 +19,8 @@ import { pageLines, showing } from './views.js';
 export const DEFAULT_PAGE_BYTES = 1024 * 1024;
 /** The smallest byte cap a caller may ask for: room for a cut marker and some text. */
 export const MIN_PAGE_BYTES = 256;
+/** The largest byte cap the surfaces (LLM tool, CLI) accept: 4 MiB, what an agent's context can take in one result. */
+export const MAX_PAGE_BYTES = 4 * 1024 * 1024;
 
 /** The page's limit, offset and byte cap, checked (`RangeError` names the bad one). */
 function checked(opts: LogOptions): { limit: number; maxBytes: number } {
@@ -50,10 +54,12 @@ export async function pageLogFile(path: string, opts: LogOptions, redactView: Re
   const { limit, maxBytes } = checked(opts);
   const got = await logPage(path, { ...(opts.offset !== undefined && { offset: opts.offset }), limit, context: 64, maxBytes });
   const view = opts.view ?? 'plain';
-  const fit =
-    got.count === 0
-      ? { text: '', lines: [], skipped: 0 }
-      : fitText(await redactInSlices(got.context, got.before, got.body, got.startsInKeyBlock, (text, inKey) => redactView(text, view, inKey)), maxBytes, opts.offset === undefined, got.cutBytes);
+  let fit: { text: string; lines: string[]; skipped: number } = { text: '', lines: [], skipped: 0 };
+  if (got.count > 0) {
+    const redacted = await redactInSlices(got.context, got.before, got.body, got.startsInKeyBlock, (text, inKey) => redactView(text, view, inKey));
+    const shown = got.cutBytes > 0 ? withoutOpenRun(redacted, maxBytes) : { text: redacted, bytes: 0 };
+    fit = fitText(shown.text, maxBytes, opts.offset === undefined, got.cutBytes + shown.bytes);
+  }
   const offset = got.offset + fit.skipped;
   const page = { lines: fit.lines, text: fit.text, totalLines: got.totalLines, offset, showing: showing(offset, fit.lines.length, got.totalLines) };
   const drops = got.drops;
@@ -133,6 +139,34 @@ function sliceContext(context: string, body: string, at: number): { from: number
   return { from: inContext.from, lines: inBody.lines + inContext.lines };
 }
 
+/** Whether UTF-16 code unit `c` may be part of a token, a JWT, a key or base64: `A-Za-z0-9+/=_.~-`. */
+function isTokenChar(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x2b || c === 0x2f || c === 0x3d || c === 0x5f || c === 0x2e || c === 0x7e || c === 0x2d;
+}
+
+/**
+ * A line read in part (it runs more than `durablelog.CUT_MARGIN` past the cap), redacted, that
+ * ends in a run of token characters starting before the cap: the run may be one secret
+ * longer than the margin, which the rules could not see whole (a JWT whose signature lies
+ * past the read), so the run is left out of what is shown; `bytes` counts what went. A run
+ * that shows as one repeated character (`xxxx`, `....`, `====`) holds no secret there and
+ * stays. Masks hold `…`, which ends a run, so a masked token never counts.
+ */
+function withoutOpenRun(text: string, maxBytes: number): { text: string; bytes: number } {
+  let i = text.length;
+  while (i > 0 && isTokenChar(text.charCodeAt(i - 1))) i--;
+  const run = text.length - i;
+  if (run === 0) return { text, bytes: 0 };
+  // Token characters are ASCII: the run's bytes are its characters.
+  const runStart = Buffer.byteLength(text) - run;
+  if (runStart >= maxBytes) return { text, bytes: 0 };
+  const first = text.charCodeAt(i);
+  const shownEnd = Math.min(text.length, i + (maxBytes - runStart));
+  let same = true;
+  for (let k = i + 1; k < shownEnd && same; k++) same = text.charCodeAt(k) === first;
+  return same ? { text, bytes: 0 } : { text: text.slice(0, i), bytes: run };
+}
+
 /**
  * `text` (a page's lines joined by line breaks) cut to `maxBytes` as {@link fitPage} cuts its
  * lines; a page that fits (most do) is split once and not measured line by line.
@@ -171,7 +205,8 @@ export function fitPage(lines: string[], maxBytes: number, fromEnd: boolean, cut
     const bytes = sizes[from] as number;
     // The marker's own length depends on the count it prints: leave room for the largest.
     const room = Math.max(0, maxBytes - Buffer.byteLength(cutMarker(bytes + cutBytes)));
-    const head = Buffer.from(line).subarray(0, Math.min(room, bytes)).toString('utf8').replace(/\uFFFD+$/, '');
+    const buf = Buffer.from(line);
+    const head = buf.toString('utf8', 0, wholeCharsEnd(buf, Math.min(room, bytes)));
     kept[0] = head + cutMarker(cutBytes + bytes - Buffer.byteLength(head));
   }
   return { lines: kept, skipped: from };

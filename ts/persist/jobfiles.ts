@@ -286,8 +286,10 @@ export interface RecordedExit {
  * (`O_NOFOLLOW`), without hanging on a FIFO planted there (`O_NONBLOCK`), and only a
  * regular file with one link (see {@link notPrivateFile}). `null` when it does not exist;
  * throws `STATE_DIR_UNTRUSTED` for a symlink, anything but a regular file, or a hard link.
+ * `unlinked`: a regular file with no link left is returned too (a rotated log part a
+ * rotation unlinked between the open and the check; the caller sees `nlink` 0).
  */
-export async function openPrivate(path: string): Promise<FileHandle | null> {
+export async function openPrivate(path: string, unlinked = false): Promise<FileHandle | null> {
   let handle: FileHandle;
   try {
     handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -297,7 +299,14 @@ export async function openPrivate(path: string): Promise<FileHandle | null> {
     if (code === 'ELOOP') throw new ProcwardError('STATE_DIR_UNTRUSTED', `${path} is a symlink; procward does not follow it`);
     throw err;
   }
-  const why = notPrivateFile(await handle.stat());
+  let why: string | null;
+  try {
+    const st = await handle.stat();
+    why = unlinked && st.isFile() && st.nlink === 0 ? null : notPrivateFile(st);
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
   if (why === null) return handle;
   await handle.close();
   throw new ProcwardError('STATE_DIR_UNTRUSTED', `${path} ${why}; procward does not read it`);
