@@ -48,6 +48,7 @@ const VALUES: unknown[] = [
   { pid: 1, startTime: '1', bootId: 'b' }, { pid: 1, startTime: '1', bootId: 'b', instance: 'i' }, { pid: 1, startTime: '1', bootId: 'b', extra: 1 },
   { pid: 0, startTime: '1', bootId: 'b' }, { pid: 1, startTime: '1x', bootId: 'b' }, { pid: 1, startTime: '1', bootId: '' },
   [{ pattern: 'p', line: 'l', at: 1 }], [{ pattern: 'p', line: 'l', at: 1, more: 2 }], [{ pattern: 'p', line: 'l' }],
+  [{ pattern: 'p', line: 'l', at: 1, offset: 3 }], [{ pattern: 'p', line: 'l', at: 1, offset: -1 }], [{ pattern: 'p', line: 'l', at: 1, offset: 1.5 }],
 ];
 const FIELDS = [...Object.keys(sessionRecordSchema.shape), 'unknownField', '__proto__'];
 

@@ -178,6 +178,30 @@ const loopBudget = new MatchBudget();
 /** Matchers compiled by {@link checkPatterns}, by the array it returned (spawn then needs no second compile). */
 const compiled = new WeakMap<readonly string[], WatchMatcher>();
 
+/**
+ * Where a session's watcher stands in its output, in bytes of UTF-8 from the output's start
+ * (a durable job's log offset, counting rotated parts).
+ */
+export interface WatchCursor {
+  /** Offset of the next byte the feeder hands over. Default 0 (it starts at the output's start). */
+  position?: number;
+  /**
+   * Lines that start before this offset were matched by an earlier host (the record's
+   * `watchCursor`): they are not matched again, so a recovered session does not raise their
+   * events twice. Default 0.
+   */
+  matchedThrough?: number;
+}
+
+/** A match that passed the limits: the line's pattern, plain text, time and byte offset. */
+export interface WatchHit {
+  pattern: string;
+  line: string;
+  at: number;
+  /** Byte offset of the line's start in the session's output (see {@link WatchCursor}). */
+  offset: number;
+}
+
 /** Splits a session's output into whole lines and matches them against its patterns. */
 export class LineWatcher {
   /** The head of the line not yet ended, at most `LINE_CHARS` characters. */
@@ -187,14 +211,46 @@ export class LineWatcher {
   /** Lines left unmatched because the loop's budget was spent; see {@link takeSkipped}. */
   private skipped = 0;
   private skipReported = false;
+  /** Byte offset of the next byte fed. */
+  private position: number;
+  /** Byte offset where the line not yet ended starts. */
+  private lineStart: number;
+  private through: number;
+  /** The `matchedThrough` recovered from the record: lines that start before it are not matched. */
+  private readonly floor: number;
 
   /** Throws `INVALID_ARGUMENT` for patterns {@link checkPatterns} refuses. */
   constructor(
     private readonly patterns: string[],
     private readonly limits: Required<WatchLimits>,
     private readonly rate: RateLimit,
+    cursor: WatchCursor = {},
   ) {
     this.matcher = compiled.get(patterns) ?? compile(patterns);
+    this.position = cursor.position ?? 0;
+    this.lineStart = this.position;
+    this.through = cursor.matchedThrough ?? 0;
+    this.floor = this.through;
+  }
+
+  /**
+   * Byte offset up to which every line was matched (or passed over: a limit, the budget):
+   * the end of the last whole line fed, or of the last line when the output ended. Never
+   * less than the `matchedThrough` it started with. Persisted as the record's `watchCursor`.
+   */
+  get matchedThrough(): number {
+    return this.through;
+  }
+
+  /**
+   * For a feeder that can start anywhere (a durable job's log): moves this watcher to the
+   * first line not matched yet and returns that offset, where feeding must start.
+   */
+  resume(): number {
+    this.partial = '';
+    this.position = this.through;
+    this.lineStart = this.through;
+    return this.through;
   }
 
   /** Lines skipped so far, the first time any were (then 0: a caller reports it once). */
@@ -211,22 +267,37 @@ export class LineWatcher {
    * automaton states: see `procward_core::patterns`): the rest of a longer line is dropped
    * as it arrives, so a line without end costs memory and time only for its head. Lines
    * that arrive while this process's matching budget (100 ms per second) is spent are not
-   * matched (see {@link takeSkipped}).
+   * matched (see {@link takeSkipped}), nor lines before the cursor's `matchedThrough`.
    */
-  feed(text: string, fired: number): { pattern: string; line: string; at: number }[] {
+  feed(text: string, fired: number): WatchHit[] {
     const pieces = text.split('\n');
     const rest = pieces.pop() ?? '';
     const lines = pieces.map((p, i) => (i === 0 ? this.extend(p) : p.slice(0, LINE_CHARS)));
-    if (lines.length > 0) this.partial = '';
+    // Each line's start offset: the first continues the partial line.
+    const starts: number[] = [];
+    let at = this.position;
+    for (const [i, p] of pieces.entries()) {
+      starts.push(i === 0 ? this.lineStart : at);
+      at += Buffer.byteLength(p) + 1;
+    }
+    if (lines.length > 0) {
+      this.partial = '';
+      this.lineStart = at;
+      this.through = Math.max(this.through, at);
+    }
+    this.position = at + Buffer.byteLength(rest);
     this.partial = this.extend(rest);
-    return this.match(lines, fired);
+    return this.match(lines, starts, fired);
   }
 
   /** Matches the last line if it never got its newline (call when the output ends). */
-  flush(fired: number): { pattern: string; line: string; at: number }[] {
+  flush(fired: number): WatchHit[] {
     const last = this.partial;
+    const start = this.lineStart;
     this.partial = '';
-    return last ? this.match([last], fired) : [];
+    this.lineStart = this.position;
+    this.through = Math.max(this.through, this.position);
+    return last ? this.match([last], [start], fired) : [];
   }
 
   /** The partial line with `piece` appended, cut to `LINE_CHARS` (a full head ignores more). */
@@ -235,7 +306,11 @@ export class LineWatcher {
     return room > 0 ? this.partial + piece.slice(0, room) : this.partial;
   }
 
-  private match(rawLines: string[], fired: number): { pattern: string; line: string; at: number }[] {
+  private match(allLines: string[], allStarts: number[], fired: number): WatchHit[] {
+    // Lines an earlier host matched already (they start before the recovered cursor).
+    const first = allStarts.findIndex((s) => s >= this.floor);
+    const rawLines = first < 0 ? [] : allLines.slice(first);
+    const starts = first < 0 ? [] : allStarts.slice(first);
     // A session that used up its lifetime cap can raise nothing more: no line is matched.
     if (rawLines.length === 0 || fired >= this.limits.maxPerSession) return [];
     const started = performance.now();
@@ -247,14 +322,14 @@ export class LineWatcher {
     const lines = rawLines.map(plainText);
     const hits = this.matcher.matchLines(lines, budget);
     loopBudget.spend(performance.now() - started);
-    const out: { pattern: string; line: string; at: number }[] = [];
+    const out: WatchHit[] = [];
     for (const [i, hit] of hits.entries()) {
       if (hit === -2) this.skipped++;
       if (hit < 0) continue;
       const now = Date.now();
       if (fired + out.length >= this.limits.maxPerSession || now - this.lastAt < this.limits.cooldownMs || !this.rate.take(now)) continue;
       this.lastAt = now;
-      out.push({ pattern: this.patterns[hit] as string, line: (lines[i] as string).slice(0, EVENT_LINE_CHARS), at: now });
+      out.push({ pattern: this.patterns[hit] as string, line: (lines[i] as string).slice(0, EVENT_LINE_CHARS), at: now, offset: starts[i] as number });
     }
     return out;
   }
@@ -300,18 +375,19 @@ const refused = new WeakMap<readonly string[], string>();
 
 /**
  * A watcher for patterns read back from a record (untrusted: they never went through
- * `spawn`), or why there is none. `fresh` is true the first time an array is refused, so the
+ * `spawn`), at `cursor` (see {@link WatchCursor}), or why there is none. `fresh` is true the first time an array is refused, so the
  * caller reports it once.
  */
 export function watcherForRecord(
   patterns: string[],
   limits: Required<WatchLimits>,
   rate: RateLimit,
+  cursor: WatchCursor = {},
 ): LineWatcher | { refused: string; fresh: boolean } {
   const known = refused.get(patterns);
   if (known !== undefined) return { refused: known, fresh: false };
   try {
-    return new LineWatcher(checkShape(patterns), limits, rate);
+    return new LineWatcher(checkShape(patterns), limits, rate, cursor);
   } catch (err) {
     const reason = (err as Error).message;
     refused.set(patterns, reason);

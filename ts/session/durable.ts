@@ -172,7 +172,10 @@ export class DurableSession extends HostSession {
     live.watcher ??= host.watcherFor(r);
     if (!live.watcher) return;
     const logPath = r.logPath;
-    const { text, next } = await this.fromLog(() => readLogFrom(logPath, live.watchOffset ?? 0), { text: '', next: live.watchOffset ?? 0 });
+    // A recovered session resumes where its earlier hosts stopped matching (see policy/watching.ts).
+    live.watchOffset ??= live.watcher.resume();
+    const from = live.watchOffset;
+    const { text, next } = await this.fromLog(() => readLogFrom(logPath, from), { text: '', next: from });
     live.watchOffset = next;
     if (text) host.watch(live, text);
   }

@@ -82,10 +82,12 @@ export const sessionRecordSchema = z.strictObject({
   notificationDelivered: z.boolean().optional(),
   /** Regular expressions matched against whole output lines. */
   watchPatterns: z.array(z.string()).optional(),
-  /** Watch events not yet drained. */
-  watchEvents: z.array(z.object({ pattern: z.string(), line: z.string(), at: z.number() })).optional(),
+  /** Watch events not yet drained; `offset`: byte offset of the line in the output (see `watchCursor`). */
+  watchEvents: z.array(z.object({ pattern: z.string(), line: z.string(), at: z.number(), offset: z.number().int().nonnegative().optional() })).optional(),
   /** Watch events raised so far (for the lifetime cap). */
   watchFired: z.number().int().optional(),
+  /** Byte offset in the output (a durable log's, across rotations) up to which lines were matched against the watch patterns (see `policy/watching.ts`). */
+  watchCursor: z.number().int().nonnegative().optional(),
 });
 
 export type SessionRecord = z.infer<typeof sessionRecordSchema>;
@@ -130,12 +132,19 @@ function identityOf(v: unknown, withInstance: boolean): (RecordedIdentity & { in
   if (instance === undefined) return keyCount(v) === 3 ? { pid, startTime, bootId } : undefined;
   return withInstance && isString(instance) && keyCount(v) === 4 ? { pid, startTime, bootId, instance } : undefined;
 }
-function watchEventsOf(v: unknown): { pattern: string; line: string; at: number }[] | undefined {
+function watchEventsOf(v: unknown): { pattern: string; line: string; at: number; offset?: number }[] | undefined {
   if (!Array.isArray(v)) return undefined;
-  const out: { pattern: string; line: string; at: number }[] = [];
+  const out: { pattern: string; line: string; at: number; offset?: number }[] = [];
   for (const e of v) {
-    if (!isObject(e) || !isString(e.pattern) || !isString(e.line) || !isNum(e.at) || keyCount(e) !== 3) return undefined;
-    out.push({ pattern: e.pattern, line: e.line, at: e.at });
+    if (!isObject(e) || !isString(e.pattern) || !isString(e.line) || !isNum(e.at)) return undefined;
+    const { offset } = e;
+    if (offset === undefined) {
+      if (keyCount(e) !== 3) return undefined;
+      out.push({ pattern: e.pattern, line: e.line, at: e.at });
+    } else {
+      if (!isInt(offset) || offset < 0 || keyCount(e) !== 4) return undefined;
+      out.push({ pattern: e.pattern, line: e.line, at: e.at, offset });
+    }
   }
   return out;
 }
@@ -144,7 +153,7 @@ function watchEventsOf(v: unknown): { pattern: string; line: string; at: number 
 export function wellFormed(raw: unknown): SessionRecord | undefined {
   if (!isObject(raw)) return undefined;
   const { schemaVersion, id, command, cwd, pid, identity, taskId, ownerTaskId, sessionKey, startedAt, exitedAt, status, exitCode, signal, reason, terminationSource, durable, logPath, exitPath, stdinPath, writer, updatedAt } = raw;
-  const { pidScope, environment, sandboxDir, cgroup, notifyOnComplete, completionTail, notificationDelivered, watchPatterns, watchEvents, watchFired } = raw;
+  const { pidScope, environment, sandboxDir, cgroup, notifyOnComplete, completionTail, notificationDelivered, watchPatterns, watchEvents, watchFired, watchCursor } = raw;
   // The 17 fields every entry has.
   if (!isString(id) || !ID.test(id) || !isString(command) || !isString(cwd) || !(pid === null || isPositiveInt(pid))) return undefined;
   const ident = identity === null ? null : identityOf(identity, false);
@@ -167,7 +176,7 @@ export function wellFormed(raw: unknown): SessionRecord | undefined {
   if (!present(completionTail, isString(completionTail)) || !present(notificationDelivered, typeof notificationDelivered === 'boolean') || !present(watchFired, isInt(watchFired))) return undefined;
   if (!present(watchPatterns, Array.isArray(watchPatterns) && watchPatterns.every(isString))) return undefined;
   const events = watchEvents === undefined ? undefined : watchEventsOf(watchEvents);
-  if (!present(watchEvents, events !== undefined)) return undefined;
+  if (!present(watchEvents, events !== undefined) || !present(watchCursor, isInt(watchCursor) && watchCursor >= 0)) return undefined;
   // Nothing else (the schema is strict), and no key that holds `undefined`.
   if (keyCount(raw) !== n) return undefined;
   // The schema's order: its parse builds a new object field by field.
@@ -190,6 +199,7 @@ export function wellFormed(raw: unknown): SessionRecord | undefined {
   if (watchPatterns !== undefined) out.watchPatterns = [...(watchPatterns as string[])];
   if (events !== undefined) out.watchEvents = events;
   if (watchFired !== undefined) out.watchFired = watchFired;
+  if (watchCursor !== undefined) out.watchCursor = watchCursor;
   return out as SessionRecord;
 }
 
