@@ -8,6 +8,7 @@ import { constants as osConstants } from 'node:os';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import shellQuote from 'shell-quote';
 import { ProcwardError } from '../errors.js';
+import { MAX_PAGE_BYTES, MIN_PAGE_BYTES } from '../output/paging.js';
 import { descendants, probe, type ProbeResult, type ProcessEntry } from '../processes.js';
 import { serveMcpStdio } from './mcp.js';
 import { type LogDiskUsage, ProcessRegistry, type SessionSummary } from '../registry.js';
@@ -21,10 +22,11 @@ interface Common {
   json?: boolean;
 }
 
-function int(name: string, min: number) {
+function int(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
   return (value: string): number => {
     const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-    if (!Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`);
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+    if (!Number.isSafeInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be an integer ${range}, got ${JSON.stringify(value)}`);
     return n;
   };
 }
@@ -150,7 +152,7 @@ common(program.command('log'))
   .argument('<id>', 'session id or unique prefix')
   .option('--offset <n>', 'first line, 0-based', int('offset', 0))
   .option('--limit <n>', 'number of lines', int('limit', 1))
-  .option('--max-bytes <n>', 'byte cap of the page (default 1 MiB; a longer line is cut with a marker)', int('max-bytes', 256))
+  .option('--max-bytes <n>', 'byte cap of the page (default 1 MiB, at most 4 MiB; a longer line is cut with a marker)', int('max-bytes', MIN_PAGE_BYTES, MAX_PAGE_BYTES))
   .action(async (id: string, opts: Common & { offset?: number; limit?: number; maxBytes?: number }) => {
     await withRegistry(opts, async (r) => {
       const page = await r.readLog(id, {

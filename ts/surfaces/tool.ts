@@ -13,6 +13,7 @@
  */
 import { z } from 'zod';
 import { ProcwardError } from '../errors.js';
+import { MAX_PAGE_BYTES, MIN_PAGE_BYTES } from '../output/paging.js';
 import type { ProcessRegistry } from '../registry.js';
 
 const sessionId = z
@@ -29,8 +30,8 @@ const processInput = z
     max_bytes: z
       .number()
       .int()
-      .min(256)
-      .max(4 * 1024 * 1024)
+      .min(MIN_PAGE_BYTES)
+      .max(MAX_PAGE_BYTES)
       .optional()
       .describe('log: byte cap of the page (default 1048576, at most 4 MiB); lines that do not fit are left out (see showing), a longer line is cut with a marker.'),
     grace_ms: z.number().int().min(0).max(3_600_000).optional().describe('kill: milliseconds between SIGTERM and SIGKILL (default 2000, at most an hour).'),
