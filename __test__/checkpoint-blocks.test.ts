@@ -1,10 +1,9 @@
 // Issue 14, DESIGN section 6: a write re-encodes only the blocks of entries that changed,
 // and the file it writes is byte for byte the one a write of every entry gives.
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Checkpoint } from '../ts/persist/checkpoint.js';
-import { replaceFile } from '../ts/persist/checkpointfile.js';
 import type { SessionRecord } from '../ts/session/record.js';
 import { deadHostEntry, tempDir } from './support.js';
 
@@ -51,16 +50,5 @@ describe('checkpoint writes re-encode what changed', () => {
     const b = tempDir();
     await new Checkpoint(b).save([...records.slice(10), record(3000)], KEEP);
     expect(body(a)).toBe(body(b));
-  });
-
-  it('replaceFile writes its parts in order, and a write that cannot land leaves no temporary file', async () => {
-    const dir = tempDir();
-    const parts = Array.from({ length: 3000 }, (_, i) => Buffer.from(`${i},`));
-    await replaceFile(join(dir, 'checkpoint.json'), parts);
-    expect(readFileSync(join(dir, 'checkpoint.json'), 'utf8')).toBe(parts.join(''));
-    // A directory where the file should be: the rename fails.
-    mkdirSync(join(dir, 'blocked.json'));
-    await expect(replaceFile(join(dir, 'blocked.json'), [Buffer.from('x')])).rejects.toThrow();
-    expect(readdirSync(dir).sort()).toEqual(['blocked.json', 'checkpoint.json']);
   });
 });

@@ -35,13 +35,13 @@
 import { closeSync, fsyncSync, openSync, readdirSync, statSync, unlinkSync } from 'node:fs';
 import { link, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import writeFileAtomic from 'write-file-atomic';
 import { fromNative, ProcwardError } from '../errors.js';
 import { native } from '../native.js';
 import { DEFAULT_MAX_SESSIONS, type RetentionOptions } from '../policy/retention.js';
 import { readOnlyView, type SessionRecord } from '../session/record.js';
 import { type CachedEntry, EntryBlocks, textOf } from './entryblocks.js';
 import { expiredNow } from './expiry.js';
-import { replaceFile } from './checkpointfile.js';
 import { CHECKPOINT_VERSION, type Generation, keyOf, rawId, readGeneration } from './generation.js';
 import { scanOrphanSessions } from './recovery.js';
 import { ensureStateDir } from './statedir.js';
@@ -50,7 +50,7 @@ import { ensureStateDir } from './statedir.js';
 const FILE = 'checkpoint.json';
 const PREV = 'checkpoint.prev.json';
 const LOCK = 'checkpoint.lock';
-/** Temp names of writes (`replaceFile`, and write-file-atomic's of earlier versions): `<file>.<digits>`. */
+/** write-file-atomic's temp names: `<file>.<digits>`. */
 const TEMP = /^checkpoint(\.prev)?\.json\.\d+$/;
 const LOCK_TIMEOUT_MS = 10_000;
 /** How often a write also keeps the current generation as `checkpoint.prev.json`. */
@@ -239,7 +239,9 @@ export class Checkpoint {
     const lines = parts.length > 0;
     const head = Buffer.from(`{"version":${CHECKPOINT_VERSION},"writtenAt":${Date.now()},"sessions":[${lines ? '\n' : ''}`);
     try {
-      await replaceFile(this.path, [head, ...parts, Buffer.from(`${lines ? '\n' : ''}]}\n`)]);
+      // One copy of the blocks into one buffer (write-file-atomic takes one): about 1 ms at
+      // 10 000 sessions, the price of a maintained atomic writer.
+      await writeFileAtomic(this.path, Buffer.concat([head, ...parts, Buffer.from(`${lines ? '\n' : ''}]}\n`)]), { mode: 0o600, fsync: true });
       fsyncDir(this.dir);
     } catch (err) {
       this.cache = null;

@@ -1,5 +1,5 @@
 /**
- * The checkpoint's bytes on disk: replacing the file (`replaceFile`), and reading one
+ * The checkpoint's bytes on disk: reading one
  * generation's bytes as untrusted input: anything can sit at
  * `checkpoint.json` or `checkpoint.prev.json`. The file is opened without following a
  * symlink (`O_NOFOLLOW`) and without blocking (`O_NONBLOCK`: a FIFO there would hang
@@ -8,7 +8,7 @@
  * own previous generation (see `writeGeneration` in `checkpoint.ts`, which keeps it by a hard link).
  */
 import { constants, fstatSync, readdirSync, type Stats, statSync } from 'node:fs';
-import { open, rename, unlink } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { ProcwardError } from '../errors.js';
 
@@ -68,37 +68,5 @@ export async function readCheckpointText(path: string): Promise<{ text: string; 
     return { text: buf.subarray(0, n).toString('utf8'), st };
   } finally {
     await handle.close();
-  }
-}
-
-let tempSerial = 0;
-
-/**
- * Replaces the file at `path` with `parts` (written in order) atomically and durably: a new
- * temporary file `<path>.<digits>` (0600, `O_EXCL | O_NOFOLLOW`, so nothing there is written
- * through), one `writev` of the parts, `fsync`, then a rename over `path`. The caller
- * fsyncs the directory. A failed write removes the temporary file and leaves `path` as it
- * was. The parts are the checkpoint's cached blocks (see `entryblocks.ts`): written as they
- * are, without the copy into one buffer that `write-file-atomic` would need (4 MB a write
- * at 10 000 sessions).
- */
-export async function replaceFile(path: string, parts: Buffer[]): Promise<void> {
-  const temp = `${path}.${process.pid}${String(++tempSerial).padStart(6, '0')}`;
-  const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-  try {
-    const rest = parts.filter((p) => p.length > 0);
-    while (rest.length > 0) {
-      let { bytesWritten } = await handle.writev(rest);
-      // A short write: go on from where it stopped.
-      while (rest.length > 0 && bytesWritten >= (rest[0] as Buffer).length) bytesWritten -= (rest.shift() as Buffer).length;
-      if (bytesWritten > 0) rest[0] = (rest[0] as Buffer).subarray(bytesWritten);
-    }
-    await handle.sync();
-    await handle.close();
-    await rename(temp, path);
-  } catch (err) {
-    await handle.close().catch(() => undefined);
-    await unlink(temp).catch(() => undefined);
-    throw err;
   }
 }
