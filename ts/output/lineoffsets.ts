@@ -14,7 +14,9 @@
  * own bytes: an entry is trusted only while the part that holds its offset is the inode it
  * was read from and the log still reaches it; a rotation that deletes the oldest part keeps
  * the entries of the parts that remain (the line breaks before the new first byte are
- * subtracted), anything else rebuilds from the first kept byte.
+ * subtracted), anything else rebuilds from the first kept byte. So does a log rewritten in
+ * place: a part written since (newer mtime) that did not grow, or a log that grew with
+ * other bytes before where the index ended (its last 32 bytes are kept and compared).
  *
  * (Not named `lineindex.ts`: the build keeps imports ending in `index.js` external.)
  */
@@ -25,10 +27,18 @@ export interface IndexedLog {
   start: number;
   /** Absolute offset just past the last byte. */
   end: number;
-  /** The kept parts, oldest first. */
-  parts: readonly { size: number; ino: bigint }[];
+  /** The kept parts, oldest first: size, inode, `st_mtime` and `st_ctime` (ns). */
+  parts: readonly LogPart[];
   /** The bytes from `from` to `to` (absolute, within the log), in `into` when it is large enough. */
   read(from: number, to: number, into?: Buffer): Promise<Buffer>;
+}
+
+/** A part of a log as opened. */
+export interface LogPart {
+  size: number;
+  ino: bigint;
+  mtime: bigint;
+  ctime: bigint;
 }
 
 interface Checkpoint {
@@ -60,6 +70,10 @@ interface Entry {
   starts: LineStart[];
   /** Absolute offsets of every {@link KEY_NEEDLE} in the indexed bytes, ascending; null once there were too many to keep. */
   keys: number[] | null;
+  /** The parts as last seen (the newest `st_mtime` of each inode): a part written since without growing was rewritten. */
+  parts: LogPart[];
+  /** The last bytes before the indexed end: a log that grew with other bytes there was rewritten, not appended to. */
+  probe: { at: number; bytes: Buffer } | null;
 }
 
 /** Bytes between checkpoints: the most a line lookup scans. */
@@ -125,9 +139,36 @@ function stillValid(entry: Entry, log: IndexedLog): Checkpoint[] {
   return kept;
 }
 
-/** What an index built for `log` stays valid for: its kept start, end and parts. */
+/** What an index built for `log` stays valid for: its kept start, end and parts (a rewrite in place changes their ctime). */
 function shapeOf(log: IndexedLog): string {
-  return `${log.start}:${log.end}:${log.parts.map((p) => `${p.ino}/${p.size}`).join(',')}`;
+  return `${log.start}:${log.end}:${log.parts.map((p) => `${p.ino}/${p.size}/${p.mtime}/${p.ctime}`).join(',')}`;
+}
+
+/** Bytes before the indexed end compared when a log grew (see `Entry.probe`). */
+const PROBE = 32;
+
+/**
+ * Whether a part of `log` was written since `entry` saw it (a newer mtime, same inode)
+ * without growing: truncated (`copytruncate`, `: > output.log`, the disk budget's eviction)
+ * or rewritten at the same size. An older mtime is a page that opened the log earlier.
+ */
+function rewrittenInPlace(entry: Entry, log: IndexedLog): boolean {
+  return log.parts.some((p) => entry.parts.some((was) => was.ino === p.ino && p.mtime > was.mtime && p.size <= was.size));
+}
+
+/** The parts of `log`, each with the newest state seen of its inode (a page that opened the log earlier keeps the later state). */
+function newestParts(entry: Entry, log: IndexedLog): LogPart[] {
+  return log.parts.map((p) => {
+    const was = entry.parts.find((w) => w.ino === p.ino);
+    return was && was.mtime > p.mtime ? was : { size: p.size, ino: p.ino, mtime: p.mtime, ctime: p.ctime };
+  });
+}
+
+/** Whether the bytes before the indexed end are still the ones indexed (true when `log` does not reach them: opened earlier, or rotated away). */
+async function probeHolds(entry: Entry, log: IndexedLog): Promise<boolean> {
+  const probe = entry.probe;
+  if (probe === null || probe.at < log.start || probe.at + probe.bytes.length > log.end) return true;
+  return probe.bytes.equals(await log.read(probe.at, probe.at + probe.bytes.length));
 }
 
 /** A log's line index, brought up to the log's end as opened. */
@@ -149,7 +190,7 @@ export class LineIndex {
   /** The index of the log at `path` (opened as `log`), built or extended as needed. */
   static async of(path: string, log: IndexedLog): Promise<LineIndex> {
     let entry = cache.get(path);
-    if (!entry) entry = { cps: [], endsWithNewline: false, busy: Promise.resolve(), shape: '', gen: 0, starts: [], keys: [] };
+    if (!entry) entry = { cps: [], endsWithNewline: false, busy: Promise.resolve(), shape: '', gen: 0, starts: [], keys: [], parts: [], probe: null };
     cache.delete(path);
     cache.set(path, entry);
     if (cache.size > KEEP) cache.delete(cache.keys().next().value as string);
@@ -162,6 +203,9 @@ export class LineIndex {
   private static async extend(entry: Entry, log: IndexedLog): Promise<LineIndex> {
     const shape = shapeOf(log);
     if (shape === entry.shape && entry.cps.length > 0) return LineIndex.over(entry, log);
+    // A log rewritten in place (same inode) is indexed again from its start, not served stale.
+    if (entry.cps.length > 0 && (rewrittenInPlace(entry, log) || !(await probeHolds(entry, log)))) entry.cps = [];
+    entry.parts = newestParts(entry, log);
     let cps = stillValid(entry, log);
     let endsWithNewline = cps.length > 0 && cps[cps.length - 1]?.at === entry.cps[entry.cps.length - 1]?.at ? entry.endsWithNewline : false;
     if (cps.length === 0) {
@@ -170,6 +214,7 @@ export class LineIndex {
       entry.gen++;
       entry.starts = [];
       entry.keys = [];
+      entry.probe = null;
     }
     const last = cps[cps.length - 1];
     if (last && last.at < log.end) {
@@ -208,6 +253,7 @@ export class LineIndex {
         }
         endsWithNewline = buf[buf.length - 1] === 10;
         at += buf.length;
+        entry.probe = { at: at - Math.min(PROBE, buf.length), bytes: Buffer.from(buf.subarray(Math.max(0, buf.length - PROBE))) };
       }
       if (cps[cps.length - 1]?.at !== at) {
         const ino = inoAt(log, at);
