@@ -38,6 +38,23 @@ async function thirdHostDrainsNothing(state: string, id: string): Promise<void> 
   await c.close();
 }
 
+/**
+ * A host process spawns `job` with `patterns`, drains until it has an event (it must be
+ * `FATAL one`), closes and is gone. Returns the job's summary.
+ */
+async function firstHostDrains(state: string, job: string, patterns: string[]): Promise<{ s: { id: string; pid: number } }> {
+  const body = `const s = await r.spawn(${JSON.stringify(job)}, { watchPatterns: ${JSON.stringify(patterns)} });
+let got = [];
+while (got.length === 0) { await new Promise((res) => setTimeout(res, 50)); got = await r.drainNotifications(); }
+await r.close();
+console.log(JSON.stringify({ s, got: got.map((e) => e.line) }));`;
+  const { line, host } = await startHost(state, body, JSON.stringify(WATCH));
+  cleanupGroup(line.s.pid);
+  expect(line.got).toEqual(['FATAL one']);
+  await crashHost(host);
+  return line;
+}
+
 async function checkpointHas(state: string, text: string): Promise<void> {
   await until(() => existsSync(join(state, 'checkpoint.json')) && readFileSync(join(state, 'checkpoint.json'), 'utf8').includes(text), 5000, `checkpoint with ${text}`);
 }
@@ -46,15 +63,7 @@ describe('watch events after recovery of a running durable job', () => {
   it('an event the first host drained is not delivered again; a later line is delivered once by the next host, and by no third', async () => {
     const state = tempDir();
     const gate = join(state, 'gate');
-    const body = `const s = await r.spawn(${JSON.stringify(gatedJob(gate))}, { watchPatterns: ['FATAL'] });
-let got = [];
-while (got.length === 0) { await new Promise((res) => setTimeout(res, 50)); got = await r.drainNotifications(); }
-await r.close();
-console.log(JSON.stringify({ s, got: got.map((e) => e.line) }));`;
-    const { line, host } = await startHost(state, body, JSON.stringify(WATCH));
-    cleanupGroup(line.s.pid);
-    expect(line.got).toEqual(['FATAL one']);
-    await crashHost(host);
+    const line = await firstHostDrains(state, gatedJob(gate), ['FATAL']);
     const b = await ProcessRegistry.open({ stateDir: state, ...WATCH });
     expect((await b.poll(line.s.id)).status).toBe('running');
     expect(lines(await b.drainNotifications())).toEqual([]);
@@ -100,6 +109,26 @@ console.log(JSON.stringify({ s }));`;
     expect((await drainWatch(b, 2)).sort()).toEqual(['FATAL one', 'FATAL two']);
     await b.close();
     await thirdHostDrainsNothing(state, line.s.id);
+  });
+});
+
+describe('watch cursor at a line start', () => {
+  it('after invalid UTF-8 (counted as U+FFFD by the first host), the next host matches whole lines only', async () => {
+    const state = tempDir();
+    const gate = join(state, 'gate');
+    const job = `printf '\\377\\377\\377 noise\\nFATAL one\\n'; while [ ! -e ${gate} ]; do sleep 0.05; done; echo "FATAL two"; echo "FATAL three"; sleep 30`;
+    const line = await firstHostDrains(state, job, ['FATAL', 'two']);
+    writeFileSync(gate, '');
+    const log = join(state, 'sessions', line.s.id, 'output.log');
+    await until(() => readFileSync(log, 'utf8').includes('FATAL three'), 5000, 'the last line in the log');
+    const b = await ProcessRegistry.open({ stateDir: state, ...WATCH });
+    const got = await drainWatch(b, 1);
+    expect(got).toContain('FATAL three');
+    // No event holds the tail of a line (the cursor fell inside "FATAL two").
+    const whole = readFileSync(log, 'utf8').split('\n');
+    for (const l of got) expect(whole).toContain(l);
+    await b.kill(line.s.id, { graceMs: 0 });
+    await b.close();
   });
 });
 

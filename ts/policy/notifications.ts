@@ -216,6 +216,8 @@ export class LineWatcher {
   /** Byte offset where the line not yet ended starts. */
   private lineStart: number;
   private through: number;
+  /** After `resume`: the text fed is passed over up to its first line break. */
+  private seekingLine = false;
   /** The `matchedThrough` recovered from the record: lines that start before it are not matched. */
   private readonly floor: number;
 
@@ -243,14 +245,18 @@ export class LineWatcher {
   }
 
   /**
-   * For a feeder that can start anywhere (a durable job's log): moves this watcher to the
-   * first line not matched yet and returns that offset, where feeding must start.
+   * For a feeder that can start anywhere (a durable job's log): returns where feeding must
+   * start, one byte before the first line not matched yet. The text fed is passed over up to
+   * its first line break (the byte at that offset, when the cursor is exact), so a cursor
+   * that is not at a line start never has a line's tail matched as a line: the first host
+   * counts the bytes of decoded text, and an invalid UTF-8 byte became a 3-byte U+FFFD there.
    */
   resume(): number {
     this.partial = '';
-    this.position = this.through;
-    this.lineStart = this.through;
-    return this.through;
+    this.seekingLine = this.through > 0;
+    this.position = Math.max(0, this.through - 1);
+    this.lineStart = this.position;
+    return this.position;
   }
 
   /** Lines skipped so far, the first time any were (then 0: a caller reports it once). */
@@ -270,6 +276,15 @@ export class LineWatcher {
    * matched (see {@link takeSkipped}), nor lines before the cursor's `matchedThrough`.
    */
   feed(text: string, fired: number): WatchHit[] {
+    if (this.seekingLine) {
+      const nl = text.indexOf('\n');
+      const passed = nl < 0 ? text : text.slice(0, nl + 1);
+      this.position += Buffer.byteLength(passed);
+      this.lineStart = this.position;
+      if (nl < 0) return [];
+      this.seekingLine = false;
+      text = text.slice(nl + 1);
+    }
     const pieces = text.split('\n');
     const rest = pieces.pop() ?? '';
     const lines = pieces.map((p, i) => (i === 0 ? this.extend(p) : p.slice(0, LINE_CHARS)));
