@@ -55,6 +55,7 @@ export class Watching {
     if (watcher.matchedThrough > (r.watchCursor ?? 0)) r.watchCursor = watcher.matchedThrough;
     const skipped = watcher.takeSkipped();
     if (skipped > 0) this.diagnostics.push(`${r.id}: ${skipped} output lines not matched against watch patterns: the matching budget (100 ms per second) was spent`);
+    if (raw.length === 0) return null;
     const queued = new Set((r.watchEvents ?? []).map((e) => e.offset));
     const hits = raw.filter((h) => !queued.has(h.offset));
     if (hits.length === 0) return null;
