@@ -9,7 +9,9 @@
 //! 2. Send the signal (default SIGTERM) to the group and to every member whose identity is
 //!    `current` at that instant.
 //! 3. Wait until every member is gone (a zombie counts as gone) or the grace period ends,
-//!    woken by each member's exit through a pidfd where there is one (see `exits`).
+//!    woken by each member's exit through a pidfd where there is one (see `exits`). If the
+//!    root's group still exists then (`kill(-root, 0)`), it may hold members no walk found
+//!    (one whose parent left the session and died): the table is read for them.
 //! 4. Walk the tree again from the survivors, and SIGKILL every survivor and new descendant
 //!    after a fresh identity check.
 //! 5. Wait a short settle window and report who survived. A kill never reports success for
@@ -48,6 +50,7 @@ use crate::sys;
 use nix::sys::signal::Signal;
 use run::{Run, Target};
 use settle::{settle_longer, wait_all};
+use snapshot::add_unfound;
 use std::time::{Duration, Instant};
 
 /// How to kill a tree.
@@ -203,33 +206,44 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
     }
   }
 
-  // Snapshot before the first signal: a walk below each live root, and for the others (or
-  // where the walk gave up) one read of the process table for every tree.
-  going.retain(|(i, root)| !root.as_ref().is_some_and(|r| runs[*i].snapshot_walk(r)));
-  if !going.is_empty() {
+  // Snapshot before the first signal, and the signal right after it, tree by tree: a walk
+  // below each live root; for the others (or where the walk gave up) one read of the process
+  // table for every tree. Snapshotting every tree before signalling any would leave each
+  // tree the others' snapshot time to start processes the snapshot misses (`setsid`
+  // children of a forking loop), so a batch would let more escape than kills one by one.
+  let mut from_table = Vec::new();
+  for (i, root) in going {
+    if root.as_ref().is_some_and(|r| runs[i].snapshot_walk(r)) {
+      runs[i].signal_all(opts.signal);
+    } else {
+      from_table.push((i, root));
+    }
+  }
+  if !from_table.is_empty() {
     match sys::process_table() {
       Ok(table) => {
-        for (i, root) in &going {
-          runs[*i].snapshot(&table, root.is_some());
+        for (i, root) in from_table {
+          runs[i].snapshot(&table, root.is_some());
+          if !runs[i].targets.is_empty() {
+            runs[i].signal_all(opts.signal);
+          }
         }
       }
       Err(e) => {
-        for (i, _) in &going {
-          errors[*i] = Some(io_error("reading the process table", &e));
+        for (i, _) in from_table {
+          errors[i] = Some(io_error("reading the process table", &e));
         }
       }
     }
   }
   let live: Vec<usize> = (0..runs.len()).filter(|&i| errors[i].is_none() && !runs[i].targets.is_empty()).collect();
-
-  // The grace period runs from the first signal.
+  // The grace period runs from the last tree's first signal, so every tree gets all of it.
   let first_signal = Instant::now();
-  for &i in &live {
-    runs[i].signal_all(opts.signal);
-  }
   let escalate = opts.signal != Signal::SIGKILL && !opts.grace.is_zero();
   let wait_for = if escalate { opts.grace } else { opts.settle };
   let mut survivors = wait_all(&runs, &live, first_signal + wait_for, !escalate);
+  // Members of a group that no walk found got the group signal: they survive it too.
+  add_unfound(&mut runs, &live, &mut survivors);
   let mut last_signal = first_signal;
 
   if escalate && survivors.iter().any(|s| !s.is_empty()) {
@@ -251,7 +265,17 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
     for &i in &escalating {
       runs[i].signal_all(Signal::SIGKILL);
     }
-    let after = wait_all(&runs, &escalating, last_signal + opts.settle, true);
+    let mut after = wait_all(&runs, &escalating, last_signal + opts.settle, true);
+    // A group that outlived every target SIGKILLed holds members found only now.
+    if add_unfound(&mut runs, &escalating, &mut after) {
+      last_signal = Instant::now();
+      for (&i, left) in escalating.iter().zip(&after) {
+        if !left.is_empty() {
+          runs[i].signal_all(Signal::SIGKILL);
+        }
+      }
+      after = wait_all(&runs, &escalating, last_signal + opts.settle, true);
+    }
     for (i, s) in escalating.iter().zip(after) {
       survivors[live.iter().position(|x| x == i).expect("an escalating run is live")] = s;
     }

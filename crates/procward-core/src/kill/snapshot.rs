@@ -130,6 +130,32 @@ impl Run<'_> {
     }
   }
 
+  /// Whether the root's process group still exists: `kill(-root, 0)` succeeds (or is
+  /// refused with `EPERM`) while any process is in it, a zombie included. Sends nothing.
+  pub(super) fn group_exists(&self) -> bool {
+    // SAFETY: signal 0 only checks that the group exists; the root's PID is above 1 (`begin`).
+    unsafe { libc::kill(-self.root.pid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) }
+  }
+
+  /// Live members of the root's group (in its session) that no walk found, as `table` shows
+  /// them: say a member whose parent left the session (`setsid`) before the snapshot, so
+  /// neither the children lists below the root nor its ancestors' orphans led to it. Taken
+  /// only while the group is provably still the job's: the root still holds its PID (a
+  /// zombie included), or a member started no later than the newest target of the snapshot
+  /// (so it was in the group while the root or its members held the group's id, and a
+  /// group's id is never reused while a member lives).
+  pub(super) fn unfound_members(&self, table: &[ProcessInfo]) -> Vec<Target> {
+    let root = self.root_target();
+    let found = self.own_group(table);
+    let root_held = table.iter().any(|p| p.pid == root.pid && p.start_time == root.start_time);
+    let newest = self.targets.iter().map(|t| t.start_time).max().unwrap_or(root.start_time);
+    if root_held || found.iter().any(|t| t.start_time <= newest) {
+      found
+    } else {
+      Vec::new()
+    }
+  }
+
   /// Live members of the job's cgroup that are not targets yet (a process in the job's
   /// cgroup is the job's): a stat read each, only for those.
   fn cgroup_members(&self) -> Vec<Target> {
@@ -145,4 +171,26 @@ impl Run<'_> {
     }
     Vec::new()
   }
+}
+
+/// For each run of `live` whose targets are all dead (`survivors[k]` empty) but whose group
+/// still exists, the members no walk found (see [`Run::unfound_members`]) become targets
+/// and survivors, from one read of the table shared by those runs. Returns whether any
+/// were found. A zombie left in the group (the root not reaped yet) costs that read and
+/// finds nothing.
+pub(super) fn add_unfound(runs: &mut [Run], live: &[usize], survivors: &mut [Vec<Target>]) -> bool {
+  let mut table: Option<Option<Vec<ProcessInfo>>> = None;
+  let mut any = false;
+  for (&i, left) in live.iter().zip(survivors.iter_mut()) {
+    if !left.is_empty() || !runs[i].group_exists() {
+      continue;
+    }
+    let Some(table) = table.get_or_insert_with(|| sys::process_table().ok()) else { return any };
+    for t in runs[i].unfound_members(table) {
+      runs[i].add(t);
+      left.push(t);
+      any = true;
+    }
+  }
+  any
 }

@@ -192,9 +192,27 @@ fn sigstopped_member_is_killed_by_escalation_not_reported_dead_early() {
 
 #[test]
 fn a_batch_kills_every_tree_with_its_own_report_in_one_grace_period() {
-  let trees: Vec<_> = (0..6).map(|_| spawn_session("trap '' TERM; sleep 30 & sleep 30 & wait")).collect();
+  // Each tree records, when its SIGTERM arrives, the state of every tree's root
+  // (`/proc/<pid>/stat` field 3, read by shell builtins alone): a tree SIGKILLed already
+  // shows as a zombie (the test reaps the roots only at the end).
+  let dir = std::env::temp_dir().join(format!("procward-batch-{}", std::process::id()));
+  std::fs::create_dir_all(&dir).unwrap();
+  let d = dir.display();
+  let script = format!(
+    "trap '' TERM; sleep 30 & sleep 30 & \
+     rec() {{ read -r roots < {d}/roots; out=; for p in $roots; do l=; read -r l < /proc/$p/stat; set -- $l; out=\"$out$p ${{3:-gone}} \"; done; echo \"$out\" > {d}/term.$$; }}; \
+     trap rec TERM; : > {d}/ready.$$; while :; do wait; done"
+  );
+  let trees: Vec<_> = (0..6).map(|_| spawn_session(&script)).collect();
+  let roots: Vec<String> = trees.iter().map(|(_, id)| id.pid.to_string()).collect();
+  std::fs::write(dir.join("roots"), roots.join(" ")).unwrap();
   for (_, id) in &trees {
     assert_eq!(wait_for_descendants(id.pid, 2).len(), 2);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !dir.join(format!("ready.{}", id.pid)).exists() {
+      assert!(Instant::now() < deadline, "tree {} never set its trap", id.pid);
+      std::thread::sleep(Duration::from_millis(10));
+    }
   }
   let (mut gone_child, gone) = spawn_session("exit 0");
   gone_child.wait().unwrap();
@@ -203,11 +221,17 @@ fn a_batch_kills_every_tree_with_its_own_report_in_one_grace_period() {
   requests.push(KillRequest { root: gone.clone(), cgroup: None });
   requests.push(KillRequest { root: reused, cgroup: None });
   let grace = Duration::from_millis(300);
-  let started = Instant::now();
   let reports: Vec<KillReport> =
     kill_trees(&requests, &KillOptions { grace, ..Default::default() }).into_iter().map(Result::unwrap).collect();
-  // Sequential kills would take six grace periods at least: the batch shares one.
-  assert!(started.elapsed() < grace * 5, "took {:?}", started.elapsed());
+  // One shared grace period: every tree got its SIGTERM while no tree had been SIGKILLed
+  // (kills one after another would show the earlier roots as zombies).
+  for (_, id) in &trees {
+    let seen = std::fs::read_to_string(dir.join(format!("term.{}", id.pid))).expect("every tree trapped its SIGTERM");
+    let states: Vec<&str> = seen.split_whitespace().collect();
+    assert_eq!(states.len(), 2 * trees.len(), "{seen}");
+    assert!(states.chunks(2).all(|s| s[1] != "Z" && s[1] != "gone"), "tree {} saw a tree already dead: {seen}", id.pid);
+  }
+  std::fs::remove_dir_all(&dir).unwrap();
   for (report, (child, id)) in reports.iter().zip(trees) {
     assert!(report.escalated && report.survivors.is_empty(), "{report:?}");
     // The root, its two sleeps (the shell's subshell forks, if any, are members too).
@@ -295,16 +319,49 @@ fn signals_are_named_as_kill_options_take_them_and_a_claim_defaults_to_its_own_n
 
 #[test]
 fn a_process_that_escapes_during_the_grace_period_is_found_before_sigkill() {
-  // Deaf to SIGTERM (as its children are); after the snapshot it starts a sleep in a
-  // session of its own, which no group signal reaches.
-  let (mut child, id) = spawn_session("trap '' TERM; sleep 0.2; setsid sleep 30 & wait");
+  // The root survives SIGTERM (its trap is set before its sleep starts), and the SIGTERM
+  // itself (so after the snapshot, whatever the load) makes it start a sleep in a session
+  // of its own, which no group signal reaches.
+  let (mut child, id) = spawn_session("trap 'setsid sleep 30 &' TERM; sleep 30 & while :; do wait; done");
   assert_eq!(wait_for_descendants(id.pid, 1).len(), 1);
-  let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(600), ..Default::default() }).unwrap();
+  let report = kill_tree(&id, &KillOptions { grace: Duration::from_secs(1), ..Default::default() }).unwrap();
   child.wait().unwrap();
   assert!(report.escalated && report.survivors.is_empty(), "{report:?}");
-  // The root, `sleep 0.2` (by the group signal) and the escaped sleep (SIGKILL of its own).
+  // The root, its first sleep (by the group signal) and the escaped one (SIGKILL of its own).
   assert_eq!(report.signalled.len(), 3, "{report:?}");
   for &pid in &report.signalled {
     assert!(!crate::probe::probe_one(pid).is_alive(), "{pid} survived");
   }
+}
+
+#[test]
+fn a_group_member_the_walk_cannot_reach_is_escalated_when_the_root_dies() {
+  // A member of the job's group whose parent left the session (`setsid`) after forking it,
+  // under a parent that exited: neither the root's descendant nor an orphan of the session.
+  // The member ignores SIGTERM; the root dies of it, leaving no known member alive.
+  let (mut child, id) = spawn_session("(sh -c '(trap \"\" TERM; exec sleep 30) & exec setsid sleep 30' &); exec sleep 30");
+  let deadline = Instant::now() + Duration::from_secs(5);
+  let (member, parent) = loop {
+    let table = process_table().unwrap();
+    let left_session = |pid: i32| crate::guard::session_of(pid).is_some_and(|sid| sid != id.pid);
+    let members = crate::tree::group_members_in(&table, id.pid, id.start_time);
+    if let Some(p) = members.iter().find(|p| p.pid != id.pid && !p.is_dead() && left_session(p.ppid)) {
+      break (identity(p.pid).unwrap().unwrap(), identity(p.ppid).unwrap().unwrap());
+    }
+    assert!(Instant::now() < deadline, "no member under a parent of another session in {members:?}");
+    std::thread::sleep(Duration::from_millis(10));
+  };
+  let root = crate::sys::read_stat(id.pid).unwrap().unwrap();
+  let walked = super::children::tree_of(&root, &[]).expect("children lists");
+  assert!(!walked.iter().any(|p| p.pid == member.pid), "the walk found {member:?}: nothing to fall back for");
+  let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(300), ..Default::default() }).unwrap();
+  child.wait().unwrap();
+  let alive = verdict(&member) == Verdict::Current;
+  for p in [&member, &parent] {
+    if verdict(p) == Verdict::Current {
+      unsafe { libc::kill(p.pid, libc::SIGKILL) };
+    }
+  }
+  assert!(!alive, "{member:?} survived: {report:?}");
+  assert!(report.escalated && report.survivors.is_empty() && report.signalled.contains(&member.pid), "{report:?}");
 }
