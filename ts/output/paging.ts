@@ -139,32 +139,35 @@ function sliceContext(context: string, body: string, at: number): { from: number
   return { from: inContext.from, lines: inBody.lines + inContext.lines };
 }
 
-/** Whether UTF-16 code unit `c` may be part of a token, a JWT, a key or base64: `A-Za-z0-9+/=_.~-`. */
+/**
+ * Whether UTF-16 code unit `c` may be part of a token, a JWT, a key or base64
+ * (`A-Za-z0-9+/=_.~-`), or of a mask redaction put inside one (`…`, `*`).
+ */
 function isTokenChar(c: number): boolean {
-  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x2b || c === 0x2f || c === 0x3d || c === 0x5f || c === 0x2e || c === 0x7e || c === 0x2d;
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x2b || c === 0x2f || c === 0x3d || c === 0x5f || c === 0x2e || c === 0x7e || c === 0x2d || c === 0x2026 || c === 0x2a;
 }
 
 /**
  * A line read in part (it runs more than `durablelog.CUT_MARGIN` past the cap), redacted, that
  * ends in a run of token characters starting before the cap: the run may be one secret
  * longer than the margin, which the rules could not see whole (a JWT whose signature lies
- * past the read), so the run is left out of what is shown; `bytes` counts what went. A run
- * that shows as one repeated character (`xxxx`, `....`, `====`) holds no secret there and
- * stays. Masks hold `…`, which ends a run, so a masked token never counts.
+ * past the read), so the run is left out of what is shown; `bytes` counts what went. A
+ * piece of the run that looked like a token and was masked does not end it. A run that
+ * shows as one repeated character (`xxxx`, `....`, `====`) holds no secret there and stays.
  */
 function withoutOpenRun(text: string, maxBytes: number): { text: string; bytes: number } {
   let i = text.length;
   while (i > 0 && isTokenChar(text.charCodeAt(i - 1))) i--;
-  const run = text.length - i;
-  if (run === 0) return { text, bytes: 0 };
-  // Token characters are ASCII: the run's bytes are its characters.
-  const runStart = Buffer.byteLength(text) - run;
+  if (i === text.length) return { text, bytes: 0 };
+  const runBytes = Buffer.byteLength(text.slice(i));
+  const runStart = Buffer.byteLength(text) - runBytes;
   if (runStart >= maxBytes) return { text, bytes: 0 };
+  // What of the run would show (at most this many characters: a character is a byte or more).
   const first = text.charCodeAt(i);
   const shownEnd = Math.min(text.length, i + (maxBytes - runStart));
   let same = true;
   for (let k = i + 1; k < shownEnd && same; k++) same = text.charCodeAt(k) === first;
-  return same ? { text, bytes: 0 } : { text: text.slice(0, i), bytes: run };
+  return same ? { text, bytes: 0 } : { text: text.slice(0, i), bytes: runBytes };
 }
 
 /**
