@@ -175,22 +175,54 @@ impl Run<'_> {
 
 /// For each run of `live` whose targets are all dead (`survivors[k]` empty) but whose group
 /// still exists, the members no walk found (see [`Run::unfound_members`]) become targets
-/// and survivors, from one read of the table shared by those runs. Returns whether any
-/// were found. A zombie left in the group (the root not reaped yet) costs that read and
-/// finds nothing.
+/// and survivors, from one pass over the process table shared by those runs (see
+/// [`groups_table`]). Returns whether any were found. A zombie left in the group (the root
+/// not reaped yet) costs that pass and finds nothing.
 pub(super) fn add_unfound(runs: &mut [Run], live: &[usize], survivors: &mut [Vec<Target>]) -> bool {
-  let mut table: Option<Option<Vec<ProcessInfo>>> = None;
+  let asking: Vec<usize> =
+    live.iter().zip(survivors.iter()).filter(|(&i, left)| left.is_empty() && runs[i].group_exists()).map(|(&i, _)| i).collect();
+  if asking.is_empty() {
+    return false;
+  }
+  let groups: Vec<i32> = asking.iter().map(|&i| runs[i].root.pid).collect();
+  let Ok(table) = groups_table(&groups) else { return false };
   let mut any = false;
   for (&i, left) in live.iter().zip(survivors.iter_mut()) {
-    if !left.is_empty() || !runs[i].group_exists() {
+    if !asking.contains(&i) {
       continue;
     }
-    let Some(table) = table.get_or_insert_with(|| sys::process_table().ok()) else { return any };
-    for t in runs[i].unfound_members(table) {
+    for t in runs[i].unfound_members(&table) {
       runs[i].add(t);
       left.push(t);
       any = true;
     }
   }
   any
+}
+
+/// The processes of the process groups `pgids`, from one listing of `/proc` with one
+/// `getpgid` per PID and a stat read only for the groups' members: a pass over thousands of
+/// processes (a loop of `setsid` children leaves that many) reads no file of theirs.
+/// Processes that exit during the pass are skipped. Elsewhere: the process table, filtered.
+fn groups_table(pgids: &[i32]) -> std::io::Result<Vec<ProcessInfo>> {
+  #[cfg(target_os = "linux")]
+  {
+    let mut table = Vec::new();
+    for entry in std::fs::read_dir("/proc")? {
+      let Ok(entry) = entry else { continue };
+      let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+      // SAFETY: getpgid only reads the kernel's record of `pid`.
+      if !pgids.contains(&unsafe { libc::getpgid(pid) }) {
+        continue;
+      }
+      if let Ok(Some(info)) = sys::read_stat(pid) {
+        table.push(info);
+      }
+    }
+    Ok(table)
+  }
+  #[cfg(not(target_os = "linux"))]
+  {
+    Ok(sys::process_table()?.into_iter().filter(|p| pgids.contains(&p.pgid)).collect())
+  }
 }
