@@ -8,6 +8,13 @@
 //! ready descriptor is the job's business ([`Followed`], implemented in `reader`); this
 //! module only registers, waits and dispatches.
 //!
+//! A durable job's log and exit file are regular files, which epoll cannot watch. On Linux
+//! the job's session directory is watched with inotify instead (one instance for all jobs,
+//! in the same poll): a write, a create or a rename in it turns the job at once, so an idle
+//! durable job costs no turns but a slow safety tick (a 15 ms tick per job kept the reactor
+//! at 24% of a core with 1000 idle durable jobs). A directory inotify refuses
+//! (`max_user_watches`, no inotify instance left) is looked at on the job's own tick.
+//!
 //! Rules that keep one job from hurting the others:
 //! - descriptors are edge-triggered and a job reads a bounded amount per turn; a job that
 //!   still has data is turned again after the others (no starvation under an output flood);
@@ -25,6 +32,7 @@ use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use std::collections::HashSet;
 use std::os::fd::RawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -68,6 +76,15 @@ pub(crate) trait Followed: Send {
   /// that refuses a terminal, epoll's `max_user_watches` reached): `exit` tells which. The
   /// job must then look at it on a deadline of its own.
   fn unwatched(&mut self, exit: bool);
+  /// A directory whose changes (files written, created, renamed into it) should turn the
+  /// job, if any (constant for the job's life).
+  fn watch_dir(&self) -> Option<PathBuf> {
+    None
+  }
+  /// Called before the first turn of a job with a [`Followed::watch_dir`], and again with
+  /// `false` if the watch ends before the job (the directory was removed): whether changes
+  /// in it turn the job. Without a watch the job must look on a deadline of its own.
+  fn dir_watched(&mut self, _watched: bool) {}
 }
 
 /// The handle jobs are handed to.
@@ -105,6 +122,9 @@ fn start(slot: &mut Option<Handle>, job: Box<dyn Followed>) -> std::io::Result<(
 /// Stack of the reactor thread (its buffer lives on the heap).
 const STACK: usize = 256 * 1024;
 const WAKER: Token = Token(usize::MAX);
+/// The inotify instance watching durable jobs' directories.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const DIRS: Token = Token(usize::MAX - 1);
 /// Events taken from the kernel per wait.
 const EVENTS: usize = 1024;
 
@@ -115,6 +135,13 @@ struct Entry {
   exit: Option<RawFd>,
   at: Option<Instant>,
   more: bool,
+  /// Its directory's watch, if it has one.
+  #[cfg(any(target_os = "linux", target_os = "android"))]
+  dir: Option<nix::sys::inotify::WatchDescriptor>,
+  /// Its directory did not exist yet when last tried: it is tried again on each turn (a
+  /// supervisor creates its job's directory after the job is handed here).
+  #[cfg(any(target_os = "linux", target_os = "android"))]
+  dir_missing: bool,
 }
 
 /// Tokens: slot * 2 for the output descriptor, slot * 2 + 1 for the exit descriptor.
@@ -127,6 +154,8 @@ struct Table {
   free: Vec<usize>,
   /// Slots with a deadline or more data: the only ones the timer looks at.
   timed: HashSet<usize>,
+  #[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+  dirs: DirWatch,
 }
 
 impl Table {
@@ -145,9 +174,30 @@ impl Table {
     };
     let output = watch(job.as_mut(), false);
     let exit = watch(job.as_mut(), true);
-    // First turn at once: a descriptor that was ready before its registration is reported
-    // too, but a refused one is not.
-    self.entries[slot] = Some(Entry { job, output, exit, at: Some(Instant::now()), more: false });
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let mut dir_missing = false;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let dir = job.watch_dir().and_then(|d| self.dirs.add(registry, &d, slot, &mut dir_missing));
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let watched = dir.is_some();
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let watched = false;
+    if job.watch_dir().is_some() {
+      job.dir_watched(watched);
+    }
+    // First turn at once: a descriptor that was ready before its registration (or a file
+    // written before its directory's watch) is reported too, but a refused one is not.
+    self.entries[slot] = Some(Entry {
+      job,
+      output,
+      exit,
+      at: Some(Instant::now()),
+      more: false,
+      #[cfg(any(target_os = "linux", target_os = "android"))]
+      dir,
+      #[cfg(any(target_os = "linux", target_os = "android"))]
+      dir_missing,
+    });
     self.timed.insert(slot);
   }
 
@@ -155,6 +205,10 @@ impl Table {
     if let Some(e) = self.entries[slot].take() {
       for fd in [e.output, e.exit].into_iter().flatten() {
         let _ = registry.deregister(&mut SourceFd(&fd));
+      }
+      #[cfg(any(target_os = "linux", target_os = "android"))]
+      if let Some(wd) = e.dir {
+        self.dirs.remove(wd);
       }
       self.free.push(slot);
       self.timed.remove(&slot);
@@ -166,6 +220,15 @@ impl Table {
   fn turn(&mut self, registry: &Registry, slot: usize, output: bool, exit: bool, now: Instant, buf: &mut [u8]) {
     let Some(e) = self.entries[slot].as_mut() else { return };
     let wake = Wake { output: output || e.more, exit, now };
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if e.dir_missing {
+      if let Some(dir) = e.job.watch_dir() {
+        e.dir = self.dirs.add(registry, &dir, slot, &mut e.dir_missing);
+        if e.dir.is_some() {
+          e.job.dir_watched(true);
+        }
+      }
+    }
     let next = catch_unwind(AssertUnwindSafe(|| e.job.turn(wake, buf))).unwrap_or(Next::Done);
     match next {
       Next::Done => self.remove(registry, slot),
@@ -191,7 +254,7 @@ impl Table {
 fn run(mut poll: Poll, rx: Receiver<Box<dyn Followed>>) {
   let mut events = Events::with_capacity(EVENTS);
   let mut buf = vec![0u8; BUFFER];
-  let mut table = Table { entries: Vec::new(), free: Vec::new(), timed: HashSet::new() };
+  let mut table = Table { entries: Vec::new(), free: Vec::new(), timed: HashSet::new(), dirs: DirWatch::default() };
   let mut woken: Vec<(usize, bool, bool)> = Vec::new();
   loop {
     while let Ok(job) = rx.try_recv() {
@@ -214,6 +277,11 @@ fn run(mut poll: Poll, rx: Receiver<Box<dyn Followed>>) {
     woken.clear();
     for ev in events.iter() {
       if ev.token() == WAKER {
+        continue;
+      }
+      #[cfg(any(target_os = "linux", target_os = "android"))]
+      if ev.token() == DIRS {
+        table.dir_changes(&mut woken);
         continue;
       }
       let (slot, is_exit) = (ev.token().0 / 2, ev.token().0 % 2 == 1);
@@ -244,5 +312,189 @@ fn run(mut poll: Poll, rx: Receiver<Box<dyn Followed>>) {
     for slot in due {
       table.turn(poll.registry(), slot, false, false, now, &mut buf);
     }
+  }
+}
+
+/// The inotify watches on durable jobs' directories: watch → slot. Empty, with no
+/// instance, until a job asks for one (and where inotify does not exist).
+#[derive(Default)]
+struct DirWatch {
+  #[cfg(any(target_os = "linux", target_os = "android"))]
+  inotify: Option<nix::sys::inotify::Inotify>,
+  /// The instance could not be made (`EMFILE`, `max_user_instances`): no more tries.
+  #[cfg(any(target_os = "linux", target_os = "android"))]
+  failed: bool,
+  #[cfg(any(target_os = "linux", target_os = "android"))]
+  slots: std::collections::HashMap<nix::sys::inotify::WatchDescriptor, usize>,
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+impl DirWatch {
+  /// Watches `dir` for `slot`; `None` when it cannot (the job then ticks), with `missing`
+  /// set when that is because `dir` does not exist (yet).
+  fn add(
+    &mut self,
+    registry: &Registry,
+    dir: &std::path::Path,
+    slot: usize,
+    missing: &mut bool,
+  ) -> Option<nix::sys::inotify::WatchDescriptor> {
+    use nix::sys::inotify::{AddWatchFlags as F, InitFlags, Inotify};
+    use std::os::fd::{AsFd, AsRawFd};
+    if self.inotify.is_none() && !self.failed {
+      let made = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
+        .ok()
+        .filter(|i| registry.register(&mut SourceFd(&i.as_fd().as_raw_fd()), DIRS, Interest::READABLE).is_ok());
+      self.failed = made.is_none();
+      self.inotify = made;
+    }
+    *missing = false;
+    let inotify = self.inotify.as_ref()?;
+    // Writes to the log, the log and exit file created or renamed into place (rotation,
+    // the exit file's temporary file), and the directory itself going away.
+    let mask = F::IN_MODIFY | F::IN_CREATE | F::IN_MOVED_TO | F::IN_CLOSE_WRITE | F::IN_ONLYDIR;
+    let added = inotify.add_watch(dir, mask);
+    *missing = added == Err(nix::errno::Errno::ENOENT);
+    let wd = added.ok()?;
+    // One directory per job: a second job on the same directory ticks.
+    if self.slots.contains_key(&wd) {
+      return None;
+    }
+    self.slots.insert(wd, slot);
+    Some(wd)
+  }
+
+  fn remove(&mut self, wd: nix::sys::inotify::WatchDescriptor) {
+    if self.slots.remove(&wd).is_some() {
+      if let Some(i) = self.inotify.as_ref() {
+        // EINVAL when the kernel dropped it already (the directory was removed).
+        let _ = i.rm_watch(wd);
+      }
+    }
+  }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+impl Table {
+  /// Reads every pending inotify event (the descriptor is edge-triggered) and adds the
+  /// jobs whose directory changed to `woken`; on a queue overflow, every watched job.
+  fn dir_changes(&mut self, woken: &mut Vec<(usize, bool, bool)>) {
+    use nix::sys::inotify::AddWatchFlags as F;
+    let Some(inotify) = self.dirs.inotify.as_ref() else { return };
+    let mut gone = Vec::new();
+    loop {
+      match inotify.read_events() {
+        Ok(events) => {
+          for ev in events {
+            if ev.mask.contains(F::IN_Q_OVERFLOW) {
+              woken.extend(self.dirs.slots.values().map(|&s| (s, true, false)));
+            } else if let Some(&slot) = self.dirs.slots.get(&ev.wd) {
+              woken.push((slot, true, false));
+              if ev.mask.contains(F::IN_IGNORED) {
+                gone.push((ev.wd, slot));
+              }
+            }
+          }
+        }
+        Err(nix::errno::Errno::EINTR) => {}
+        // EAGAIN: drained.
+        Err(_) => break,
+      }
+    }
+    // The directory was removed (or its file system unmounted): the job ticks from now on.
+    for (wd, slot) in gone {
+      self.dirs.slots.remove(&wd);
+      if let Some(e) = self.entries[slot].as_mut() {
+        e.dir = None;
+        e.job.dir_watched(false);
+      }
+    }
+  }
+}
+
+#[cfg(all(test, any(target_os = "linux", target_os = "android")))]
+mod tests {
+  use super::*;
+  use std::sync::mpsc;
+  use std::time::Duration;
+
+  /// A job with no descriptor and, without a `tick`, no deadline after its first turn: only
+  /// its directory's changes can turn it again. Reports each turn and each `dir_watched`.
+  struct DirJob {
+    dir: PathBuf,
+    tx: mpsc::Sender<&'static str>,
+    tick: Option<Duration>,
+  }
+
+  impl Followed for DirJob {
+    fn output_fd(&self) -> Option<RawFd> {
+      None
+    }
+    fn exit_fd(&self) -> Option<RawFd> {
+      None
+    }
+    fn turn(&mut self, wake: Wake, _buf: &mut [u8]) -> Next {
+      let _ = self.tx.send(if wake.output { "changed" } else { "turn" });
+      if self.dir.join("done").exists() {
+        return Next::Done;
+      }
+      Next::Keep { more: false, at: self.tick.map(|t| wake.now + t), exit_done: false }
+    }
+    fn close_exit(&mut self) {}
+    fn unwatched(&mut self, _exit: bool) {}
+    fn watch_dir(&self) -> Option<PathBuf> {
+      Some(self.dir.clone())
+    }
+    fn dir_watched(&mut self, watched: bool) {
+      let _ = self.tx.send(if watched { "watched" } else { "unwatched" });
+    }
+  }
+
+  fn next(rx: &mpsc::Receiver<&'static str>) -> &'static str {
+    rx.recv_timeout(Duration::from_secs(10)).expect("no report within 10 s")
+  }
+
+  #[test]
+  fn a_job_without_a_deadline_is_turned_by_writes_renames_and_the_removal_of_its_directory() {
+    let dir = std::env::temp_dir().join(format!("procward-dirwatch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (tx, rx) = mpsc::channel();
+    follow(Box::new(DirJob { dir: dir.clone(), tx, tick: None })).unwrap();
+    assert_eq!(next(&rx), "watched");
+    assert_eq!(next(&rx), "turn");
+    // A log created and appended to, as a supervisor does.
+    std::fs::write(dir.join("output.log"), "hi\n").unwrap();
+    assert_eq!(next(&rx), "changed");
+    while rx.try_recv().is_ok() {}
+    // An exit file renamed into place.
+    let outside = dir.with_extension("exit.tmp");
+    std::fs::write(&outside, "{}").unwrap();
+    std::fs::rename(&outside, dir.join("exit.json")).unwrap();
+    assert_eq!(next(&rx), "changed");
+    while rx.try_recv().is_ok() {}
+    // The directory removed: the job is told nothing watches it any more.
+    std::fs::remove_dir_all(&dir).unwrap();
+    let mut seen = Vec::new();
+    while !seen.contains(&"unwatched") {
+      seen.push(next(&rx));
+    }
+  }
+
+  #[test]
+  fn a_job_whose_directory_appears_later_is_watched_once_it_exists() {
+    let dir = std::env::temp_dir().join(format!("procward-dirwatch-late-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (tx, rx) = mpsc::channel();
+    // Not there yet: the job ticks on a deadline of its own until it is.
+    follow(Box::new(DirJob { dir: dir.clone(), tx, tick: Some(Duration::from_millis(20)) })).unwrap();
+    assert_eq!(next(&rx), "unwatched");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut seen = Vec::new();
+    while !seen.contains(&"watched") {
+      seen.push(next(&rx));
+    }
+    std::fs::write(dir.join("done"), "").unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
   }
 }

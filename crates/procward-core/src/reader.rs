@@ -29,8 +29,16 @@ pub use crate::job::{DrainOptions, JobEvent};
 
 /// Polling tick for the direct child when no pidfd exists.
 const EXIT_TICK: Duration = Duration::from_millis(20);
-/// How often a durable job's log file is checked for growth.
+/// How often a durable job's log file is first checked for growth; the tick doubles while
+/// the job stays quiet, up to [`IDLE_TICK`] or, when inotify watches its directory, to
+/// [`WATCHED_TICK`], and is back to this on news.
 const TAIL_TICK: Duration = Duration::from_millis(15);
+/// The longest tick of a quiet durable job whose directory nothing watches (no inotify, or
+/// without a pidfd for its supervisor, whose end only a tick finds).
+const IDLE_TICK: Duration = Duration::from_millis(120);
+/// The longest tick of a quiet durable job whose directory inotify watches: a safety net
+/// only, its writes turn it at once.
+const WATCHED_TICK: Duration = Duration::from_secs(5);
 
 fn reap(child: &mut Launched) -> Option<ExitInfo> {
   match child.try_wait() {
@@ -228,21 +236,42 @@ pub(crate) struct LogCapture {
   sink: EventSink,
   decoder: Utf8Decoder,
   published: bool,
+  /// The session directory (the log's and the exit file's), watched by the reactor.
+  dir: Option<PathBuf>,
+  dir_watched: bool,
+  /// The wait before the next look without news (see [`TAIL_TICK`]).
+  tick: Duration,
 }
 
 impl LogCapture {
   pub(crate) fn new(log_path: PathBuf, exit_path: PathBuf, child: Launched, pidfd: Option<OwnedFd>, sink: EventSink) -> Self {
-    LogCapture { follower: LogFollower::new(&log_path), exit_path, child, pidfd, sink, decoder: Utf8Decoder::new(), published: false }
+    let dir = log_path.parent().filter(|d| exit_path.parent() == Some(*d)).map(PathBuf::from);
+    LogCapture {
+      follower: LogFollower::new(&log_path),
+      exit_path,
+      child,
+      pidfd,
+      sink,
+      decoder: Utf8Decoder::new(),
+      published: false,
+      dir,
+      dir_watched: false,
+      tick: TAIL_TICK,
+    }
   }
 
-  fn pump(&mut self, late: bool, buf: &mut [u8]) {
+  /// Hands what the log gained to the sink; true when it gained bytes.
+  fn pump(&mut self, late: bool, buf: &mut [u8]) -> bool {
     let (decoder, sink) = (&mut self.decoder, &mut self.sink);
+    let mut news = false;
     self.follower.read_new(buf, &mut |bytes| {
+      news = true;
       let text = decoder.decode(bytes);
       if !text.is_empty() {
         sink(JobEvent::Output { text, late });
       }
     });
+    news
   }
 }
 
@@ -262,8 +291,17 @@ impl Followed for LogCapture {
   /// The log and the exit file are looked at on every tick anyway.
   fn unwatched(&mut self, _exit: bool) {}
 
+  fn watch_dir(&self) -> Option<PathBuf> {
+    self.dir.clone()
+  }
+
+  fn dir_watched(&mut self, watched: bool) {
+    self.dir_watched = watched;
+    self.tick = TAIL_TICK;
+  }
+
   fn turn(&mut self, wake: Wake, buf: &mut [u8]) -> Next {
-    self.pump(self.published, buf);
+    let news = self.pump(self.published, buf);
     let gone = reap(&mut self.child);
     if !self.published {
       let recorded = std::fs::read_to_string(&self.exit_path).ok().and_then(|t| ExitInfo::from_json(&t));
@@ -283,9 +321,12 @@ impl Followed for LogCapture {
       flush(&mut self.decoder, true, &mut self.sink);
       return Next::Done;
     }
-    // The log is a regular file (epoll cannot watch it): it is checked on a tick. A pidfd
-    // that fired without a reapable supervisor is closed; the tick finds the end.
-    Next::Keep { more: false, at: Some(wake.now + TAIL_TICK), exit_done: wake.exit }
+    // The log is a regular file (epoll cannot watch it): it is checked on a tick that
+    // slows while nothing changes, and at once when inotify reports its directory changed.
+    // A pidfd that fired without a reapable supervisor is closed; the tick finds the end.
+    let longest = if self.dir_watched && self.pidfd.is_some() && !wake.exit { WATCHED_TICK } else { IDLE_TICK };
+    self.tick = if news || wake.output { TAIL_TICK } else { (self.tick * 2).min(longest) };
+    Next::Keep { more: false, at: Some(wake.now + self.tick), exit_done: wake.exit }
   }
 }
 
