@@ -15,8 +15,9 @@
  * was read from and the log still reaches it; a rotation that deletes the oldest part keeps
  * the entries of the parts that remain (the line breaks before the new first byte are
  * subtracted), anything else rebuilds from the first kept byte. So does a log rewritten in
- * place: a part written since (newer mtime) that did not grow, or a log that grew with
- * other bytes before where the index ended (its last 32 bytes are kept and compared).
+ * place: a part written since (newer mtime) that is shorter, or a log with other bytes
+ * before where the index ended (its last 32 bytes are kept and compared whenever a part's
+ * size, mtime or ctime changed).
  *
  * (Not named `lineindex.ts`: the build keeps imports ending in `index.js` external.)
  */
@@ -148,12 +149,14 @@ function shapeOf(log: IndexedLog): string {
 const PROBE = 32;
 
 /**
- * Whether a part of `log` was written since `entry` saw it (a newer mtime, same inode)
- * without growing: truncated (`copytruncate`, `: > output.log`, the disk budget's eviction)
- * or rewritten at the same size. An older mtime is a page that opened the log earlier.
+ * Whether a part of `log` was written since `entry` saw it (a newer mtime, same inode) and
+ * is shorter: truncated (`copytruncate`, `: > output.log`, the disk budget's eviction). An
+ * older mtime is a page that opened the log earlier. The same size with a newer mtime is
+ * left to the probe: a write sets the mtime before the size, so `fstat` during an append
+ * can see that too.
  */
-function rewrittenInPlace(entry: Entry, log: IndexedLog): boolean {
-  return log.parts.some((p) => entry.parts.some((was) => was.ino === p.ino && p.mtime > was.mtime && p.size <= was.size));
+function truncated(entry: Entry, log: IndexedLog): boolean {
+  return log.parts.some((p) => entry.parts.some((was) => was.ino === p.ino && p.mtime > was.mtime && p.size < was.size));
 }
 
 /** The parts of `log`, each with the newest state seen of its inode (a page that opened the log earlier keeps the later state). */
@@ -204,7 +207,7 @@ export class LineIndex {
     const shape = shapeOf(log);
     if (shape === entry.shape && entry.cps.length > 0) return LineIndex.over(entry, log);
     // A log rewritten in place (same inode) is indexed again from its start, not served stale.
-    if (entry.cps.length > 0 && (rewrittenInPlace(entry, log) || !(await probeHolds(entry, log)))) entry.cps = [];
+    if (entry.cps.length > 0 && (truncated(entry, log) || !(await probeHolds(entry, log)))) entry.cps = [];
     entry.parts = newestParts(entry, log);
     let cps = stillValid(entry, log);
     let endsWithNewline = cps.length > 0 && cps[cps.length - 1]?.at === entry.cps[entry.cps.length - 1]?.at ? entry.endsWithNewline : false;
