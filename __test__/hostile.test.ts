@@ -26,8 +26,13 @@ function stateWith(sessions: unknown[] | string): string {
   return state;
 }
 
-/** Shell that finds the job's own output.log through its supervisor's open files (no PROCWARD_STATE_DIR needed). */
-const FIND_OWN_LOG = 'for f in /proc/$PPID/fd/*; do t=$(readlink $f); case "$t" in */output.log) p=$t;; esac; done';
+/**
+ * Shell that finds the job's own output.log through its supervisor's open files (no
+ * PROCWARD_STATE_DIR needed). The supervisor creates the log with the first byte of output,
+ * so the job prints a line first and looks until the log is open.
+ */
+const FIND_OWN_LOG =
+  'echo started; p=; while [ -z "$p" ]; do for f in /proc/$PPID/fd/*; do t=$(readlink $f); case "$t" in */output.log) p=$t;; esac; done; [ -n "$p" ] || sleep 0.05; done';
 
 describe('a job that damages its own session files breaks only its own session', () => {
   const plants = {
