@@ -125,6 +125,8 @@ describe('symlinks below the state directory', () => {
         symlinkSync(join(outside, name), path);
       }
       await r.kill(s.id, { graceMs: 100 });
+      // The kill's end reaches session.json behind the kill (not awaited by it).
+      await until(() => !lstatSync(join(dir, 'session.json')).isSymbolicLink(), 10_000, 'session.json replaced');
       for (const name of ['kill-requested', 'session.json']) {
         expect(readFileSync(join(outside, name), 'utf8')).toBe('precious');
         expect(lstatSync(join(dir, name)).isSymbolicLink()).toBe(false);
