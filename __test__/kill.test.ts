@@ -1,6 +1,6 @@
 // DESIGN section 3 (process trees and tree kill), with real process trees.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { descendants, identity, killTree, ProcessRegistry, probe, verdict } from '../dist/index.mjs';
@@ -202,24 +202,32 @@ describe('bulk kill', () => {
     expect(isAlive(a.pid!) || isAlive(b.pid!)).toBe(false);
   });
 
-  it('killAll of 50 SIGTERM-ignoring jobs ends every one as killed, in far less than 50 grace periods', async () => {
-    const graceMs = 300;
+  it('killAll of 50 SIGTERM-ignoring jobs ends every one as killed, every SIGTERM sent before any SIGKILL', async () => {
+    const graceMs = 1000;
+    const dir = tempDir();
+    // On SIGTERM each job records the state of every job's root (field 3 of /proc/<pid>/stat,
+    // read by shell builtins alone): a job SIGKILLed already shows as a zombie, or is gone.
+    const record =
+      `rec() { read -r roots < ${dir}/roots; out=; for p in $roots; do l=; read -r l < /proc/$p/stat; ` +
+      `set -- $l; out="$out$p \${3:-gone} "; done; echo "$out" > ${dir}/term.$$; }`;
+    const script = `trap '' TERM; sleep 309 & ${record}; trap rec TERM; : > ${dir}/ready.$$; while :; do wait; done`;
     const jobs: Awaited<ReturnType<typeof ctx.registry.spawn>>[] = [];
-    for (let i = 0; i < 50; i++) jobs.push(await ctx.registry.spawn(`trap '' TERM; sleep 309; true`, { taskId: 'bulk' }));
+    for (let i = 0; i < 50; i++) jobs.push(await ctx.registry.spawn(script, { taskId: 'bulk' }));
     for (const s of jobs) cleanupGroup(s.pid!);
-    // The trap is set once the shell has started its sleep.
-    await until(() => jobs.every((s) => descendants(s.pid!).some((d) => d.alive)), 10_000, 'every sleep');
-    const t0 = performance.now();
+    writeFileSync(join(dir, 'roots'), jobs.map((s) => s.pid).join(' '));
+    await until(() => jobs.every((s) => existsSync(join(dir, `ready.${s.pid}`))), 10_000, 'every trap');
     const out = await ctx.registry.killAll({ taskId: 'bulk', graceMs });
-    const took = performance.now() - t0;
     expect(out.map((o) => o.id).sort()).toEqual(jobs.map((s) => s.id).sort());
     for (const o of out) expect('result' in o && o.result).toMatchObject({ outcome: 'killed', escalated: true, survivors: [] });
     for (const s of jobs) {
       expect(isAlive(s.pid!)).toBe(false);
       expect(await ctx.registry.poll(s.id)).toMatchObject({ reason: 'killed', signal: 'SIGKILL' });
     }
-    // One after another they would take at least 50 × 300 ms = 15 s; together about one
-    // grace period plus the settle (10 × grace leaves room for two CPU hogs beside).
-    expect(took).toBeLessThan(10 * graceMs);
+    // One grace period for all: kills one after another would show earlier jobs dead.
+    for (const s of jobs) {
+      const seen = readFileSync(join(dir, `term.${s.pid}`), 'utf8').trim().split(' ');
+      expect(seen.length).toBe(2 * jobs.length);
+      for (let i = 1; i < seen.length; i += 2) expect(['Z', 'gone'], seen.join(' ')).not.toContain(seen[i]);
+    }
   }, 60_000);
 });
