@@ -163,21 +163,27 @@ fn a_foreign_cgroup_is_refused_and_its_kill_file_stays_unwritten() {
 fn a_survivor_that_is_not_dying_is_reported_without_the_long_wait() {
   let (mut child, id) = spawn_session("sleep 30");
   assert!(!dying(id.pid));
-  let target = Target { pid: id.pid, start_time: id.start_time, pgid: id.pid };
-  let run = Run {
-    root: &id,
-    host: Host::current(),
-    cgroup: None,
-    boot_id: id.boot_id.clone(),
-    targets: vec![target],
-    report: KillReport::default(),
-  };
-  let started = Instant::now();
-  let left = super::settle::settle_longer(&[run], &[0], vec![vec![target]], Instant::now() + Duration::from_secs(5));
-  assert_eq!(left[0].len(), 1);
-  assert!(started.elapsed() < Duration::from_secs(4), "waited {:?}", started.elapsed());
+  // A deadline an hour away: only seeing the survivor neither dying nor disappearing ends
+  // the wait (the channel's bound only turns a hang into a failure).
+  let (done, returned) = std::sync::mpsc::channel();
+  let root = id.clone();
+  std::thread::spawn(move || {
+    let target = Target { pid: root.pid, start_time: root.start_time, pgid: root.pid };
+    let run = Run {
+      root: &root,
+      host: Host::current(),
+      cgroup: None,
+      boot_id: root.boot_id.clone(),
+      targets: vec![target],
+      report: KillReport::default(),
+    };
+    let left = super::settle::settle_longer(&[run], &[0], vec![vec![target]], Instant::now() + Duration::from_secs(3600));
+    done.send(left[0].len()).unwrap();
+  });
+  let left = returned.recv_timeout(Duration::from_secs(600));
   unsafe { libc::kill(-id.pid, libc::SIGKILL) };
   child.wait().unwrap();
+  assert_eq!(left, Ok(1), "settle_longer waited for its deadline");
 }
 
 #[test]
