@@ -42,6 +42,8 @@ import type { KillResult, LogDiskUsage, LogResult, PollResult, RegistryOptions, 
 export type { KillResult, LogDiskUsage, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
 
 const DETACHED_TICK_MS = 25;
+/** What refresh returns when there is nothing to do. */
+const SETTLED: Promise<void> = Promise.resolve();
 
 /** Events a registry emits: `completion` and `watch` (see `policy/notifications.ts`). */
 export interface RegistryEvents {
@@ -218,10 +220,13 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     return true;
   }
 
-  /** Brings a session up to date through its kind; read-only entries are never touched. */
+  /**
+   * Brings a session up to date through its kind; read-only entries are never touched, and
+   * an ended session this host owns has nothing to bring (its kind's refresh does nothing):
+   * both get {@link SETTLED}, which list() does not await (10 000 awaits were most of a list).
+   */
   private refresh(live: Live): Promise<void> {
-    // No async wrapper: list() refreshes every session, one promise each is enough.
-    if (this.store.readOnly.has(live.record.id)) return Promise.resolve();
+    if (this.store.readOnly.has(live.record.id) || (live.record.status === 'exited' && !live.foreign)) return SETTLED;
     return live.kind.refresh();
   }
 
@@ -392,7 +397,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       const keyMatch = filter.sessionKey !== undefined && r.sessionKey === filter.sessionKey;
       if (filter.taskId !== undefined && !taskMatch && !keyMatch) continue;
       if (filter.taskId === undefined && filter.sessionKey !== undefined && !keyMatch) continue;
-      await this.refresh(live);
+      const refreshed = this.refresh(live);
+      if (refreshed !== SETTLED) await refreshed;
       out.push({ ...summary(live, filter.taskId !== undefined && !taskMatch), ...this.readOnlyFlag(live), ...this.logs.flag(live) });
     }
     return out.sort((a, b) => a.startedAt - b.startedAt);
