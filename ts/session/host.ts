@@ -218,6 +218,7 @@ export abstract class HostSession extends BaseSession {
       try {
         // Created, never overwritten: only the kill that created it may remove it.
         marked = await createKillMarkerBatched(files.killMarkPath);
+        if (marked) live.killMarked = true;
       } catch (err) {
         host.diagnostics.push(`${r.id}: cannot record the kill request: ${(err as Error).message}`);
       }
@@ -233,10 +234,9 @@ export abstract class HostSession extends BaseSession {
     } catch (err) {
       // The kill failed before it signalled anything (a refused root, an unreadable process
       // table): the marker it wrote must not make the job's own end look killed.
-      if (marked && files && !live.killed && live.killsInFlight === 1) rmSync(files.killMarkPath, { force: true });
-      throw err;
-    } finally {
       live.killsInFlight--;
+      this.dropKillMarker(files);
+      throw err;
     }
     let reachedLeader = wasRunning && !endedFirst && report.signalled.includes(r.identity.pid);
     if (reachedLeader && (await this.endedBefore(signalAt))) reachedLeader = false;
@@ -250,9 +250,10 @@ export abstract class HostSession extends BaseSession {
       live.killed = true;
       live.killSignal = report.escalated ? 'SIGKILL' : 'SIGTERM';
     }
-    // The marker goes only when this kill wrote it and no kill (ours still on its way, or
-    // another host's that claimed the job) needs it.
-    else if (!reachedLeader && files && marked && !live.killed && live.killsInFlight === 0 && !killClaimed(files.dir)) rmSync(files.killMarkPath, { force: true });
+    // Counted until this kill knows whether it reached the leader: another kill of ours that
+    // finds the leader gone must not remove the marker while this one is still deciding.
+    live.killsInFlight--;
+    this.dropKillMarker(files);
     if (live.pendingExit && live.killsInFlight === 0) {
       const end = live.pendingExit;
       delete live.pendingExit;
@@ -285,6 +286,17 @@ export abstract class HostSession extends BaseSession {
     // Still not published (a slow reader): what we know is that our kill ended it.
     host.finish(live, { exitCode: null, signal: report.escalated ? 'SIGKILL' : 'SIGTERM', reason: 'killed', source: 'kill' });
     return result('killed');
+  }
+
+  /**
+   * Removes the kill marker when a kill of this host wrote it and no kill needs it: none of
+   * ours is still deciding, none reached the leader, and no host claimed the job.
+   */
+  private dropKillMarker(files: JobFiles | null): void {
+    const { live } = this;
+    if (!files || !live.killMarked || live.killed || live.killsInFlight > 0 || killClaimed(files.dir)) return;
+    rmSync(files.killMarkPath, { force: true });
+    live.killMarked = false;
   }
 
   /** Keeps killing survivors in the background and throws `KILL_SURVIVORS` with the report. */

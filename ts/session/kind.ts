@@ -42,6 +42,8 @@ export interface Live {
   killsInFlight: number;
   /** A kill of ours reached the leader, so its end is `killed`. */
   killed: boolean;
+  /** A kill of this host created the session's kill marker (only this host may remove it). */
+  killMarked: boolean;
   /** The last signal that kill sent (`SIGTERM`, or `SIGKILL` after escalation). */
   killSignal?: string;
   /** An end the reader reported while a kill was in flight: published once the kill knows whether it reached the leader. */

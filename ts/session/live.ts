@@ -29,6 +29,7 @@ export function newLive(record: SessionRecord, tailChars: number, detached: bool
     foreign,
     killsInFlight: 0,
     killed: false,
+    killMarked: false,
     killSignal: undefined,
     pendingExit: undefined,
     pendingLost: undefined,
