@@ -322,6 +322,12 @@ export interface SpawnOptions {
   exitPath?: string
   /** Durable mode: path of the `procward-supervise` executable. */
   supervisor?: string
+  /**
+   * Durable mode: the session record (JSON, at most 60 000 bytes) the supervisor writes to
+   * `session.json` beside the exit file, creating the directory, before the job starts.
+   * Default: the host wrote it.
+   */
+  sessionRecord?: string
   /** After the direct child exits, publish once output has been idle this long. Default 40. */
   drainIdleMs?: number
   /** ... and at the latest this long after the exit. Default 120. */
