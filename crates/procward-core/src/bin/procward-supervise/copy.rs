@@ -18,16 +18,15 @@ use std::time::Instant;
 static CHILD_PIPE: AtomicI32 = AtomicI32::new(-1);
 
 /// SIGCHLD: one byte into the self-pipe (write(2) is async-signal-safe; a full pipe already
-/// says "a child changed state"). errno is kept for the code the signal interrupted.
+/// says "a child changed state"). errno is kept for the code the signal interrupted, through
+/// nix's `Errno` (the thread's errno lives at `__errno_location` on Linux, `__error` on macOS).
 extern "C" fn child_changed(_: libc::c_int) {
-  unsafe {
-    let saved = *libc::__errno_location();
-    let fd = CHILD_PIPE.load(Ordering::SeqCst);
-    if fd >= 0 {
-      libc::write(fd, b"c".as_ptr().cast(), 1);
-    }
-    *libc::__errno_location() = saved;
+  let saved = nix::errno::Errno::last_raw();
+  let fd = CHILD_PIPE.load(Ordering::SeqCst);
+  if fd >= 0 {
+    unsafe { libc::write(fd, b"c".as_ptr().cast(), 1) };
   }
+  nix::errno::Errno::set_raw(saved);
 }
 
 /// The read end of the SIGCHLD self-pipe, readable once a child may be reaped.
