@@ -6,15 +6,32 @@
 //! - [`SpawnOptions`], [`Capture`], [`Input`]: what to run and how;
 //! - [`DrainOptions`]: how long to read after the direct child exited;
 //! - [`JobEvent`] and [`EventSink`]: what the reader reports, and where to;
-//! - `Launched` (crate-private): the started direct child, waited for exactly once.
+//! - [`PtySize`]: a terminal's size, for `pty` on Unix and ConPTY on Windows;
+//! - `Launched` (crate-private, Unix): the started direct child, waited for exactly once
+//!   (Windows has its own, `windows::process::Launched`, holding the process handle).
 
-use crate::pty::PtySize;
 use crate::status::ExitInfo;
+#[cfg(unix)]
 use std::io;
+#[cfg(unix)]
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+#[cfg(unix)]
 use std::process::ExitStatus;
 use std::time::Duration;
+
+/// Terminal size in character cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PtySize {
+  pub cols: u16,
+  pub rows: u16,
+}
+
+impl Default for PtySize {
+  fn default() -> Self {
+    PtySize { cols: 120, rows: 40 }
+  }
+}
 
 /// Where the job's output goes.
 #[derive(Debug, Clone)]
@@ -44,7 +61,7 @@ pub enum Input {
   /// `/dev/null` (the default): a job that reads stdin sees EOF at once.
   #[default]
   Null,
-  /// A pipe the host writes to ([`JobInput`](crate::pty::JobInput)); closing it is EOF.
+  /// A pipe the host writes to (`pty::JobInput`); closing it is EOF.
   Pipe,
   /// A pseudo-terminal for stdin, stdout and stderr (pipe capture only).
   Pty(PtySize),
@@ -57,8 +74,9 @@ pub struct SpawnOptions {
   pub command: String,
   /// Shell executable. Default [`default_shell`].
   pub shell: PathBuf,
-  /// Arguments before the command. Default `["-c", "--"]`: `--` ends the shell's options,
-  /// so a command that starts with `-` is a command, not an option.
+  /// Arguments before the command. Default [`default_shell_args`] of the shell: on Unix
+  /// `["-c", "--"]` (`--` ends the shell's options, so a command that starts with `-` is a
+  /// command, not an option); on Windows `["/d", "/s", "/c"]` for cmd.exe.
   pub shell_args: Vec<String>,
   /// Working directory; `None` inherits the host's.
   pub cwd: Option<PathBuf>,
@@ -82,10 +100,11 @@ pub struct SpawnOptions {
 
 impl SpawnOptions {
   pub fn new(command: impl Into<String>) -> Self {
+    let shell = default_shell();
     SpawnOptions {
       command: command.into(),
-      shell: default_shell(),
-      shell_args: vec!["-c".into(), "--".into()],
+      shell_args: default_shell_args(&shell),
+      shell,
       cwd: None,
       env: None,
       capture: Capture::Pipe,
@@ -99,18 +118,72 @@ impl SpawnOptions {
   }
 }
 
-/// `/bin/bash` when it exists, else `/bin/sh`.
+/// Unix: `/bin/bash` when it exists, else `/bin/sh`.
 ///
 /// bash runs the last simple command of `-c` with `exec`, so `sh -c '...'` or a lone
 /// `node server.js` becomes the session leader itself and its own exit status (including
 /// a death by signal) is what the session reports. dash (Debian's `/bin/sh`) forks instead,
 /// and a child killed by SIGKILL then surfaces as the shell's `exit 137`.
+#[cfg(unix)]
 pub fn default_shell() -> PathBuf {
   let bash = PathBuf::from("/bin/bash");
   if bash.exists() {
     bash
   } else {
     PathBuf::from("/bin/sh")
+  }
+}
+
+/// Windows: `%ComSpec%` (the system's command interpreter, set by Windows itself), else
+/// `C:\Windows\System32\cmd.exe`.
+#[cfg(windows)]
+pub fn default_shell() -> PathBuf {
+  std::env::var_os("ComSpec").filter(|s| !s.is_empty()).map_or_else(|| PathBuf::from(r"C:\Windows\System32\cmd.exe"), PathBuf::from)
+}
+
+/// The arguments that come before the command for `shell` when the caller gives none.
+///
+/// Unix: `["-c", "--"]` for every shell. Windows, by the shell's file name (case does not
+/// matter, `.exe` optional): `cmd` gets `["/d", "/s", "/c"]` (no AutoRun commands from the
+/// registry; `/s`: the quotes around the command are stripped and the rest is kept as it
+/// is); `powershell` and `pwsh` get `["-NoProfile", "-NonInteractive", "-Command"]`;
+/// anything else (`bash`, `sh`, ...) gets `["-c"]`.
+pub fn default_shell_args(shell: &Path) -> Vec<String> {
+  let args: &[&str] = if cfg!(windows) {
+    match ShellKind::of(shell) {
+      ShellKind::Cmd => &["/d", "/s", "/c"],
+      ShellKind::PowerShell => &["-NoProfile", "-NonInteractive", "-Command"],
+      ShellKind::Other => &["-c"],
+    }
+  } else {
+    &["-c", "--"]
+  };
+  args.iter().map(|a| a.to_string()).collect()
+}
+
+/// Which family a shell belongs to, by its file name: it decides the default arguments and,
+/// on Windows, how the command is quoted on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShellKind {
+  /// `cmd` / `cmd.exe`.
+  Cmd,
+  /// `powershell` / `pwsh` (with or without `.exe`).
+  PowerShell,
+  /// Any other shell (`bash`, `sh`, ...), which parses its command line as the C runtime does.
+  Other,
+}
+
+impl ShellKind {
+  /// The family of `shell`, from its file name without the extension, case-insensitively.
+  pub fn of(shell: &Path) -> Self {
+    // A Windows path may reach a Unix build (tests): both separators end the directory.
+    let name = shell.to_string_lossy();
+    let file = name.rsplit(['/', '\\']).next().unwrap_or_default().to_ascii_lowercase();
+    match file.strip_suffix(".exe").unwrap_or(&file) {
+      "cmd" => ShellKind::Cmd,
+      "powershell" | "pwsh" => ShellKind::PowerShell,
+      _ => ShellKind::Other,
+    }
   }
 }
 
@@ -147,12 +220,14 @@ impl Default for DrainOptions {
 pub type EventSink = Box<dyn FnMut(JobEvent) + Send + 'static>;
 
 /// A started process this host is the parent of: wait for it exactly once.
+#[cfg(unix)]
 #[derive(Debug)]
 pub(crate) struct Launched {
   pub pid: i32,
   status: Option<ExitStatus>,
 }
 
+#[cfg(unix)]
 impl Launched {
   pub fn new(pid: i32) -> Self {
     Launched { pid, status: None }

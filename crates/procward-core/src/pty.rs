@@ -10,18 +10,8 @@ use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 use nix::pty::{openpty, Winsize};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
-/// Terminal size in character cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PtySize {
-  pub cols: u16,
-  pub rows: u16,
-}
-
-impl Default for PtySize {
-  fn default() -> Self {
-    PtySize { cols: 120, rows: 40 }
-  }
-}
+// Its home is `job` (Windows shares it); re-exported where it was first published.
+pub use crate::job::PtySize;
 
 fn winsize(size: PtySize) -> Winsize {
   Winsize { ws_row: size.rows, ws_col: size.cols, ws_xpixel: 0, ws_ypixel: 0 }
