@@ -1,9 +1,39 @@
-//! macOS (compiled here, untested until a macOS CI runner exists): the kernel's process
-//! info through `proc_pidinfo(PROC_PIDTBSDINFO)`.
+//! macOS (compile-checked here by `scripts/platforms/macos-check.sh`; nothing runs until a
+//! macOS runner exists): the kernel's process info through `proc_pidinfo(PROC_PIDTBSDINFO)`.
 //!
 //! - start time: `pbi_start_tvsec * 1_000_000 + pbi_start_tvusec`, microseconds since the
-//!   epoch (not `ps -o lstart`, which has one-second resolution);
-//! - boot id: `kern.boottime` (seconds and microseconds of this boot).
+//!   epoch. xnu copies `p->p_start`, the wall clock read once at fork, so a clock step after
+//!   the start never changes it (not `ps -o lstart`, which has one-second resolution).
+//! - state, ppid, pgid: `pbi_status` (`SIDL`..`SZOMB` of `<sys/proc.h>`), `pbi_ppid`,
+//!   `pbi_pgid`.
+//! - boot id: `kern.bootsessionuuid`, a UUID made at each boot; `kern.boottime` only where
+//!   that sysctl is missing.
+//!
+//! Checked against xnu (`bsd/kern/proc_info.c`, `bsd/kern/kern_sig.c`) and Apple's man pages
+//! for proc_pidinfo's callers, kill(2) and killpg(2):
+//!
+//! - `proc_pidinfo` returns the bytes written, or 0 with errno set (libproc turns the
+//!   syscall's -1 into 0): ESRCH when no process has the PID, EPERM for a process of another
+//!   user (PROC_PIDTBSDINFO checks the same user unless the caller is root). EPERM is an
+//!   error here, so a probe of such a PID reads "unreadable" (verdict `unknown`), never
+//!   "gone"; the process table leaves those PIDs out, and the host's ancestor walk stops at
+//!   the first one (a root-owned `login` or `sshd`, which the host cannot signal anyway).
+//! - Zombies: PROC_PIDTBSDINFO finds a zombie only when `arg` is non-zero (xnu then falls
+//!   back to `proc_find_zombref`); with `arg = 0` an exited, unreaped child reads ESRCH. The
+//!   reads pass 1, so a zombie is `Z` as on Linux and a job that exits before its identity
+//!   is read (`identity_of_child`) still has its start time.
+//! - `proc_listallpids` returns a count of PIDs (libproc divides the byte count), zombies
+//!   included, and fills at most the buffer: a full buffer is grown and read again.
+//! - `kern.boottime` is not a boot token: xnu derives it as now minus uptime and shifts it
+//!   when the clock is stepped or slewed, so two reads in one boot can differ by
+//!   microseconds to seconds. `kern.bootsessionuuid` is set once per boot.
+//! - kill(2) and killpg(2) are the POSIX calls the Unix kill path already makes: a negative
+//!   PID signals the group, signal 0 checks existence, ESRCH when nothing matches, EPERM
+//!   without the right to signal. Whether `kill(pid, 0)` succeeds on a zombie is left open
+//!   by the man page; no verdict depends on it, because the state read above says `Z` and
+//!   [`ProcessInfo::is_dead`] counts that as dead.
+//! - Not checked: anything at run time. The module is compiled for both macOS targets, never
+//!   run; the table of `scripts/platforms/README.md` says so.
 
 use super::ProcessInfo;
 use std::io;
@@ -23,7 +53,8 @@ pub(crate) fn read_stat(pid: i32) -> io::Result<Option<ProcessInfo>> {
   }
   let mut info: libc::proc_bsdinfo = unsafe { zeroed() };
   let size = size_of::<libc::proc_bsdinfo>() as libc::c_int;
-  let n = unsafe { libc::proc_pidinfo(pid, libc::PROC_PIDTBSDINFO, 0, (&mut info as *mut libc::proc_bsdinfo).cast(), size) };
+  // arg 1: find zombies too (see the module docs).
+  let n = unsafe { libc::proc_pidinfo(pid, libc::PROC_PIDTBSDINFO, 1, (&mut info as *mut libc::proc_bsdinfo).cast(), size) };
   if n <= 0 {
     let err = io::Error::last_os_error();
     return match err.raw_os_error() {
@@ -51,11 +82,36 @@ pub(crate) fn read_stat(pid: i32) -> io::Result<Option<ProcessInfo>> {
   }))
 }
 
+/// This boot's id: `kern.bootsessionuuid` (`bootsession-<uuid>`), read once. Where the sysctl
+/// does not exist, `kern.boottime` (`boottime-<sec>.<usec>`), which a clock step can move.
+/// Errors: the sysctl's, when neither can be read.
 pub(crate) fn boot_id() -> io::Result<String> {
   static BOOT: OnceLock<String> = OnceLock::new();
   if let Some(b) = BOOT.get() {
     return Ok(b.clone());
   }
+  let id = match boot_session_uuid() {
+    Ok(uuid) => format!("bootsession-{uuid}"),
+    Err(_) => boot_time()?,
+  };
+  Ok(BOOT.get_or_init(|| id).clone())
+}
+
+fn boot_session_uuid() -> io::Result<String> {
+  let mut buf = [0u8; 64];
+  let mut len = buf.len();
+  let rc = unsafe { libc::sysctlbyname(c"kern.bootsessionuuid".as_ptr(), buf.as_mut_ptr().cast(), &mut len, std::ptr::null_mut(), 0) };
+  if rc != 0 {
+    return Err(io::Error::last_os_error());
+  }
+  let text = buf[..len.min(buf.len())].split(|&b| b == 0).next().unwrap_or_default();
+  match std::str::from_utf8(text) {
+    Ok(uuid) if !uuid.is_empty() => Ok(uuid.to_ascii_lowercase()),
+    _ => Err(io::Error::new(io::ErrorKind::InvalidData, "kern.bootsessionuuid is empty or not text")),
+  }
+}
+
+fn boot_time() -> io::Result<String> {
   let mut tv: libc::timeval = unsafe { zeroed() };
   let mut len = size_of::<libc::timeval>();
   let rc =
@@ -63,7 +119,7 @@ pub(crate) fn boot_id() -> io::Result<String> {
   if rc != 0 {
     return Err(io::Error::last_os_error());
   }
-  Ok(BOOT.get_or_init(|| format!("boottime-{}.{:06}", tv.tv_sec, tv.tv_usec)).clone())
+  Ok(format!("boottime-{}.{:06}", tv.tv_sec, tv.tv_usec))
 }
 
 pub(crate) fn process_table() -> io::Result<Vec<ProcessInfo>> {
