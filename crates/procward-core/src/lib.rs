@@ -22,7 +22,8 @@
 //! - `cgroup` (Linux): optional per-job cgroup v2 containment.
 //! - [`logfile`]: a durable job's log, capped by rotation, and a follower for it.
 //! - [`patterns`]: watch patterns, compiled into one linear-time `regex` set per session.
-//! - [`lockfile`]: `flock` locks that die with their holder (for the checkpoint).
+//! - [`lockfile`]: file locks that die with their holder (for the checkpoint; `flock`, or
+//!   `LockFileEx` on Windows).
 //! - [`status`]: how a job ended (exit code or terminating signal).
 //!
 //! `kill`, `spawn` and `reader` are Unix-only for now; Windows (Job Objects, ConPTY) is not
@@ -34,13 +35,11 @@ pub mod error;
 #[cfg(unix)]
 pub mod guard;
 pub mod identity;
-#[cfg(unix)]
 pub mod job;
 #[cfg(unix)]
 pub mod kill;
 #[cfg(unix)]
 pub mod launch;
-#[cfg(unix)]
 pub mod lockfile;
 #[cfg(unix)]
 pub mod logfile;
