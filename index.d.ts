@@ -10,8 +10,8 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
- * An exclusive cross-process lock on a file (`flock(2)`): released by `release()`, by
- * garbage collection, or by the kernel when this process dies.
+ * An exclusive cross-process lock on a file (`flock(2)`; `LockFileEx` on Windows): released
+ * by `release()`, by garbage collection, or by the kernel when this process dies.
  */
 export declare class FileLock {
   /** Releases the lock (idempotent). */
@@ -218,7 +218,7 @@ export declare function killTrees(requests: Array<KillTreeRequest>, options: Kil
 
 /**
  * Takes the exclusive lock on `path` (created 0600) on a dedicated thread (never libuv's
- * pool), waiting at most `timeout_ms` milliseconds in a blocking `flock`; the callback gets
+ * pool), waiting at most `timeout_ms` milliseconds in a blocking lock call; the callback gets
  * `(error, lock)` once, `lock` being `null` after the timeout. Errors as `tryLockFile`.
  */
 export declare function lockFile(path: string, timeoutMs: number, callback: ((err: Error | null, arg: FileLock | undefined | null) => unknown)): void
