@@ -41,7 +41,6 @@ pub mod kill;
 #[cfg(unix)]
 pub mod launch;
 pub mod lockfile;
-#[cfg(unix)]
 pub mod logfile;
 pub mod patterns;
 pub mod probe;

@@ -12,10 +12,16 @@
 //! to `output.log`. A reader that finds inodes other than the recorded ones caught a
 //! rotation half-way and reads again. Disk use per session stays below
 //! `2 × (part_bytes + 4 KiB)`.
+//!
+//! On Windows the same files are written the same way; "inode" is the file index
+//! (`nFileIndexHigh:nFileIndexLow`, Node's `ino` there), "0600" the session directory's
+//! private ACL, and a part open in a reader is renamed thanks to `FILE_SHARE_DELETE` (see
+//! `parts` for how a rotation deals with a dropped part that a reader still holds).
 
-use std::fs::{File, OpenOptions};
+mod parts;
+
+use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// What `log-state.json` holds: `{"rotations":2,"droppedBytes":…,"droppedLines":…,
@@ -65,33 +71,12 @@ fn replace_state(path: &Path, text: &str) -> std::io::Result<()> {
   // A leftover temporary file (a crash between write and rename) is removed first; the new
   // one is created exclusively and never through a symlink planted at its name.
   let _ = std::fs::remove_file(&tmp);
-  let written = OpenOptions::new()
-    .write(true)
-    .create_new(true)
-    .custom_flags(libc::O_NOFOLLOW)
-    .mode(0o600)
-    .open(&tmp)
-    .and_then(|mut f| f.write_all(text.as_bytes()));
-  let renamed = written.and_then(|()| std::fs::rename(&tmp, path));
+  let written = parts::create_new(&tmp).and_then(|mut f| f.write_all(text.as_bytes()));
+  let renamed = written.and_then(|()| parts::rename(&tmp, path));
   if renamed.is_err() {
     let _ = std::fs::remove_file(&tmp);
   }
   renamed
-}
-
-/// Opens (creates, 0600) a part for appending, never through a symlink at its name.
-fn open_append(path: &Path) -> std::io::Result<File> {
-  OpenOptions::new().create(true).append(true).custom_flags(libc::O_NOFOLLOW).mode(0o600).open(path)
-}
-
-/// Opens a part for reading: not through a symlink at its name (`O_NOFOLLOW`), without
-/// blocking on a FIFO planted there (`O_NONBLOCK`), and only when it is a regular file with
-/// one link (a hard link planted at its name would show another file's content; the
-/// supervisor's parts are only ever renamed, never linked). Returns the file and its inode.
-fn open_part(path: &Path) -> Option<(File, u64)> {
-  let f = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path).ok()?;
-  let meta = f.metadata().ok()?;
-  (meta.is_file() && meta.nlink() == 1).then(|| (f, meta.ino()))
 }
 
 /// How far past a part's limit a rotation looks for a line break (bytes).
@@ -113,7 +98,7 @@ pub struct RotatingLog {
 impl RotatingLog {
   /// Opens (creates, 0600) `path` for appending; output already in it counts toward the part.
   pub fn open(path: &Path, part_bytes: u64) -> std::io::Result<Self> {
-    let file = open_append(path)?;
+    let file = parts::open_append(path)?;
     let written = file.metadata()?.len();
     Ok(RotatingLog { path: path.to_owned(), part_bytes, file, written, lines: 0, rotated: None, state: LogState::default() })
   }
@@ -159,17 +144,18 @@ impl RotatingLog {
       PathBuf::from(p)
     };
     let _ = std::fs::remove_file(&next_path);
-    let next = open_append(&next_path)?;
+    let next = parts::open_append(&next_path)?;
     if let Some((bytes, lines)) = self.rotated.take() {
       self.state.dropped_bytes += bytes;
       self.state.dropped_lines += lines;
     }
     self.state.rotations += 1;
-    self.state.rotated_ino = self.file.metadata()?.ino();
-    self.state.current_ino = next.metadata()?.ino();
+    self.state.rotated_ino = parts::identity(&self.file)?.0;
+    self.state.current_ino = parts::identity(&next)?.0;
     replace_state(&state_path(&self.path), &self.state.to_json())?;
-    std::fs::rename(&self.path, rotated_path(&self.path))?;
-    std::fs::rename(&next_path, &self.path)?;
+    parts::drop_part(&rotated_path(&self.path), self.state.rotations);
+    parts::rename(&self.path, &rotated_path(&self.path))?;
+    parts::rename(&next_path, &self.path)?;
     self.rotated = Some((self.written, self.lines));
     self.file = next;
     self.written = 0;
@@ -179,8 +165,7 @@ impl RotatingLog {
 
   /// Makes the log this process's stderr too, so its own messages land in it.
   pub fn capture_stderr(&self) {
-    use std::os::fd::AsRawFd;
-    unsafe { libc::dup2(self.file.as_raw_fd(), 2) };
+    parts::redirect_stderr(&self.file);
   }
 
   /// Writes a line of the supervisor's own into the log (`procward-supervise: …`).
@@ -215,19 +200,19 @@ impl LogFollower {
   pub fn read_new(&mut self, buf: &mut [u8], out: &mut dyn FnMut(&[u8])) {
     loop {
       if self.file.is_none() {
-        let Some(part) = open_part(&self.path) else { return };
+        let Some(part) = parts::open_part(&self.path) else { return };
         self.file = Some(part);
       }
       let Some((file, ino)) = self.file.as_mut() else { return };
       drain(file, buf, out);
-      match std::fs::metadata(&self.path) {
+      match parts::id_at(&self.path) {
         // Rotated: the supervisor no longer writes to the old part, so what it wrote
         // between our read and its rename is all that is left of it.
-        Ok(meta) if meta.ino() != *ino => {
+        Some(now) if now != *ino => {
           drain(file, buf, out);
           // Two rotations since the last read: the part in between is `output.log.1` now.
           let left = *ino;
-          self.file = open_part(&rotated_path(&self.path)).filter(|(_, i)| *i != left && *i != meta.ino());
+          self.file = parts::open_part(&rotated_path(&self.path)).filter(|(_, i)| *i != left && *i != now);
         }
         _ => return,
       }
@@ -279,10 +264,9 @@ mod tests {
     assert_eq!(dropped as usize + kept.len(), 5000 * 11);
     assert_eq!(dropped_lines as usize + kept.lines().count(), 5000);
     assert!(kept.starts_with(&format!("line {dropped_lines:05}\n")), "first kept line follows the dropped ones");
-    assert!(state.contains(&format!("\"rotatedIno\":{}", std::fs::metadata(rotated_path(&log)).unwrap().ino())));
-    assert!(state.contains(&format!("\"currentIno\":{}", std::fs::metadata(&log).unwrap().ino())));
-    // Every file 0600, and no temporary left behind by the state's replacements.
-    use std::os::unix::fs::PermissionsExt;
+    assert!(state.contains(&format!("\"rotatedIno\":{}", parts::id_at(&rotated_path(&log)).unwrap())));
+    assert!(state.contains(&format!("\"currentIno\":{}", parts::id_at(&log).unwrap())));
+    // Every file 0600 (on Unix), and no temporary left behind by the state's replacements.
     let dir = log.parent().unwrap();
     let names: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     assert_eq!(
@@ -293,8 +277,34 @@ mod tests {
       },
       ["log-state.json", "output.log", "output.log.1"]
     );
+    #[cfg(unix)]
     for n in names {
+      use std::os::unix::fs::PermissionsExt;
       assert_eq!(std::fs::metadata(dir.join(n)).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+  }
+
+  #[test]
+  fn parts_rotate_while_a_reader_holds_them_open() {
+    // A host reading a part (std and Node open with FILE_SHARE_DELETE on Windows) must not
+    // stop the rotations that rename it and then drop it.
+    let log = scratch("heldopen");
+    let mut w = RotatingLog::open(&log, 100).unwrap();
+    w.write(numbered(0, 5).as_bytes());
+    let first = File::open(&log).unwrap();
+    // 11-byte lines: a part ends after its tenth.
+    w.write(numbered(5, 20).as_bytes());
+    let second = File::open(rotated_path(&log)).unwrap();
+    w.write(numbered(20, 40).as_bytes());
+    let rotated = std::fs::read_to_string(rotated_path(&log)).unwrap();
+    let current = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(format!("{rotated}{current}"), numbered(30, 40));
+    assert!(std::fs::read_to_string(state_path(&log)).unwrap().starts_with("{\"rotations\":4,"));
+    // The readers still read the parts they opened, dropped since.
+    for (mut part, lines) in [(first, numbered(0, 10)), (second, numbered(10, 20))] {
+      let mut text = String::new();
+      part.read_to_string(&mut text).unwrap();
+      assert_eq!(text, lines);
     }
   }
 
@@ -335,6 +345,7 @@ mod tests {
     assert!(!rotated_path(&log).exists() && !state_path(&log).exists());
   }
 
+  #[cfg(unix)]
   #[test]
   fn parts_are_never_opened_through_a_symlink_a_hard_link_or_as_a_fifo() {
     let log = scratch("links");
