@@ -359,10 +359,16 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     return this.actOn(id).kind.write(data);
   }
 
-  /** Writes `text` followed by Enter (LF; CR LF on a Windows console). */
+  /**
+   * Writes `text` followed by Enter: CR LF to a PTY session on Windows (a ConPTY console
+   * reads Enter as CR), LF everywhere else (pipes and durable jobs' named pipes on Windows,
+   * every input on Unix).
+   */
   async submit(id: string, text: string): Promise<{ id: string; bytes: number }> {
     if (typeof text !== 'string') throw new ProcwardError('INVALID_ARGUMENT', 'text must be a string');
-    return this.actOn(id).kind.write(`${text}${process.platform === 'win32' ? '\r\n' : '\n'}`);
+    const live = this.actOn(id);
+    const enter = process.platform === 'win32' && live.job?.inputKind === 'pty' ? '\r\n' : '\n';
+    return live.kind.write(`${text}${enter}`);
   }
 
   /**

@@ -14,9 +14,20 @@ export interface RegistryOptions extends RetentionOptions {
    * (it is never chmodded). An empty string or a non-string is `INVALID_ARGUMENT`.
    */
   stateDir?: string;
-  /** Shell for commands. Default `/bin/bash` when it exists (it execs the last command, so signal deaths stay visible), else `/bin/sh`. */
+  /**
+   * Shell for commands. Default on Unix: `/bin/bash` when it exists (it execs the last
+   * command, so signal deaths stay visible), else `/bin/sh`. On Windows: `%ComSpec%` (else
+   * `C:\Windows\System32\cmd.exe`); a shell named `powershell`/`pwsh` or `bash`/`sh` gets
+   * its own arguments and quoting (see `shellArgs`).
+   */
   shell?: string;
-  /** Shell arguments before the command. Default `['-c', '--']` (a command starting with `-` stays a command). */
+  /**
+   * Shell arguments before the command. Default on Unix `['-c', '--']` (a command starting
+   * with `-` stays a command). On Windows, by the shell's family: cmd `['/d', '/s', '/c']`
+   * (the command follows in quotes, passed byte for byte: cmd's `/s` rule strips only the
+   * outer quotes), PowerShell `['-NoProfile', '-NonInteractive', '-Command']`, others
+   * `['-c']`; a command line longer than cmd's 8191 characters is refused (`EINVAL`, naming the limit).
+   */
   shellArgs?: string[];
   /** In-memory output tail per session, in bytes of UTF-8 text (about characters for ASCII). Default 200 000. */
   maxOutputChars?: number;
