@@ -26,8 +26,10 @@
 //!   `LockFileEx` on Windows).
 //! - [`status`]: how a job ended (exit code or terminating signal).
 //!
-//! `kill`, `spawn` and `reader` are Unix-only for now; Windows (Job Objects, ConPTY) is not
-//! written yet. Identity, probe and tree compile on Linux, macOS and Windows (see `sys`).
+//! On Windows, `spawn` and `pty` are `windows/spawn.rs` and `windows/input.rs` (the same
+//! public API: a Job Object per job, ConPTY for PTY jobs), built on [`windows`]; `reader`
+//! is Unix-only (Windows has its own capture thread per job). Identity, probe and tree
+//! compile on Linux, macOS and Windows (see `sys`).
 
 #[cfg(target_os = "linux")]
 pub mod cgroup;
@@ -46,16 +48,24 @@ pub mod patterns;
 pub mod probe;
 #[cfg(unix)]
 pub mod pty;
+#[cfg(windows)]
+#[path = "windows/input.rs"]
+pub mod pty;
 #[cfg(unix)]
 mod reactor;
 #[cfg(unix)]
 pub mod reader;
 #[cfg(unix)]
 pub mod spawn;
+#[cfg(windows)]
+#[path = "windows/spawn.rs"]
+pub mod spawn;
 pub mod status;
 pub mod tail;
 pub mod tree;
 pub mod utf8;
+#[cfg(windows)]
+pub mod windows;
 
 mod sys;
 pub use sys::COARSE_START_TIME;

@@ -15,13 +15,12 @@
 //! cleared in the child (Node ignores SIGPIPE, and ignored dispositions survive `exec`).
 
 use crate::error::{Error, Result};
-use crate::identity::{identity_of_child, Identity};
-use crate::job::{JobEvent, Launched};
+use crate::identity::identity_of_child;
+use crate::job::{recording_sink, Launched};
 use crate::pty::{self, InputKind, JobInput};
 use crate::reactor::{self, Followed};
 use crate::reader::{LogCapture, PipeCapture};
-use crate::status::ExitInfo;
-use crate::tail::{SharedTail, Tail};
+use crate::tail::Tail;
 use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -30,24 +29,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 // Their home is `job`; re-exported where they were first published.
-pub use crate::job::{default_shell, Capture, EventSink, Input, SpawnOptions};
-
-/// A started job. Its events (output, then exactly one exit) go to the sink given to
-/// [`spawn`], from the reactor thread that follows every job of this process.
-#[derive(Debug)]
-pub struct Job {
-  /// PID of the direct child (the shell, or the supervisor in durable mode); also the
-  /// process group id and session id.
-  pub pid: i32,
-  pub identity: Identity,
-  /// The host's side of the job's stdin (pipe or PTY), when it has one.
-  pub input: Option<JobInput>,
-  /// The rolling tail of the job's output, filled by the reactor.
-  pub tail: SharedTail,
-  /// The job's end once the reader published it (set just before the exit event is handed
-  /// to the sink), so a host whose event loop has not run the event yet can still see it.
-  pub exit: Arc<Mutex<Option<ExitInfo>>>,
-}
+pub use crate::job::{default_shell, Capture, EventSink, Input, Job, SpawnOptions};
 
 /// Output pipe capacity requested from the kernel (bytes).
 #[cfg(target_os = "linux")]
@@ -139,29 +121,7 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   let pidfd = pidfd_open(pid);
   let tail = Tail::shared(opts.tail_limit);
   let exit = Arc::new(Mutex::new(None));
-  let sink = {
-    let (tail, exit) = (tail.clone(), exit.clone());
-    let forward = opts.forward_output;
-    let mut inner = sink;
-    Box::new(move |ev: JobEvent| {
-      match &ev {
-        JobEvent::Output { text, .. } => {
-          if let Ok(mut t) = tail.lock() {
-            t.append(text);
-          }
-          if !forward {
-            return;
-          }
-        }
-        JobEvent::Exit(info) => {
-          if let Ok(mut e) = exit.lock() {
-            *e = Some(*info);
-          }
-        }
-      }
-      inner(ev)
-    }) as EventSink
-  };
+  let sink = recording_sink(tail.clone(), exit.clone(), opts.forward_output, sink);
 
   let followed: Box<dyn Followed> = match (read_end, opts.capture) {
     (Some(r), _) => {
