@@ -133,11 +133,17 @@ function fromLocal() {
     .map((m) => ({ target: m[1], addon: join(root, m[0]), supervisor: join(root, supervisorName(m[1])), from: 'local build' }));
 }
 
-/** The cross builds under target-platforms/<triple>/{release,debug}/, the newer profile each. */
+/**
+ * The cross builds under target-platforms/: `<triple>/{release,debug}/`, and the same below a
+ * nested target dir (`musl-dylib/<triple>/...`, where musl.sh builds the musl cdylib). Every
+ * build found, newest addon first, so a newer good build wins and an old broken one is tried
+ * only after it. The supervisor is the one beside the addon, else the target dir's own.
+ */
 function fromPlatforms(dir = process.env.PROCWARD_PLATFORMS_TARGET_DIR ?? join(root, 'target-platforms')) {
   if (!existsSync(dir)) return [];
+  const nested = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
   const found = [];
-  for (const triple of readdirSync(dir)) {
+  for (const triple of nested) {
     let parsed;
     try {
       parsed = parseTriple(triple);
@@ -146,16 +152,19 @@ function fromPlatforms(dir = process.env.PROCWARD_PLATFORMS_TARGET_DIR ?? join(r
     }
     const standIn = standIns[triple];
     const target = standIn?.target ?? parsed.platformArchABI;
-    const builds = ['release', 'debug']
-      .map((profile) => ({ profile, addon: join(dir, triple, profile, cdylibName(triple)) }))
-      .filter((b) => existsSync(b.addon))
-      .sort((a, b) => statSync(b.addon).mtimeMs - statSync(a.addon).mtimeMs);
-    if (builds.length === 0) continue;
-    const { profile, addon } = builds[0];
-    const supervisor = join(dir, triple, profile, supervisorName(target));
-    found.push({ target, addon, supervisor, from: `target-platforms ${triple} ${profile}`, note: standIn?.note });
+    for (const base of [dir, ...nested.map((n) => join(dir, n))]) {
+      for (const profile of ['release', 'debug']) {
+        const out = join(base, triple, profile);
+        const addon = join(out, cdylibName(triple));
+        if (!existsSync(addon)) continue;
+        const own = join(out, supervisorName(target));
+        const supervisor = existsSync(own) ? own : join(dir, triple, profile, supervisorName(target));
+        const from = `target-platforms ${join(base, triple, profile).slice(dir.length + 1)}`;
+        found.push({ target, addon, supervisor, from, note: standIn?.note, mtime: statSync(addon).mtimeMs });
+      }
+    }
   }
-  return found;
+  return found.sort((a, b) => b.mtime - a.mtime);
 }
 
 /**
@@ -198,7 +207,8 @@ export async function collect({ artifacts, local = false, platforms = false, onl
     done.add(c.target);
     collected.push({ target: c.target, dir, from: c.from, note: c.note });
   }
-  return { collected, refused };
+  // A target refused in one build and collected from another was not refused.
+  return { collected, refused: refused.filter((r) => !done.has(r.target)) };
 }
 
 /**

@@ -1,13 +1,28 @@
-// Consumer test: packs procward and its linux-x64-gnu platform package, installs both into a
-// fresh project outside the repository (no access to its node_modules), and there, from ESM
-// and CommonJS, opens a registry, runs a real job, waits for it, kills a tree, and runs the
-// installed CLI. Also checks what `npm pack` ships. Exits non-zero on any failure.
+// Consumer test: packs procward and its platform package the way they are published
+// (scripts/collect-artifacts.mjs), installs both into a fresh project outside the repository,
+// and there, from ESM and CommonJS, checks which addon the loader took, opens a registry,
+// runs a real job, waits for it, kills a tree, and runs the installed CLI. Also checks what
+// `npm pack` ships and that a platform package without its binaries refuses to pack.
+//
+//   node scripts/consumer-test.mjs             this machine (linux-x64-gnu from `npm run build`)
+//   node scripts/consumer-test.mjs --windows   win32-x64-msvc under Wine: the gnu cross build of
+//       scripts/platforms/windows.sh stands in for the msvc one; npm installs on Linux with
+//       --os=win32 --cpu=x64 and the smoke runs in Node for Windows under Wine, its stdout and
+//       stderr in files (Node under Wine fails on a Linux pipe). Needs PROCWARD_WINDOWS_NODE
+//       (node.exe) and the Wine prefix in WINEPREFIX: run through
+//       scripts/platforms/consumer-windows.sh. Until Windows spawn lands, a spawn that throws
+//       ENOTSUP is reported as such and the run checks the loader, probe and identity.
+// Exits non-zero on any failure; the last line is "consumer test: N passed, N failed".
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { readNapiConfig } from '@napi-rs/cli';
+import { collect, packRelease, supervisorName } from './collect-artifacts.mjs';
 
 const root = join(import.meta.dirname, '..');
+const windows = process.argv.includes('--windows');
+const target = windows ? 'win32-x64-msvc' : `linux-${process.arch}-gnu`;
 const work = mkdtempSync(join(tmpdir(), 'procward-consumer-'));
 const run = (cmd, args, cwd, env = {}) => execFileSync(cmd, args, { cwd, encoding: 'utf8', env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
 let failures = 0;
@@ -18,64 +33,140 @@ const check = (ok, what) => {
   if (!ok) failures++;
 };
 
+/** Runs `args` in Node for Windows under Wine with stdout and stderr in files; `{ code, out, err }`. */
+function wineNode(args, cwd, env = {}) {
+  const [outPath, errPath] = ['out', 'err'].map((s) => join(cwd, `wine-node.${s}`));
+  const fds = [openSync(outPath, 'w'), openSync(errPath, 'w')];
+  let code = 0;
+  try {
+    execFileSync('wine', [process.env.PROCWARD_WINDOWS_NODE, ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', ...fds], timeout: 300_000 });
+  } catch (err) {
+    code = err.status ?? 1;
+  } finally {
+    for (const fd of fds) closeSync(fd);
+  }
+  return { code, out: readFileSync(outPath, 'utf8'), err: readFileSync(errPath, 'utf8') };
+}
+
+/** Runs the installed procward in the app: this Node, or Node for Windows under Wine. */
+function runNode(args, cwd, env = {}) {
+  if (windows) return wineNode(args, cwd, env);
+  try {
+    return { code: 0, out: run(process.execPath, args, cwd, env), err: '' };
+  } catch (err) {
+    return { code: err.status ?? 1, out: err.stdout ?? '', err: String(err.stderr ?? '') };
+  }
+}
+
+// The scenario each module format runs: the loaded addon (from the report's shared objects),
+// probe and identity of itself, then a job, its exit and output, and a tree kill.
+const job = windows ? 'echo consumer-ok& exit 3' : 'echo consumer-ok; exit 3';
+const tree = windows ? 'start /b ping -n 30 127.0.0.1 >nul& ping -n 30 127.0.0.1 >nul' : 'sleep 30 & sleep 30 & wait';
+const scenario = (load) => `${load}
+(async () => {
+  const res = {};
+  res.addon = process.report.getReport().sharedObjects.find((p) => /procward\\.[a-z0-9-]+\\.node$/.test(p));
+  res.alive = probe([process.pid])[0].alive;
+  res.identity = identity(process.pid).pid === process.pid;
+  const r = await ProcessRegistry.open({ stateDir: require('node:path').join(process.cwd(), 'state-' + Math.random()) });
+  try {
+    const s = await r.spawn(${JSON.stringify(job)});
+    const w = await r.wait(s.id, { timeoutMs: 30000 });
+    const t = await r.spawn(${JSON.stringify(tree)}, { durable: false });
+    await new Promise((ok) => setTimeout(ok, 1000));
+    const kids = descendants(t.pid).length;
+    const k = await r.kill(t.id, { graceMs: 500 });
+    Object.assign(res, { exit: w.exitCode, out: w.outputPreview.replace(/\\r\\n/g, '\\n'), kids, killed: k.outcome, survivors: k.survivors.length });
+  } catch (e) {
+    if (!/ENOTSUP|not supported on this platform/.test(String(e.code) + e.message)) throw e;
+    res.unsupported = e.message;
+  }
+  await r.close();
+  console.log(JSON.stringify(res));
+})().catch((e) => { console.error(e); process.exit(1); });`;
+
 try {
-  // What the root package ships: the bundle, the loader and docs; no sources, no binaries.
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  const { targets } = await readNapiConfig(join(root, 'package.json'));
+
+  // What the root package ships: the bundle, the types and docs; no sources, no binaries.
   const [dry] = JSON.parse(run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], root));
   const files = dry.files.map((f) => f.path);
-  check(files.includes('dist/index.js') && files.includes('dist/index.mjs') && files.includes('dist/cli.mjs') && files.includes('index.js'), 'root package ships dist/, the loader and the CLI');
-  check(!files.some((f) => /^(ts|src|crates|__test__|bench|target|npm)\//.test(f) || f.endsWith('.node')), `root package ships no sources or binaries (${files.length} files)`);
+  check(['dist/index.js', 'dist/index.mjs', 'dist/cli.mjs', 'index.d.ts'].every((f) => files.includes(f)), 'root package ships dist/, the CLI and the binding types');
+  check(!files.some((f) => /^(ts|src|crates|__test__|bench|target|npm|scripts)\//.test(f) || f.endsWith('.node') || f === 'index.js'), `root package ships no sources, binaries or second loader (${files.length} files)`);
   check(dry.unpackedSize < 1_000_000, `root package unpacked size ${dry.unpackedSize} bytes < 1 MB`);
 
-  const rootTgz = join(work, run('npm', ['pack', '--ignore-scripts', '--pack-destination', work], root).trim().split('\n').pop());
-  const platDir = join(root, 'npm', 'linux-x64-gnu');
-  copyFileSync(join(root, 'procward.linux-x64-gnu.node'), join(platDir, 'procward.linux-x64-gnu.node'));
-  copyFileSync(join(root, 'procward-supervise'), join(platDir, 'procward-supervise'));
-  const [platDry] = JSON.parse(run('npm', ['pack', '--dry-run', '--json'], platDir));
-  const platFiles = platDry.files.map((f) => f.path);
-  check(platFiles.includes('procward.linux-x64-gnu.node') && platFiles.includes('procward-supervise'), `platform package ships the addon and the supervisor (${platFiles.join(', ')})`);
-  const platTgz = join(work, run('npm', ['pack', '--pack-destination', work], platDir).trim().split('\n').pop());
-  rmSync(join(platDir, 'procward.linux-x64-gnu.node'));
-  rmSync(join(platDir, 'procward-supervise'));
+  // A platform folder without its binaries must refuse to pack (its prepack), not ship empty.
+  const empty = join(work, 'empty', target);
+  cpSync(join(root, 'npm', target), empty, { recursive: true });
+  rmSync(join(empty, `procward.${target}.node`), { force: true });
+  let refusal = '';
+  try {
+    execFileSync('npm', ['pack', '--dry-run'], { cwd: empty, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    refusal = String(err.stderr);
+  }
+  check(/refusing to pack procward-[a-z0-9-]+: missing procward\./.test(refusal), `npm pack of ${target} without its binaries fails: ${refusal.match(/refusing[^\n]*/)?.[0] ?? 'it packed'}`);
+
+  const { collected, refused } = await collect(windows ? { platforms: true, only: [target], out: join(work, 'npm') } : { local: true, only: [target], out: join(work, 'npm') });
+  check(collected.length === 1, `collected ${target}: ${collected.map((c) => `${c.from}${c.note ? ` (${c.note})` : ''}`).join('') || refused.map((r) => r.reason).join('; ') || 'no build found'}`);
+  if (collected.length !== 1) throw new Error(`no ${target} build to test`);
+  const packed = await packRelease({ collected, dest: join(work, 'tgz') });
+
+  const manifest = JSON.parse(run('tar', ['-xzOf', packed.root, 'package/package.json'], work));
+  const installScripts = Object.keys(manifest.scripts ?? {}).filter((s) => ['preinstall', 'install', 'postinstall', 'prepare'].includes(s));
+  check(installScripts.length === 0, `root tarball runs nothing on install (scripts: ${Object.keys(manifest.scripts ?? {}).join(', ')})`);
+  const optional = manifest.optionalDependencies ?? {};
+  check(targets.every((t) => optional[`procward-${t.platformArchABI}`] === pkg.version), `root tarball lists the ${targets.length} platform packages as optionalDependencies at ${pkg.version}`);
+  const listing = run('tar', ['-tvzf', packed.platforms[target]], work);
+  const supervisorLine = listing.split('\n').find((l) => l.endsWith(`package/${supervisorName(target)}`)) ?? '';
+  check(listing.includes(`package/procward.${target}.node`) && supervisorLine.startsWith('-rwx'), `platform package ships the addon and the executable supervisor (${supervisorLine.trim()})`);
 
   const app = join(work, 'app');
-  run('mkdir', ['-p', app], work);
+  mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer-app', version: '1.0.0', private: true }));
-  run('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', rootTgz, platTgz], app);
+  const platformFlags = windows ? ['--os=win32', '--cpu=x64'] : [];
+  run('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', ...platformFlags, packed.root, packed.platforms[target]], app);
+  const installed = JSON.parse(run('npm', ['ls', '--all', '--json', ...platformFlags], app));
+  const resolved = installed.dependencies?.procward?.dependencies?.[`procward-${target}`];
+  check(resolved?.version === pkg.version, `procward's optional dependency procward-${target} resolves to the installed tarball (${JSON.stringify(resolved ?? null)})`);
 
-  const scenario = (load) => `${load}
-(async () => {
-  const state = ${JSON.stringify(join(work, 'state'))} + Math.random();
-  const r = await ProcessRegistry.open({ stateDir: state });
-  const s = await r.spawn('echo consumer-ok; exit 3');
-  const w = await r.wait(s.id, { timeoutMs: 10000 });
-  const tree = await r.spawn('sleep 30 & sleep 30 & wait', { durable: false });
-  await new Promise((res) => setTimeout(res, 200));
-  const kids = descendants(tree.pid).length;
-  const k = await r.kill(tree.id, { graceMs: 500 });
-  await r.close();
-  console.log(JSON.stringify({ exit: w.exitCode, out: w.outputPreview, kids, killed: k.outcome, survivors: k.survivors.length }));
-})().catch((e) => { console.error(e); process.exit(1); });`;
-  writeFileSync(join(app, 'esm.mjs'), scenario("import { ProcessRegistry, descendants } from 'procward';"));
-  writeFileSync(join(app, 'cjs.cjs'), scenario("const { ProcessRegistry, descendants } = require('procward');"));
+  writeFileSync(join(app, 'esm.mjs'), `import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n${scenario("import { ProcessRegistry, descendants, identity, probe } from 'procward';")}`);
+  writeFileSync(join(app, 'cjs.cjs'), scenario("const { ProcessRegistry, descendants, identity, probe } = require('procward');"));
+  let spawnWorks = true;
   for (const file of ['esm.mjs', 'cjs.cjs']) {
-    const res = JSON.parse(run(process.execPath, [file], app));
+    const { code, out, err } = runNode([file], app);
+    let res = {};
+    try {
+      res = JSON.parse(out.trim().split('\n').pop());
+    } catch {}
+    if (code !== 0 || !res.addon) console.log(`${file} exited ${code}; stdout: ${out}\nstderr: ${err}`);
+    const where = (res.addon ?? '').replace(/\\/g, '/');
+    check(where.endsWith(`/node_modules/procward-${target}/procward.${target}.node`), `${file}: the loader took the platform package's addon (${res.addon})`);
+    check(res.alive === true && res.identity === true, `${file}: probe and identity of itself answer`);
+    if (res.unsupported) {
+      spawnWorks = false;
+      console.log(`skip ${file}: spawn is not written for this platform yet (${res.unsupported})`);
+      continue;
+    }
     check(res.exit === 3 && res.out === 'consumer-ok\n' && res.kids >= 2 && res.killed === 'killed' && res.survivors === 0, `${file}: job ran, waited, tree killed ${JSON.stringify(res)}`);
   }
 
-  const env = { PROCWARD_STATE_DIR: join(work, 'cli-state') };
-  const id = run('npx', ['--no-install', 'procward', 'start', '--', 'echo from-cli; exit 5'], app, env).trim();
-  check(/^proc_[0-9a-f]{12}$/.test(id), `installed CLI started a job (${id})`);
-  let waited = '';
-  let code = 0;
-  try {
-    waited = run('npx', ['--no-install', 'procward', 'wait', id], app, env);
-  } catch (err) {
-    code = err.status;
-    waited = err.stdout;
+  if (spawnWorks) {
+    // The CLI through its bin link (npx) here; under Wine through Node for Windows.
+    const cli = (args) => (windows ? runNode([join('node_modules', 'procward', 'dist', 'cli.mjs'), ...args], app, env) : runNode([join(app, 'node_modules', '.bin', 'procward'), ...args], app, env));
+    const env = { PROCWARD_STATE_DIR: join(work, 'cli-state') };
+    const started = cli(['start', '--', windows ? 'echo from-cli& exit 5' : 'echo from-cli; exit 5']);
+    const id = started.out.trim();
+    check(/^proc_[0-9a-f]{12}$/.test(id), `installed CLI started a job (${id || started.err})`);
+    const waited = cli(['wait', id]);
+    const output = waited.out.replace(/\r\n/g, '\n');
+    check(waited.code === 5 && output === 'from-cli\n', `installed CLI waited: exit ${waited.code}, output ${JSON.stringify(output)}`);
   }
-  check(code === 5 && waited === 'from-cli\n', `installed CLI waited: exit ${code}, output ${JSON.stringify(waited)}`);
+} catch (err) {
+  check(false, `consumer test threw: ${err.stack}`);
 } finally {
-  rmSync(work, { recursive: true, force: true });
+  if (existsSync(work)) rmSync(work, { recursive: true, force: true, maxRetries: 3 });
 }
 console.log(`consumer test: ${checks - failures} passed, ${failures} failed`);
 process.exit(failures === 0 ? 0 : 1);
