@@ -80,6 +80,19 @@ function signalNumber(name: string): number {
   return osConstants.signals[name as keyof typeof osConstants.signals] ?? 0;
 }
 
+/**
+ * Words as one command line for cmd.exe (Windows' default shell), each reaching the program
+ * as one argument. A word of only `[\w\-+=:./\\@]` is kept as it is; any other is quoted as
+ * programs split their command line (CommandLineToArgvW: `"` becomes `\"`, and backslashes
+ * before a quote or the closing quote are doubled), then every cmd metacharacter in it,
+ * the quotes included, gets cmd's escape `^`, so cmd never enters its quote mode (where `\"`
+ * would end it) and passes the quoted word on with the carets removed.
+ */
+function cmdCommandLine(words: string[]): string {
+  const quote = (w: string) => `"${w.replace(/(\\*)"/g, '$1$1\\"').replace(/(\\+)$/, '$1$1')}"`.replace(/[()\][%!^"`<>&|;, *?\t]/g, '^$&');
+  return words.map((w) => (/^[\w\-+=:./\\@]+$/.test(w) ? w : quote(w))).join(' ');
+}
+
 function age(ms: number): string {
   const s = Math.round(ms / 1000);
   return s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m${s % 60}s` : `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
@@ -103,7 +116,7 @@ common(program.command('start'))
   .option('--session-key <key>', 'session key to record')
   .option('--stdin', 'keep its stdin open for write/submit/close from later invocations (default: /dev/null)')
   .action(async (words: string[], opts: Common & { cwd?: string; task?: string; sessionKey?: string; stdin?: boolean }) => {
-    const command = words.length === 1 ? (words[0] as string) : shellQuote.quote(words);
+    const command = words.length === 1 ? (words[0] as string) : process.platform === 'win32' ? cmdCommandLine(words) : shellQuote.quote(words);
     await withRegistry(opts, async (r) => {
       const s = await r.spawn(command, {
         ...(opts.cwd !== undefined && { cwd: opts.cwd }),
