@@ -7,7 +7,7 @@
 //   node scripts/consumer-test.mjs             this machine (linux-x64-gnu from `npm run build`)
 //   node scripts/consumer-test.mjs --windows   win32-x64-msvc under Wine: the gnu cross build of
 //       scripts/platforms/windows.sh stands in for the msvc one; npm installs on Linux with
-//       --os=win32 --cpu=x64 and the smoke runs in Node for Windows under Wine, its stdout and
+//       --os=win32 --cpu=x64 --force and the smoke runs in Node for Windows under Wine, its stdout and
 //       stderr in files (Node under Wine fails on a Linux pipe). Needs PROCWARD_WINDOWS_NODE
 //       (node.exe) and the Wine prefix in WINEPREFIX: run through
 //       scripts/platforms/consumer-windows.sh. Until Windows spawn lands, a spawn that throws
@@ -125,8 +125,10 @@ try {
   const app = join(work, 'app');
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer-app', version: '1.0.0', private: true }));
+  // --os/--cpu make npm resolve procward's optional dependencies for Windows; they do not lift
+  // the platform check of a tarball named on the command line, which --force does.
   const platformFlags = windows ? ['--os=win32', '--cpu=x64'] : [];
-  run('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', ...platformFlags, packed.root, packed.platforms[target]], app);
+  run('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', ...platformFlags, ...(windows ? ['--force'] : []), packed.root, packed.platforms[target]], app);
   const installed = JSON.parse(run('npm', ['ls', '--all', '--json', ...platformFlags], app));
   const resolved = installed.dependencies?.procward?.dependencies?.[`procward-${target}`];
   check(resolved?.version === pkg.version, `procward's optional dependency procward-${target} resolves to the installed tarball (${JSON.stringify(resolved ?? null)})`);
