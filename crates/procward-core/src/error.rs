@@ -24,6 +24,12 @@ impl Error {
 
   /// A short, stable code for the error kind (`EIO`-style names for OS errors).
   pub fn code(&self) -> String {
+    #[cfg(windows)]
+    if let Error::Io { source, .. } = self {
+      if let Some(code) = source.raw_os_error().and_then(windows_code) {
+        return code.into();
+      }
+    }
     match self {
       Error::Io { source, .. } => match source.raw_os_error() {
         Some(libc::EMFILE) => "EMFILE".into(),
@@ -41,6 +47,22 @@ impl Error {
       Error::Unsupported(_) => "ENOTSUP".into(),
     }
   }
+}
+
+/// The `errno`-style name of a Win32 error code (Windows' `raw_os_error`), for the codes
+/// that mean the same as one of [`Error::code`]'s names.
+#[cfg(windows)]
+fn windows_code(raw: i32) -> Option<&'static str> {
+  use windows_sys::Win32::Foundation as w;
+  Some(match raw as u32 {
+    w::ERROR_FILE_NOT_FOUND | w::ERROR_PATH_NOT_FOUND | w::ERROR_DIRECTORY | w::ERROR_INVALID_NAME => "ENOENT",
+    w::ERROR_ACCESS_DENIED => "EACCES",
+    w::ERROR_TOO_MANY_OPEN_FILES => "EMFILE",
+    w::ERROR_NOT_ENOUGH_MEMORY | w::ERROR_OUTOFMEMORY => "ENOMEM",
+    w::ERROR_BROKEN_PIPE | w::ERROR_NO_DATA => "EPIPE",
+    w::ERROR_FILENAME_EXCED_RANGE => "E2BIG",
+    _ => return None,
+  })
 }
 
 impl fmt::Display for Error {

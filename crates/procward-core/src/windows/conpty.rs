@@ -64,10 +64,13 @@ fn coord(size: PtySize) -> COORD {
   COORD { X: size.cols.min(i16::MAX as u16) as i16, Y: size.rows.min(i16::MAX as u16) as i16 }
 }
 
-/// An HRESULT as an I/O error: a wrapped Win32 error as that error, anything else as it is.
+/// An HRESULT as an I/O error: a wrapped Win32 error as that error, `E_NOTIMPL` (Wine's
+/// `ResizePseudoConsole`) as `ErrorKind::Unsupported`, anything else as it is.
 fn hresult_error(hr: HRESULT) -> io::Error {
   let code = hr as u32;
-  if code & 0xFFFF_0000 == 0x8007_0000 {
+  if code == 0x8000_4001 {
+    io::Error::new(io::ErrorKind::Unsupported, "not implemented by this system's ConPTY (E_NOTIMPL)")
+  } else if code & 0xFFFF_0000 == 0x8007_0000 {
     io::Error::from_raw_os_error((code & 0xFFFF) as i32)
   } else {
     io::Error::other(format!("HRESULT {code:#010x}"))
@@ -104,7 +107,8 @@ impl PseudoConsole {
     self.hpc
   }
 
-  /// Resizes the console's screen buffer. Errors: the HRESULT of `ResizePseudoConsole`.
+  /// Resizes the console's screen buffer. Errors: the HRESULT of `ResizePseudoConsole`
+  /// (`ErrorKind::Unsupported` where it is a stub, as in Wine 8).
   pub(crate) fn resize(&self, size: PtySize) -> io::Result<()> {
     let api = api().expect("a pseudoconsole exists, so ConPTY does");
     let hr = unsafe { (api.resize)(self.hpc, coord(size)) };

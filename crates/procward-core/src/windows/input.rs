@@ -134,12 +134,15 @@ impl JobInput {
     }
   }
 
-  /// Resizes the pseudoconsole (PTY only). Errors: `InvalidInput` for a pipe job; `Io`
-  /// with the HRESULT of `ResizePseudoConsole`.
+  /// Resizes the pseudoconsole (PTY only). Errors: `InvalidInput` for a pipe job;
+  /// `Unsupported` where `ResizePseudoConsole` is a stub (Wine 8); `Io` with its HRESULT.
   pub fn resize(&self, size: PtySize) -> Result<()> {
     let console = self.console.as_ref().ok_or_else(|| Error::InvalidInput("resize needs a PTY session".into()))?;
     match console.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-      Some(c) => c.resize(size).map_err(|e| Error::io("resizing the terminal", e)),
+      Some(c) => c.resize(size).map_err(|e| match e.kind() {
+        io::ErrorKind::Unsupported => Error::Unsupported("resizing a pseudoconsole (this system's ConPTY does not implement it)"),
+        _ => Error::io("resizing the terminal", e),
+      }),
       None => Err(Error::InvalidInput("the terminal is closed".into())),
     }
   }

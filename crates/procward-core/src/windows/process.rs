@@ -26,7 +26,7 @@ use std::io;
 use std::mem::{size_of, zeroed};
 use std::os::windows::io::{AsHandle, AsRawHandle, FromRawHandle, OwnedHandle};
 use std::sync::Mutex;
-use windows_sys::Win32::Foundation::{ERROR_DIRECTORY, FILETIME, HANDLE};
+use windows_sys::Win32::Foundation::{ERROR_DIRECTORY, FILETIME, HANDLE, INVALID_HANDLE_VALUE};
 use windows_sys::Win32::System::Threading::{
   CreateProcessW, DeleteProcThreadAttributeList, GetProcessTimes, InitializeProcThreadAttributeList, ResumeThread, TerminateProcess,
   UpdateProcThreadAttribute, CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW, CREATE_SUSPENDED, CREATE_UNICODE_ENVIRONMENT,
@@ -211,9 +211,13 @@ fn create_suspended(
 ) -> io::Result<(OwnedHandle, OwnedHandle, u32)> {
   let mut si: STARTUPINFOEXW = unsafe { zeroed() };
   si.StartupInfo.cb = size_of::<STARTUPINFOEXW>() as u32;
-  // A PTY job gets no handles: null standard handles make it take the console's (without
-  // STARTF_USESTDHANDLES it could inherit the host's redirected ones).
+  // A PTY job inherits no handles: invalid standard handles make Windows give it the
+  // pseudoconsole's (without STARTF_USESTDHANDLES it would get the host's values, which
+  // may be redirected to files: wezterm's fix). Wine 8 leaves them invalid instead: there,
+  // only a program that opens CONIN$/CONOUT$ itself reaches the pseudoconsole.
   si.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
+  (si.StartupInfo.hStdInput, si.StartupInfo.hStdOutput, si.StartupInfo.hStdError) =
+    (INVALID_HANDLE_VALUE, INVALID_HANDLE_VALUE, INVALID_HANDLE_VALUE);
   let mut flags = CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP | CREATE_UNICODE_ENVIRONMENT | EXTENDED_STARTUPINFO_PRESENT;
   let inherited: [HANDLE; 2] = [stdin.as_raw_handle(), output.as_raw_handle()];
   let mut attributes = match console {
