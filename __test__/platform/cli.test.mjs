@@ -14,7 +14,7 @@ describe('CLI start, wait and kill', () => {
     const work = tempDir();
     const stateDir = join(work, 'state');
     const started = await cli(['start', '--state-dir', stateDir, '--cwd', work, '--json', gatedExit(4)]);
-    assert.equal(started.code, 0, started.stderr);
+    assert.equal(started.code, 0, started.stdout + started.stderr);
     const s = JSON.parse(started.stdout);
     cleanupPid(s.pid);
     assert.match(s.id, /^proc_[0-9a-f]{12}$/);
@@ -22,27 +22,27 @@ describe('CLI start, wait and kill', () => {
 
     writeFileSync(join(work, 'gate'), '');
     const waited = await cli(['wait', s.id, '--state-dir', stateDir]);
-    assert.equal(waited.code, 4, waited.stderr);
+    assert.equal(waited.code, 4, waited.stdout + waited.stderr);
     assert.deepEqual(lines(waited.stdout), ['first', 'second']);
     assert.match(waited.stderr, /exit code 4/);
   });
 
   it('start with the command as words after --: each word reaches the program as one argument', async () => {
     const stateDir = join(tempDir(), 'state');
-    const words = [process.execPath, '-e', "console.log(process.argv.slice(1).join('|'))", 'plain', 'two words', 'a"quote', 'back\\slash', '100%', 'x&y'];
+    const words = [process.execPath, '-e', "console.log(process.argv.slice(1).join('|'))", 'plain', 'two words', 'a"quote', 'back\\slash', '100%', '%PATH%', 'x&y'];
     const started = await cli(['start', '--state-dir', stateDir, '--json', '--', ...words]);
-    assert.equal(started.code, 0, started.stderr);
+    assert.equal(started.code, 0, started.stdout + started.stderr);
     const s = JSON.parse(started.stdout);
     cleanupPid(s.pid);
     const waited = await cli(['wait', s.id, '--state-dir', stateDir]);
-    assert.equal(waited.code, 0, waited.stderr);
+    assert.equal(waited.code, 0, waited.stdout + waited.stderr);
     assert.deepEqual(lines(waited.stdout), [words.slice(3).join('|')]);
   });
 
   it('kill from another process stops the running job, and poll then reports it killed', async () => {
     const stateDir = join(tempDir(), 'state');
     const started = await cli(['start', '--state-dir', stateDir, '--json', sleep(120)]);
-    assert.equal(started.code, 0, started.stderr);
+    assert.equal(started.code, 0, started.stdout + started.stderr);
     const s = JSON.parse(started.stdout);
     cleanupPid(s.pid);
 

@@ -33,7 +33,8 @@ export function echo(text) {
 
 /** Prints `out` on stdout and `err` on stderr, then exits with `code`. */
 export function outErrExit(out, err, code) {
-  return isWindows ? `echo ${out}& 1>&2 echo ${err}& exit /b ${code}` : `echo ${out}; echo ${err} 1>&2; exit ${code}`;
+  // cmd keeps the space before `1>&2` in the echoed text: `lines` trims it.
+  return isWindows ? `echo ${out}& echo ${err} 1>&2& exit /b ${code}` : `echo ${out}; echo ${err} 1>&2; exit ${code}`;
 }
 
 /** Sleeps `seconds` (ping waits one second between its echo requests on Windows). */
