@@ -17,6 +17,8 @@
 #
 # Windows has no spawn or tree kill yet, so the smoke run expects both to throw ENOTSUP
 # (--spawn=unsupported) and checks probe, identity, verdict and descendants.
+# Last, the JS behaviour suite (__test__/platform, node:test) runs in the same Node against the
+# package staged in .platforms/windows/suite (see stage_suite); a failing case fails the run.
 # Usage: scripts/platforms/windows.sh   (after scripts/platforms/setup.sh)
 set -euo pipefail
 SCRIPT_NAME=windows
@@ -85,6 +87,41 @@ smoke() {
   return "$rc"
 }
 
+# The JS behaviour suite (__test__/platform, node:test) against the package as it installs on
+# Windows: dist/ and package.json, the gnu addon as procward.win32-x64-gnu.node in the
+# package root (ts/native.ts tries win32-x64-msvc, then win32-x64-gnu), procward-supervise.exe
+# beside it (where the loader looks for the supervisor) and ignorebreak.exe for the
+# tree-kill case.
+# node_modules is a link to the repository's (Wine follows it; the suite's imports are
+# plain JS). Needs `npm run build` (dist/) first.
+SUITE="$WIN/suite"
+stage_suite() {
+  [ -f "$ROOT/dist/index.mjs" ] || { echo "[$SCRIPT_NAME] dist/ is missing: run npm run build first" >&2; return 1; }
+  cargo build -q -j "$CARGO_JOBS" -p procward-core --bin procward-supervise --target "$TARGET"
+  rm -rf "$SUITE"
+  mkdir -p "$SUITE/__test__/platform/bin"
+  cp -r "$ROOT/dist" "$ROOT/package.json" "$SUITE/"
+  cp "$ROOT"/__test__/platform/*.mjs "$SUITE/__test__/platform/"
+  ln -s "$ROOT/node_modules" "$SUITE/node_modules"
+  cp "$CARGO_TARGET_DIR/$TARGET/debug/procward_node.dll" "$SUITE/procward.win32-x64-gnu.node"
+  cp "$CARGO_TARGET_DIR/$TARGET/debug/procward-supervise.exe" "$SUITE/"
+  x86_64-w64-mingw32-gcc -O2 -Wall -o "$SUITE/__test__/platform/bin/ignorebreak.exe" "$ROOT/scripts/platforms/ignorebreak.c"
+}
+
+js_suite() {
+  # node --test prints TAP; its stdout and stderr go to files (EBADF on a Linux pipe), and
+  # the run fails when a case fails (node's exit status).
+  local rc=0
+  (cd "$SUITE" && timeout 900 wine "$NODE_EXE" --test __test__/platform/ >suite.out 2>suite.err) || rc=$?
+  grep -E "^# (tests|pass|fail|cancelled|skipped)|^not ok|^    not ok|# SKIP" "$SUITE/suite.out" || true
+  if [ "$rc" -ne 0 ]; then
+    echo "[$SCRIPT_NAME] JS suite exited $rc; failures in $SUITE/suite.out:" >&2
+    grep -E -A25 "^ *not ok" "$SUITE/suite.out" | head -150 >&2 || true
+    tail -20 "$SUITE/suite.err" >&2
+  fi
+  return "$rc"
+}
+
 stop_wineserver() { wineserver -k 2>/dev/null || true; }
 trap stop_wineserver EXIT
 
@@ -93,4 +130,6 @@ step "cargo build $TARGET" build
 step "wine prefix" prefix
 step "core tests under wine" core_tests
 step "smoke under wine" smoke
+step "JS suite staged" stage_suite
+step "JS suite under wine" js_suite
 finish
