@@ -26,8 +26,10 @@
 //!   `LockFileEx` on Windows).
 //! - [`status`]: how a job ended (exit code or terminating signal).
 //!
-//! On Windows, `spawn` and `pty` are `windows/spawn.rs` and `windows/input.rs` (the same
-//! public API: a Job Object per job, ConPTY for PTY jobs), built on [`windows`]; `reader`
+//! On Windows, `spawn`, `pty`, `kill` and `guard` are `windows/spawn.rs`, `windows/input.rs`,
+//! `windows/kill.rs` and `windows/guard.rs` (the same public API: a Job Object per job,
+//! ConPTY for PTY jobs, Ctrl-Break then `TerminateJobObject` for a kill), built on
+//! [`windows`]; `reader`
 //! is Unix-only (Windows has its own capture thread per job). Identity, probe and tree
 //! compile on Linux, macOS and Windows (see `sys`).
 
@@ -36,9 +38,15 @@ pub mod cgroup;
 pub mod error;
 #[cfg(unix)]
 pub mod guard;
+#[cfg(windows)]
+#[path = "windows/guard.rs"]
+pub mod guard;
 pub mod identity;
 pub mod job;
 #[cfg(unix)]
+pub mod kill;
+#[cfg(windows)]
+#[path = "windows/kill.rs"]
 pub mod kill;
 #[cfg(unix)]
 pub mod launch;

@@ -42,8 +42,14 @@
 //! it did). A SIGKILL of the supervisor alone closes the job's output pipe: its next write
 //! fails with EPIPE/SIGPIPE.
 
+#[cfg(windows)]
+#[path = "procward-supervise/ctrlbreak.rs"]
+mod ctrlbreak;
+
 #[cfg(not(unix))]
 fn main() {
+  #[cfg(windows)]
+  ctrlbreak::run_if_asked();
   eprintln!("procward-supervise: durable jobs are not supported on this platform yet");
   std::process::exit(70);
 }

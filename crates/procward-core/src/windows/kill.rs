@@ -1,0 +1,333 @@
+//! Tree kill on Windows: stop a job's process tree, and never touch a process that merely
+//! reuses a PID. The same names and report as the Unix `kill` module; Job Objects and
+//! console control events in place of process groups and signals.
+//!
+//! 1. **Root.** Its PID is opened and its creation time (100 ns since 1601, as `identity`
+//!    reports it) compared with the recorded one: another time is a reused PID
+//!    (`refused_reused`, never touched). The guard refuses the idle process, System, the
+//!    host, its ancestors and anything on the host's console (see [`crate::guard`]). With
+//!    `require_session_leader` the root must be in its Job Object.
+//! 2. **Snapshot**, before anything is sent: the Job Object named after the root's identity
+//!    (`Local\procward-job-<pid>-<start_time>`, opened by name: no handle is passed around)
+//!    and its members (`JobObjectBasicProcessIdList`), and the descendants from one
+//!    Toolhelp32 snapshot (a child created before its parent holds a reused parent PID and is
+//!    skipped). Every process is opened at once and held by its handle until the kill ends:
+//!    while a handle is open its PID is never reused, so every later step acts on exactly
+//!    the process snapshotted (that handle is the identity check before each action).
+//! 3. **Graceful step** (SIGTERM, SIGINT): `CTRL_BREAK_EVENT` (SIGTERM) to the job's process
+//!    group, whose id is the root's PID, or `CTRL_C_EVENT` (SIGINT) to its console, sent by
+//!    [`KillOptions::console_helper`] (`procward-supervise.exe --ctrl-break`), which attaches
+//!    to the job's console; the host never leaves its own. No helper: no graceful step. A
+//!    process started in a new process group ignores Ctrl-C unless it turns it back on
+//!    (`SetConsoleCtrlHandler(NULL, FALSE)`), so SIGINT reaches few programs. Window messages
+//!    (`WM_CLOSE`) are not sent: jobs run without windows.
+//! 4. **Wait** on the held handles (`WaitForMultipleObjects`) until all have exited or the
+//!    grace period ends. A job the graceful step could not reach (no helper, or the helper
+//!    failed) is not waited for: nothing would tell it to exit.
+//! 5. **Terminate**: the tree is walked again (new children, new members of the job), then
+//!    `TerminateJobObject` ends the job's members at once, and `TerminateProcess` every
+//!    snapshotted process outside the job (escapees: a process started with
+//!    `CREATE_BREAKAWAY_FROM_JOB`, or by something outside the tree). A job holding the host
+//!    or a refused process is never terminated whole: its members go one by one. The exit
+//!    code is [`TERMINATED_EXIT_CODE`].
+//! 6. **Settle** and report: a process counts as gone once its handle is signalled. The
+//!    report has the Unix fields; `escalated` means termination followed the graceful step.
+//!
+//! `grace` 0 keeps the Unix meaning: the graceful step only, then the settle window. A first
+//! signal of SIGKILL terminates at once (not an escalation). Other signals have no Windows
+//! counterpart and [`signal_named`] refuses them.
+//!
+//! **Under Wine 8** (where the tests run): `GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, ..)`
+//! fails with `ERROR_INVALID_HANDLE` (wineserver answers `STATUS_NOT_IMPLEMENTED` for any
+//! event but Ctrl-C; Wine 9 maps Ctrl-Break to SIGQUIT), so no `cmd.exe` or `ping` ends on
+//! Ctrl-Break there, and every kill terminates at once. `CTRL_C_EVENT` works, but Wine reads
+//! group 0 as the caller's own group instead of the whole console, which is why the helper
+//! also names the job's group; a job's root sees it only if it turned Ctrl-C back on.
+
+#[path = "killconsole.rs"]
+mod killconsole;
+#[path = "killjob.rs"]
+mod killjob;
+#[path = "killprocess.rs"]
+mod killprocess;
+#[path = "killrun.rs"]
+mod killrun;
+#[path = "killsnapshot.rs"]
+mod killsnapshot;
+
+use crate::error::{Error, Result};
+use crate::guard::{parent_map, Host, Refusal};
+use crate::identity::Identity;
+use crate::sys;
+use killconsole::{CtrlEvent, Delivery, GroupTarget};
+pub use killprocess::TERMINATED_EXIT_CODE;
+use killprocess::{wait_all, Process};
+use killrun::Run;
+use killsnapshot::children_of;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// What a kill sends first. Windows has no signals: these three are what it can do.
+#[allow(clippy::upper_case_acronyms)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Signal {
+  /// `CTRL_C_EVENT` to the job's console, then termination after the grace period.
+  SIGINT,
+  /// `CTRL_BREAK_EVENT` to the job's process group, then termination after the grace period.
+  SIGTERM,
+  /// Termination at once (`TerminateJobObject`, `TerminateProcess`).
+  SIGKILL,
+}
+
+/// How to kill a tree.
+#[derive(Debug, Clone)]
+pub struct KillOptions {
+  /// First step. Default SIGTERM (Ctrl-Break).
+  pub signal: Signal,
+  /// How long members get to exit after the graceful step before termination. Default 2 s.
+  /// Zero means no termination: the graceful step only, then the settle window.
+  pub grace: Duration,
+  /// How long to wait for members to exit after the last step. Default 500 ms.
+  pub settle: Duration,
+  /// Longest the settle window stretches while terminated members are still exiting.
+  /// Default 5 s; never below `settle`.
+  pub settle_max: Duration,
+  /// Linux only: ignored on Windows.
+  pub cgroup: Option<CgroupClaim>,
+  /// Refuse the whole kill (`not_session_leader`) unless the root is in the Job Object
+  /// named after its identity, as every job procward starts is. Default off.
+  pub require_session_leader: bool,
+  /// `procward-supervise.exe`, which sends the graceful step's console event (see the
+  /// module docs). `None` (the default): no graceful step; the tree is terminated at once
+  /// (after nothing, with `grace` 0).
+  pub console_helper: Option<PathBuf>,
+}
+
+impl Default for KillOptions {
+  fn default() -> Self {
+    KillOptions {
+      signal: Signal::SIGTERM,
+      grace: Duration::from_secs(2),
+      settle: Duration::from_millis(500),
+      settle_max: Duration::from_secs(5),
+      cgroup: None,
+      require_session_leader: false,
+      console_helper: None,
+    }
+  }
+}
+
+/// A cgroup as a record names it (Linux only; ignored on Windows).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgroupClaim {
+  pub recorded: String,
+  pub session: String,
+}
+
+impl CgroupClaim {
+  /// The claim of a record that names `recorded`, for `session` (default: `recorded`).
+  pub fn new(recorded: String, session: Option<String>) -> Self {
+    let session = session.unwrap_or_else(|| recorded.clone());
+    CgroupClaim { recorded, session }
+  }
+}
+
+/// The step a name asks for: `SIGTERM`/`TERM`, `SIGINT`/`INT`, `SIGKILL`/`KILL`
+/// (case-insensitive). Errors: `InvalidInput` for any other name, saying which exist.
+pub fn signal_named(name: &str) -> Result<Signal> {
+  let upper = name.trim().to_ascii_uppercase();
+  match upper.strip_prefix("SIG").unwrap_or(&upper) {
+    "TERM" => Ok(Signal::SIGTERM),
+    "INT" => Ok(Signal::SIGINT),
+    "KILL" => Ok(Signal::SIGKILL),
+    _ => Err(Error::InvalidInput(format!(
+      "signal {name:?} has no Windows counterpart: use SIGTERM (Ctrl-Break), SIGINT (Ctrl-C) or SIGKILL (terminate)"
+    ))),
+  }
+}
+
+/// Something a kill refused to touch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+  /// The PID refused.
+  pub pid: Option<i32>,
+  /// Always `None` on Windows (no cgroups).
+  pub cgroup: Option<String>,
+  pub reason: Refusal,
+}
+
+/// What a tree kill did. Each list holds PIDs; a PID is in `signalled` if it got the
+/// graceful event or was terminated, and in `survivors` if it still ran at the end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KillReport {
+  /// Processes that got the console event (the root, and the processes on its console), or
+  /// were terminated.
+  pub signalled: Vec<i32>,
+  /// Processes that had already exited when their turn came.
+  pub already_gone: Vec<i32>,
+  /// PIDs that were alive but belonged to another process (another creation time): never
+  /// touched.
+  pub refused_reused: Vec<i32>,
+  /// Processes still running at the end. Non-empty means the kill failed.
+  pub survivors: Vec<i32>,
+  /// The survivors' identities (creation times), so a caller can finish the kill safely.
+  /// A member of the Job Object this user may not open is a survivor without one.
+  pub survivor_identities: Vec<Identity>,
+  /// Whether termination followed the graceful step.
+  pub escalated: bool,
+  /// What the guard refused to touch, with why; never in the other lists. A refused root
+  /// means the kill did nothing.
+  pub refused: Vec<Refused>,
+}
+
+/// One tree of a batch kill ([`kill_trees`]).
+#[derive(Debug, Clone)]
+pub struct KillRequest {
+  pub root: Identity,
+  /// Ignored on Windows.
+  pub cgroup: Option<CgroupClaim>,
+}
+
+/// Kills the tree rooted at `root` (see the module docs for the steps). Blocks for up to
+/// `grace + settle`, and up to `grace + settle_max` while terminated members still exit.
+///
+/// Errors: `Io` when the Toolhelp32 snapshot cannot be taken. An unreadable root (access
+/// denied) is never touched and is reported as a survivor.
+pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
+  let request = KillRequest { root: root.clone(), cgroup: None };
+  kill_trees(std::slice::from_ref(&request), opts).pop().expect("one report per request")
+}
+
+/// Kills many trees at once, each as [`kill_tree`] would, sharing one grace period, one
+/// Toolhelp32 snapshot per walk and one run of the console helper. One result per request,
+/// in order.
+pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<KillReport>> {
+  let boot_id = match sys::boot_id() {
+    Ok(b) => b,
+    Err(e) => return requests.iter().map(|_| Err(io_error("reading the boot id", &e))).collect(),
+  };
+  let host = Host::current();
+  let mut runs: Vec<Run> = requests.iter().map(|r| Run::new(&r.root)).collect();
+  let mut errors: Vec<Option<Error>> = requests.iter().map(|_| None).collect();
+  let going: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].begin(&host, &boot_id, opts.require_session_leader)).collect();
+  if !going.is_empty() {
+    match parent_map() {
+      Ok(parents) => {
+        let children = children_of(&parents);
+        for &i in &going {
+          runs[i].walk(&children, &host);
+        }
+      }
+      Err(e) => {
+        for &i in &going {
+          errors[i] = Some(io_error("reading the process table", &e));
+        }
+      }
+    }
+  }
+  let live: Vec<usize> = going.into_iter().filter(|&i| errors[i].is_none()).collect();
+  let first = Instant::now();
+  let mut last_termination = None;
+  if opts.signal == Signal::SIGKILL {
+    terminate(&mut runs, &live, &host, false);
+    last_termination = Some(Instant::now());
+  } else {
+    graceful_step(&mut runs, &live, opts);
+    if !opts.grace.is_zero() {
+      // Nothing told the unreached ones to exit: they are terminated now.
+      let unreached: Vec<usize> = live.iter().copied().filter(|&i| !runs[i].delivered).collect();
+      if !unreached.is_empty() {
+        terminate(&mut runs, &unreached, &host, true);
+        last_termination = Some(Instant::now());
+      }
+      let reached: Vec<usize> = live.iter().copied().filter(|&i| runs[i].delivered).collect();
+      wait(&runs, &reached, first + opts.grace);
+      let left: Vec<usize> = reached.into_iter().filter(|&i| runs[i].targets.iter().any(|t| t.process.running())).collect();
+      if !left.is_empty() {
+        terminate(&mut runs, &left, &host, true);
+        last_termination = Some(Instant::now());
+      }
+    }
+  }
+  let from = last_termination.unwrap_or(first);
+  if !wait(&runs, &live, from + opts.settle) && last_termination.is_some() {
+    wait(&runs, &live, from + opts.settle_max.max(opts.settle));
+  }
+  for &i in &live {
+    runs[i].note_gone_unsignalled();
+    runs[i].finish();
+  }
+  runs.into_iter().zip(errors).map(|(run, err)| err.map_or(Ok(run.report), Err)).collect()
+}
+
+/// Sends the graceful step's console event to every live tree in one run of the helper.
+fn graceful_step(runs: &mut [Run], live: &[usize], opts: &KillOptions) {
+  let Some(helper) = &opts.console_helper else { return };
+  let event = if opts.signal == Signal::SIGINT { CtrlEvent::C } else { CtrlEvent::Break };
+  let mut targets = Vec::new();
+  let mut reaching = Vec::new();
+  for &i in live {
+    let run = &runs[i];
+    // Whose console the helper may attach to: the root first, then the job's members (a
+    // gone root's group lives on in them). A process outside the job may be on a console
+    // of its own, where the group id means nothing.
+    let attach: Vec<i32> =
+      run.targets.iter().filter(|t| (t.in_job || t.pid() == run.root.pid) && t.process.running()).map(|t| t.pid()).take(4).collect();
+    if !attach.is_empty() {
+      targets.push(GroupTarget { group: run.root.pid, attach });
+      reaching.push(i);
+    }
+  }
+  if targets.is_empty() {
+    return;
+  }
+  for (i, delivery) in reaching.into_iter().zip(killconsole::send(helper, event, &targets)) {
+    if let Delivery::Sent(console) = delivery {
+      runs[i].mark_delivered(&console);
+    }
+  }
+}
+
+/// Walks the trees again (one Toolhelp32 snapshot for all), then terminates each.
+fn terminate(runs: &mut [Run], which: &[usize], host: &Host, escalation: bool) {
+  if let Ok(parents) = parent_map() {
+    let children = children_of(&parents);
+    for &i in which {
+      runs[i].walk(&children, host);
+    }
+  }
+  for &i in which {
+    runs[i].terminate(escalation);
+  }
+}
+
+/// Waits until every target of `which` has exited or `deadline` passes. Returns whether all
+/// have exited.
+fn wait(runs: &[Run], which: &[usize], deadline: Instant) -> bool {
+  let mut all = true;
+  for &i in which {
+    let running: Vec<&Process> = runs[i].targets.iter().map(|t| &t.process).filter(|p| p.running()).collect();
+    all &= wait_all(running, deadline);
+  }
+  all
+}
+
+/// The same I/O error again for each request of a batch (`io::Error` is not `Clone`).
+fn io_error(context: &str, e: &std::io::Error) -> Error {
+  Error::io(context, std::io::Error::new(e.kind(), e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn signal_names_map_to_the_three_steps_and_others_are_refused() {
+    assert_eq!(signal_named("SIGTERM").unwrap(), Signal::SIGTERM);
+    assert_eq!(signal_named("term").unwrap(), Signal::SIGTERM);
+    assert_eq!(signal_named("SIGINT").unwrap(), Signal::SIGINT);
+    assert_eq!(signal_named("Kill").unwrap(), Signal::SIGKILL);
+    let err = signal_named("SIGHUP").unwrap_err().to_string();
+    assert!(err.contains("SIGHUP") && err.contains("SIGKILL"), "{err}");
+  }
+}
