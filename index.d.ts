@@ -41,17 +41,26 @@ export declare class NativeJob {
   get inputKind(): string | null
   /**
    * Writes all of `data` (UTF-8) to the job's stdin without blocking. Errors: `EPIPE` when
-   * the job exited, `EAGAIN` when it is not reading its input, `EINVAL` without stdin.
+   * the job exited, `EAGAIN` when it is not reading its input, `EINVAL` without stdin. On
+   * Windows the bytes are queued for a writer thread (up to 16 MiB waiting), and a write
+   * the job's end made fail is reported by the next call.
    */
   write(data: string): void
-  /** Ends the input: closes the pipe, or sends EOF (Ctrl-D) to a PTY. */
+  /**
+   * Ends the input: closes the pipe, or sends EOF to a PTY (Ctrl-D; on Windows Ctrl-Z and
+   * Enter, the end of input of console programs).
+   */
   closeStdin(): void
   /**
-   * Closes the host's side of the input now (the pipe's write end or the PTY master copy)
-   * instead of when this object is garbage-collected. Idempotent.
+   * Closes the host's side of the input now (the pipe's write end or the PTY master copy;
+   * on Windows also the pseudoconsole, which ends what is attached to it) instead of when
+   * this object is garbage-collected. Idempotent.
    */
   release(): void
-  /** Resizes a PTY job's terminal. */
+  /**
+   * Resizes a PTY job's terminal. Errors: `EINVAL` without a PTY; `ENOTSUP` where the
+   * system's ConPTY cannot resize (Wine).
+   */
   resize(size: PtySize): void
 }
 
@@ -298,15 +307,25 @@ export declare function spawn(options: SpawnOptions, onEvent: ((arg: JobEvent) =
 export interface SpawnOptions {
   /** Shell command, passed byte for byte as one argument. */
   command: string
-  /** Shell executable. Default `/bin/bash` when it exists, else `/bin/sh`. */
+  /**
+   * Shell executable. Default `/bin/bash` when it exists, else `/bin/sh`; on Windows
+   * `%ComSpec%` (cmd.exe).
+   */
   shell?: string
-  /** Arguments before the command. Default `["-c"]`. */
+  /**
+   * Arguments before the command. Default by the shell: `["-c", "--"]` on Unix; on Windows
+   * `["/d", "/s", "/c"]` for cmd.exe (its command line is at most 8191 characters),
+   * `["-NoProfile", "-NonInteractive", "-Command"]` for powershell/pwsh, `["-c"]` otherwise.
+   */
   shellArgs?: Array<string>
   /** Working directory. Default: the host's. */
   cwd?: string
   /** The complete environment of the job. Default: the host's. */
   env?: Record<string, string>
-  /** Durable mode: log file for merged output (created 0600, appended). */
+  /**
+   * Durable mode: log file for merged output (created 0600, appended). Not on Windows yet
+   * (`ENOTSUP`).
+   */
   logPath?: string
   /**
    * Durable mode: rotate the log once a part holds this many bytes, keeping one rotated
@@ -334,7 +353,10 @@ export interface SpawnOptions {
   drainMaxMs?: number
   /** Keep a stdin pipe open for `write`/`closeStdin`. Default false: stdin is `/dev/null`. */
   stdin?: boolean
-  /** Run under a pseudo-terminal of this size (stdin, stdout and stderr). Not with durable mode. */
+  /**
+   * Run under a pseudo-terminal of this size (stdin, stdout and stderr; a pseudoconsole,
+   * ConPTY, on Windows). Not with durable mode.
+   */
   pty?: PtySize
   /**
    * Run in a cgroup v2 of this name when the host may create cgroups (Linux); silently

@@ -1,7 +1,6 @@
 //! The handle of a started job: identity, output tail, end, stdin and terminal size.
 
 use crate::identity::Identity;
-#[cfg(unix)]
 use crate::invalid;
 use crate::map_error;
 use crate::spawn::JobEvent;
@@ -34,7 +33,6 @@ pub struct PtySize {
   pub rows: Option<u32>,
 }
 
-#[cfg(unix)]
 pub(crate) fn pty_size(p: &PtySize) -> Result<core::pty::PtySize> {
   let d = core::pty::PtySize::default();
   let dim = |v: Option<u32>, default: u16, what: &str| match v {
@@ -53,15 +51,11 @@ pub struct NativeJob {
   pub pid: i32,
   identity: Identity,
   cgroup: Option<String>,
-  #[cfg(unix)]
   tail: core::tail::SharedTail,
-  #[cfg(unix)]
   input: Option<core::pty::JobInput>,
-  #[cfg(unix)]
-  exit: std::sync::Arc<std::sync::Mutex<Option<core::status::ExitInfo>>>,
+  exit: core::job::SharedExit,
 }
 
-#[cfg(unix)]
 impl NativeJob {
   /// The JS handle of a started core job; `cgroup` is its cgroup directory, if any.
   pub(crate) fn new(job: core::spawn::Job, cgroup: Option<String>) -> Self {
@@ -77,7 +71,6 @@ impl NativeJob {
     self.identity.clone()
   }
 
-  #[cfg(unix)]
   fn input(&self) -> Result<&core::pty::JobInput> {
     self.input.as_ref().ok_or_else(|| invalid("the job has no stdin (start it with stdin or pty)"))
   }
@@ -85,27 +78,19 @@ impl NativeJob {
   /// The retained output (the last `tailBytes` bytes, starting at a whole character).
   #[napi]
   pub fn tail_text(&self) -> String {
-    #[cfg(unix)]
-    return self.tail.lock().map(|t| t.text()).unwrap_or_default();
-    #[cfg(not(unix))]
-    String::new()
+    self.tail.lock().map(|t| t.text()).unwrap_or_default()
   }
 
   /// The job's end (an `exit` event) once its reader has published it, even if the event
   /// has not reached JS yet (the event loop has not run); `null` while it runs.
   #[napi]
   pub fn exit_status(&self) -> Option<JobEvent> {
-    #[cfg(unix)]
-    if let Ok(e) = self.exit.lock() {
-      return e.map(core::job::JobEvent::Exit).map(Into::into);
-    }
-    None
+    self.exit.lock().ok().and_then(|e| e.map(core::job::JobEvent::Exit)).map(Into::into)
   }
 
   /// Counters of the output tail.
   #[napi]
   pub fn tail_stats(&self) -> TailStats {
-    #[cfg(unix)]
     if let Ok(t) = self.tail.lock() {
       return TailStats {
         total: t.total() as f64,
@@ -121,12 +106,9 @@ impl NativeJob {
   /// Changes how many bytes the tail keeps (trims at once when it shrinks).
   #[napi]
   pub fn set_tail_limit(&self, bytes: u32) {
-    #[cfg(unix)]
     if let Ok(mut t) = self.tail.lock() {
       t.set_limit(bytes as usize);
     }
-    #[cfg(not(unix))]
-    let _ = bytes;
   }
 
   /// The job's cgroup directory, or `null` when it runs without containment.
@@ -138,53 +120,37 @@ impl NativeJob {
   /// Whether the job has an input side: `"pipe"`, `"pty"`, or `null`.
   #[napi(getter)]
   pub fn input_kind(&self) -> Option<String> {
-    #[cfg(unix)]
-    return self.input.as_ref().map(|i| if i.kind() == core::pty::InputKind::Pty { "pty".into() } else { "pipe".into() });
-    #[cfg(not(unix))]
-    None
+    self.input.as_ref().map(|i| if i.kind() == core::pty::InputKind::Pty { "pty".into() } else { "pipe".into() })
   }
 
   /// Writes all of `data` (UTF-8) to the job's stdin without blocking. Errors: `EPIPE` when
-  /// the job exited, `EAGAIN` when it is not reading its input, `EINVAL` without stdin.
+  /// the job exited, `EAGAIN` when it is not reading its input, `EINVAL` without stdin. On
+  /// Windows the bytes are queued for a writer thread (up to 16 MiB waiting), and a write
+  /// the job's end made fail is reported by the next call.
   #[napi]
   pub fn write(&self, data: String) -> Result<()> {
-    #[cfg(unix)]
-    return self.input()?.write(data.as_bytes()).map_err(map_error);
-    #[cfg(not(unix))]
-    {
-      let _ = data;
-      Err(map_error(core::Error::Unsupported("stdin")))
-    }
+    self.input()?.write(data.as_bytes()).map_err(map_error)
   }
 
-  /// Ends the input: closes the pipe, or sends EOF (Ctrl-D) to a PTY.
+  /// Ends the input: closes the pipe, or sends EOF to a PTY (Ctrl-D; on Windows Ctrl-Z and
+  /// Enter, the end of input of console programs).
   #[napi]
   pub fn close_stdin(&mut self) -> Result<()> {
-    #[cfg(unix)]
-    return self.input.as_mut().ok_or_else(|| invalid("the job has no stdin (start it with stdin or pty)"))?.close().map_err(map_error);
-    #[cfg(not(unix))]
-    Err(map_error(core::Error::Unsupported("stdin")))
+    self.input.as_mut().ok_or_else(|| invalid("the job has no stdin (start it with stdin or pty)"))?.close().map_err(map_error)
   }
 
-  /// Closes the host's side of the input now (the pipe's write end or the PTY master copy)
-  /// instead of when this object is garbage-collected. Idempotent.
+  /// Closes the host's side of the input now (the pipe's write end or the PTY master copy;
+  /// on Windows also the pseudoconsole, which ends what is attached to it) instead of when
+  /// this object is garbage-collected. Idempotent.
   #[napi]
   pub fn release(&mut self) {
-    #[cfg(unix)]
-    {
-      self.input = None;
-    }
+    self.input = None;
   }
 
-  /// Resizes a PTY job's terminal.
+  /// Resizes a PTY job's terminal. Errors: `EINVAL` without a PTY; `ENOTSUP` where the
+  /// system's ConPTY cannot resize (Wine).
   #[napi]
   pub fn resize(&self, size: PtySize) -> Result<()> {
-    #[cfg(unix)]
-    return self.input()?.resize(pty_size(&size)?).map_err(map_error);
-    #[cfg(not(unix))]
-    {
-      let _ = size;
-      Err(map_error(core::Error::Unsupported("pty")))
-    }
+    self.input()?.resize(pty_size(&size)?).map_err(map_error)
   }
 }

@@ -1,19 +1,13 @@
 //! Starting a job: the options, the events its reader delivers, and the call itself.
 
-#[cfg(unix)]
 use crate::invalid;
-#[cfg(unix)]
-use crate::job::pty_size;
-use crate::job::{NativeJob, PtySize};
+use crate::job::{pty_size, NativeJob, PtySize};
 use crate::map_error;
 use napi::bindgen_prelude::*;
-#[cfg(unix)]
-use napi::threadsafe_function::ThreadsafeFunctionCallMode;
-use napi::threadsafe_function::{ThreadsafeFunction, UnknownReturnValue};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue};
 use napi_derive::napi;
 use procward_core as core;
 use std::collections::HashMap;
-#[cfg(unix)]
 use std::time::Duration;
 
 /// What to spawn.
@@ -21,15 +15,19 @@ use std::time::Duration;
 pub struct SpawnOptions {
   /// Shell command, passed byte for byte as one argument.
   pub command: String,
-  /// Shell executable. Default `/bin/bash` when it exists, else `/bin/sh`.
+  /// Shell executable. Default `/bin/bash` when it exists, else `/bin/sh`; on Windows
+  /// `%ComSpec%` (cmd.exe).
   pub shell: Option<String>,
-  /// Arguments before the command. Default `["-c"]`.
+  /// Arguments before the command. Default by the shell: `["-c", "--"]` on Unix; on Windows
+  /// `["/d", "/s", "/c"]` for cmd.exe (its command line is at most 8191 characters),
+  /// `["-NoProfile", "-NonInteractive", "-Command"]` for powershell/pwsh, `["-c"]` otherwise.
   pub shell_args: Option<Vec<String>>,
   /// Working directory. Default: the host's.
   pub cwd: Option<String>,
   /// The complete environment of the job. Default: the host's.
   pub env: Option<HashMap<String, String>>,
-  /// Durable mode: log file for merged output (created 0600, appended).
+  /// Durable mode: log file for merged output (created 0600, appended). Not on Windows yet
+  /// (`ENOTSUP`).
   pub log_path: Option<String>,
   /// Durable mode: rotate the log once a part holds this many bytes, keeping one rotated
   /// part (`output.log.1`). Default 0: never rotate.
@@ -51,7 +49,8 @@ pub struct SpawnOptions {
   pub drain_max_ms: Option<u32>,
   /// Keep a stdin pipe open for `write`/`closeStdin`. Default false: stdin is `/dev/null`.
   pub stdin: Option<bool>,
-  /// Run under a pseudo-terminal of this size (stdin, stdout and stderr). Not with durable mode.
+  /// Run under a pseudo-terminal of this size (stdin, stdout and stderr; a pseudoconsole,
+  /// ConPTY, on Windows). Not with durable mode.
   pub pty: Option<PtySize>,
   /// Run in a cgroup v2 of this name when the host may create cgroups (Linux); silently
   /// without one otherwise. See `NativeJob.cgroup`.
@@ -79,7 +78,6 @@ pub struct JobEvent {
   pub signal_number: Option<i32>,
 }
 
-#[cfg(unix)]
 impl From<core::job::JobEvent> for JobEvent {
   fn from(ev: core::job::JobEvent) -> Self {
     match ev {
@@ -103,11 +101,11 @@ impl From<core::job::JobEvent> for JobEvent {
   }
 }
 
-#[cfg(unix)]
 fn spawn_options(o: SpawnOptions) -> Result<core::job::SpawnOptions> {
   let mut opts = core::job::SpawnOptions::new(o.command);
   if let Some(s) = o.shell {
     opts.shell = s.into();
+    opts.shell_args = core::job::default_shell_args(&opts.shell);
   }
   if let Some(a) = o.shell_args {
     opts.shell_args = a;
@@ -162,24 +160,16 @@ pub fn spawn(
   options: SpawnOptions,
   on_event: ThreadsafeFunction<JobEvent, UnknownReturnValue, JobEvent, Status, false, true, { EVENT_QUEUE }>,
 ) -> Result<NativeJob> {
-  #[cfg(not(unix))]
-  {
-    let _ = (options, on_event);
-    return Err(map_error(core::Error::Unsupported("spawn (Windows is not written yet)")));
-  }
-  #[cfg(unix)]
-  {
-    let opts = spawn_options(options)?;
-    let cgroup = opts.cgroup.as_ref().map(|p| p.display().to_string());
-    let job = core::spawn::spawn(
-      opts,
-      Box::new(move |ev| {
-        on_event.call(ev.into(), ThreadsafeFunctionCallMode::Blocking);
-      }),
-    )
-    .map_err(map_error)?;
-    Ok(NativeJob::new(job, cgroup))
-  }
+  let opts = spawn_options(options)?;
+  let cgroup = opts.cgroup.as_ref().map(|p| p.display().to_string());
+  let job = core::spawn::spawn(
+    opts,
+    Box::new(move |ev| {
+      on_event.call(ev.into(), ThreadsafeFunctionCallMode::Blocking);
+    }),
+  )
+  .map_err(map_error)?;
+  Ok(NativeJob::new(job, cgroup))
 }
 
 /// The conventional name of a signal number (`SIGKILL` for 9).
