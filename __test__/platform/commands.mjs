@@ -16,14 +16,24 @@ export function skipOnWindows(reason) {
 }
 
 /**
- * `ignorebreak.exe` (scripts/platforms/ignorebreak.c), built by scripts/platforms/windows.sh
- * into `bin/` beside this file: it ignores Ctrl-Break and Ctrl-C, prints `ready`, and
- * sleeps for its first argument in seconds.
+ * A test program of scripts/platforms/*.c, built by scripts/platforms/windows.sh into `bin/`
+ * beside this file.
  */
-function ignoreBreakExe() {
-  const exe = fileURLToPath(new URL('./bin/ignorebreak.exe', import.meta.url));
-  if (!existsSync(exe)) throw new Error(`${exe} is missing: scripts/platforms/windows.sh builds it from scripts/platforms/ignorebreak.c`);
+function testProgram(name) {
+  const exe = fileURLToPath(new URL(`./bin/${name}`, import.meta.url));
+  if (!existsSync(exe)) throw new Error(`${exe} is missing: scripts/platforms/windows.sh builds it from scripts/platforms/${name.replace(/\.exe$/, '.c')}`);
   return exe;
+}
+
+/**
+ * Registry options of PTY sessions. Under Wine (`WINEPREFIX` is set: scripts/platforms/
+ * windows.sh sets it, and Wine passes the Unix environment on) the shell is `conshim.exe`
+ * (scripts/platforms/conshim.c) running cmd: Wine 8 gives a pseudoconsole's first process
+ * no standard handles, which Windows does. Elsewhere the default shell.
+ */
+export function ptyRegistryOptions() {
+  if (!isWindows || !process.env.WINEPREFIX) return {};
+  return { shell: testProgram('conshim.exe'), shellArgs: ['cmd', '/d', '/s', '/c'] };
 }
 
 /** Prints `text` (one word, no shell metacharacters). */
@@ -53,12 +63,13 @@ export function orphanedGrandchild(seconds) {
 
 /**
  * A 3-level tree whose deepest member ignores the graceful signal, so only the forced step
- * ends it: job shell → shell → member. Windows: cmd → cmd → ignorebreak.exe (Ctrl-Break
- * ignored by a console control handler). sh: sh → sh (TERM ignored, inherited through exec)
+ * ends it: job shell → shell → member. Windows: cmd → cmd → ignorebreak.exe
+ * (scripts/platforms/ignorebreak.c: prints `ready`, swallows Ctrl-Break and Ctrl-C in a
+ * console control handler, sleeps). sh: sh → sh (TERM ignored, inherited through exec)
  * → sleep. The member (its shell on sh) prints `ready` once the graceful signal is ignored.
  */
 export function treeIgnoringGraceful(seconds) {
-  if (isWindows) return `cmd /d /c "${ignoreBreakExe()}" ${seconds}& ping -n ${seconds + 1} 127.0.0.1 >nul`;
+  if (isWindows) return `cmd /d /c "${testProgram('ignorebreak.exe')}" ${seconds}& ping -n ${seconds + 1} 127.0.0.1 >nul`;
   return `sh -c "trap '' TERM; echo ready; sleep ${seconds} & wait" & sleep ${seconds}`;
 }
 

@@ -3,11 +3,11 @@
 // answers.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { lines, promptAndAnswer } from './commands.mjs';
+import { lines, promptAndAnswer, ptyRegistryOptions } from './commands.mjs';
 import { cleanupPid, describeRegistry, until } from './support.mjs';
 
 describe('PTY sessions', () => {
-  const ctx = describeRegistry();
+  const ctx = describeRegistry(ptyRegistryOptions());
 
   it('shows the prompt, takes the answer from submit, and prints it', async () => {
     const s = await ctx.registry.spawn(promptAndAnswer(), { pty: { cols: 80, rows: 24 } });

@@ -102,13 +102,13 @@ await r.close();
 }
 
 /**
- * Call inside a `describe`: opens one in-memory registry before its tests and closes it
- * after them, then cleans up. `ctx.registry` is the registry.
+ * Call inside a `describe`: opens one in-memory registry (with `options`) before its tests
+ * and closes it after them, then cleans up. `ctx.registry` is the registry.
  */
-export function describeRegistry() {
+export function describeRegistry(options = {}) {
   const ctx = {};
   before(async () => {
-    ctx.registry = await pkg.ProcessRegistry.open();
+    ctx.registry = await pkg.ProcessRegistry.open(options);
   });
   after(async () => {
     await ctx.registry.close();

@@ -90,8 +90,9 @@ smoke() {
 # The JS behaviour suite (__test__/platform, node:test) against the package as it installs on
 # Windows: dist/ and package.json, the gnu addon as procward.win32-x64-gnu.node in the
 # package root (ts/native.ts tries win32-x64-msvc, then win32-x64-gnu), procward-supervise.exe
-# beside it (where the loader looks for the supervisor) and ignorebreak.exe for the
-# tree-kill case.
+# beside it (where the loader looks for the supervisor), and two test programs built with
+# mingw: ignorebreak.exe (the tree member that ignores Ctrl-Break) and conshim.exe (hands
+# PTY jobs the console's handles, which Wine 8 does not; see conshim.c).
 # node_modules is a link to the repository's (Wine follows it; the suite's imports are
 # plain JS). Needs `npm run build` (dist/) first.
 SUITE="$WIN/suite"
@@ -105,7 +106,9 @@ stage_suite() {
   ln -s "$ROOT/node_modules" "$SUITE/node_modules"
   cp "$CARGO_TARGET_DIR/$TARGET/debug/procward_node.dll" "$SUITE/procward.win32-x64-gnu.node"
   cp "$CARGO_TARGET_DIR/$TARGET/debug/procward-supervise.exe" "$SUITE/"
-  x86_64-w64-mingw32-gcc -O2 -Wall -o "$SUITE/__test__/platform/bin/ignorebreak.exe" "$ROOT/scripts/platforms/ignorebreak.c"
+  for program in ignorebreak conshim; do
+    x86_64-w64-mingw32-gcc -O2 -Wall -o "$SUITE/__test__/platform/bin/$program.exe" "$ROOT/scripts/platforms/$program.c"
+  done
 }
 
 js_suite() {
