@@ -1,7 +1,7 @@
 // Smoke run of the native binding on a platform under emulation (Wine, qemu), in plain
 // CommonJS so it needs nothing but the binding and the Node that runs it.
 //
-//   node smoke.cjs <path to the .node file> [--spawn=works|unsupported]
+//   node smoke.cjs <path to the .node file> [--spawn=works|supported|unsupported]
 //
 // Checks, one line each ("ok NAME detail" or "FAIL NAME detail"):
 //   probe, identity, verdict  of this process (must answer: alive, start time, "current");
@@ -9,6 +9,11 @@
 //   spawn                     --spawn=works (default): `echo` runs, its output arrives and
 //                             it exits 0; then a 3-level tree (sh -> sh -> sleep) is tree
 //                             killed and the report names no survivors.
+//                             --spawn=supported (Windows, cmd.exe): `echo` runs and its
+//                             `exit /b 7` arrives as exitCode 7, with exitStatus() and
+//                             tailText() agreeing; a line written to a stdin pipe and
+//                             closeStdin() reach `set /p`; a cwd that does not exist is
+//                             ENOENT. Tree kill is not checked in this mode.
 //                             --spawn=unsupported: spawn and killTree must throw, and their
 //                             errors are printed as they read (the platform is not written).
 // Exits 1 when any check fails, so the calling script can count it.
@@ -79,6 +84,47 @@ async function spawnWorks() {
   report('tree-kill', survivors.length === 0 && alive.length === 0, `report ${JSON.stringify(rep)}, alive after ${alive.length}`);
 }
 
+async function spawnSupported() {
+  const echo = await runJob({ command: 'echo procward-smoke & exit /b 7' }, 30000);
+  report(
+    'spawn',
+    echo.output.includes('procward-smoke') && echo.event.exitCode === 7,
+    `output ${JSON.stringify(echo.output.trim())} exitCode ${echo.event.exitCode}`,
+  );
+  let job;
+  const stdin = await new Promise((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => reject(new Error('no exit within 30000 ms')), 30000);
+    // Delayed expansion (/v:on): !X! is read after set /p ran.
+    job = native.spawn({ command: 'set /p X= & echo got [!X!]', shellArgs: ['/d', '/v:on', '/s', '/c'], stdin: true }, (event) => {
+      if (event.kind === 'output' && event.data) output += event.data.toString('utf8');
+      if (event.kind === 'exit') {
+        clearTimeout(timer);
+        resolve({ event, output });
+      }
+    });
+    job.write('typed-line\r\n');
+    job.closeStdin();
+  });
+  const status = job.exitStatus();
+  report(
+    'stdin',
+    stdin.output.includes('got [typed-line]') && stdin.event.exitCode === 0,
+    `output ${JSON.stringify(stdin.output.trim())} exitCode ${stdin.event.exitCode}`,
+  );
+  report(
+    'exit-status',
+    status?.exitCode === 0 && job.tailText().includes('got [typed-line]'),
+    `exitStatus ${JSON.stringify(status)} tail ${JSON.stringify(job.tailText().trim())}`,
+  );
+  try {
+    native.spawn({ command: 'echo never', cwd: 'C:\\procward-no-such-dir' }, () => {});
+    report('missing-cwd', false, 'did not throw');
+  } catch (e) {
+    report('missing-cwd', /^ENOENT/.test(String(e.message)), `throws: ${e.message}`);
+  }
+}
+
 async function spawnUnsupported() {
   for (const [name, call] of [
     ['spawn', () => native.spawn({ command: 'echo procward-smoke' }, () => {})],
@@ -112,6 +158,7 @@ async function main() {
     return [Array.isArray(d), `${d.length} descendants`];
   });
   if (spawnMode === 'unsupported') await spawnUnsupported();
+  else if (spawnMode === 'supported') await spawnSupported();
   else await spawnWorks();
   console.log(`smoke: ${failed === 0 ? 'all checks passed' : `${failed} checks failed`}`);
   process.exitCode = failed === 0 ? 0 : 1;

@@ -15,8 +15,8 @@
 # The Wine prefix is private (.platforms/windows/prefix, Windows 10, no Mono or Gecko); at the
 # end `wineserver -k` stops that prefix's server only.
 #
-# Windows has no spawn or tree kill yet, so the smoke run expects both to throw ENOTSUP
-# (--spawn=unsupported) and checks probe, identity, verdict and descendants.
+# The smoke run (--spawn=supported) checks probe, identity, verdict and descendants, then
+# spawns through cmd.exe: output and exit code, a stdin pipe, a missing cwd's ENOENT.
 # Last, the JS behaviour suite (__test__/platform, node:test) runs in the same Node against the
 # package staged in .platforms/windows/suite (see stage_suite); a failing case fails the run.
 # Usage: scripts/platforms/windows.sh   (after scripts/platforms/setup.sh)
@@ -65,8 +65,11 @@ prefix() {
 }
 
 core_tests() {
-  # Only the platform-neutral tests exist for Windows today (identity, probe, tree, tail,
-  # patterns, utf8, status); the Unix-only modules are not compiled there.
+  # The core's tests compiled for Windows: the platform-neutral ones (identity, probe, tree,
+  # tail, patterns, utf8, status, logfile) and the Windows ones (tests/windows_*.rs: spawn,
+  # capture, stdin, ConPTY with real cmd.exe; the unit tests of windows::cmdline). A full
+  # `cargo test` also builds examples/jobkid.exe, the program those tests run where cmd.exe
+  # has no tool.
   local rc=0
   CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine cargo test -q -j "$CARGO_JOBS" -p procward-core --target "$TARGET" \
     >"$WIN/core-tests.log" 2>&1 || rc=$?
@@ -77,7 +80,7 @@ core_tests() {
 
 smoke() {
   local rc=0
-  (cd "$WIN/run" && timeout 300 wine "$NODE_EXE" smoke.cjs ./procward.win32-x64-gnu.node --spawn=unsupported \
+  (cd "$WIN/run" && timeout 300 wine "$NODE_EXE" smoke.cjs ./procward.win32-x64-gnu.node --spawn=supported \
     >smoke.out 2>smoke.err) || rc=$?
   cat "$WIN/run/smoke.out"
   if [ "$rc" -ne 0 ]; then
