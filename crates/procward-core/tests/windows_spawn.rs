@@ -114,6 +114,32 @@ mod output_and_exit {
     // The exit was published while the grandchild still held the pipe open.
     assert!(procward_core::identity::identity(pid).unwrap().is_some(), "the grandchild {pid} is alive, and was not waited for");
   }
+
+  #[test]
+  fn jobs_started_at_once_never_hold_each_others_output_pipe() {
+    // Half the jobs end at once, half run on; all start together from eight threads. A
+    // short job's capture ends (dropping its sink) only when no process holds its pipe, so
+    // a long job that inherited it would keep it open for a minute.
+    let kid = kid();
+    let starters: Vec<_> = (0..8)
+      .map(|i| {
+        let command = if i % 2 == 0 { format!("echo short-{i}") } else { format!("{kid} hold 60") };
+        std::thread::spawn(move || start(SpawnOptions::new(command)))
+      })
+      .collect();
+    let jobs: Vec<(Job, Receiver<JobEvent>)> = starters.into_iter().map(|t| t.join().unwrap()).collect();
+    for (i, (_job, rx)) in jobs.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
+      let (out, exit) = until_exit(rx);
+      assert_eq!((out.trim_end(), exit), (format!("short-{i}").as_str(), ExitInfo::exited(0)));
+      loop {
+        match rx.recv_timeout(HANG) {
+          Ok(_) => continue,
+          Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+          Err(_) => panic!("job {i}'s output pipe is still held open a minute after its exit"),
+        }
+      }
+    }
+  }
 }
 
 mod stdin {
