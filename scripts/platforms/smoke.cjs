@@ -13,7 +13,11 @@
 //                             `exit /b 7` arrives as exitCode 7, with exitStatus() and
 //                             tailText() agreeing; a line written to a stdin pipe and
 //                             closeStdin() reach `set /p`; a cwd that does not exist is
-//                             ENOENT. Tree kill is not checked in this mode.
+//                             ENOENT. Tree kill is checked with --kill.
+//   tree-kill (--kill, with --spawn=supported): a 3-level tree (cmd -> cmd -> ping) is tree
+//                             killed (grace 500 ms; the graceful step goes through
+//                             --console-helper=<procward-supervise.exe> when given): the
+//                             report names no survivors and every member is gone.
 //                             --spawn=unsupported: spawn and killTree must throw, and their
 //                             errors are printed as they read (the platform is not written).
 // Exits 1 when any check fails, so the calling script can count it.
@@ -21,6 +25,8 @@
 
 const [bindingPath, ...flags] = process.argv.slice(2);
 const spawnMode = (flags.find((f) => f.startsWith('--spawn=')) || '--spawn=works').slice(8);
+const killCheck = flags.includes('--kill');
+const consoleHelper = (flags.find((f) => f.startsWith('--console-helper=')) || '').slice(17) || undefined;
 const native = require(require('node:path').resolve(bindingPath));
 let failed = 0;
 
@@ -38,23 +44,26 @@ function check(name, fn) {
   }
 }
 
-function runJob(options, timeoutMs) {
+// Spawns a job and resolves with its exit event, its output and the job; `started`, when
+// given, gets the job right after the spawn (to write to its stdin).
+function runJob(options, timeoutMs, started) {
   return new Promise((resolve, reject) => {
     let output = '';
     const timer = setTimeout(() => reject(new Error(`no exit within ${timeoutMs} ms`)), timeoutMs);
-    native.spawn(options, (event) => {
+    const job = native.spawn(options, (event) => {
       if (event.kind === 'output' && event.data) output += event.data.toString('utf8');
       if (event.kind === 'exit') {
         clearTimeout(timer);
-        resolve({ event, output });
+        resolve({ event, output, job });
       }
     });
+    started?.(job);
   });
 }
 
 function killTree(identity, graceMs) {
   return new Promise((resolve, reject) => {
-    native.killTree(identity, { graceMs }, (err, rep) => (err ? reject(err) : resolve(rep)));
+    native.killTree(identity, { graceMs, consoleHelper }, (err, rep) => (err ? reject(err) : resolve(rep)));
   });
 }
 
@@ -91,21 +100,12 @@ async function spawnSupported() {
     echo.output.includes('procward-smoke') && echo.event.exitCode === 7,
     `output ${JSON.stringify(echo.output.trim())} exitCode ${echo.event.exitCode}`,
   );
-  let job;
-  const stdin = await new Promise((resolve, reject) => {
-    let output = '';
-    const timer = setTimeout(() => reject(new Error('no exit within 30000 ms')), 30000);
-    // Delayed expansion (/v:on): !X! is read after set /p ran.
-    job = native.spawn({ command: 'set /p X= & echo got [!X!]', shellArgs: ['/d', '/v:on', '/s', '/c'], stdin: true }, (event) => {
-      if (event.kind === 'output' && event.data) output += event.data.toString('utf8');
-      if (event.kind === 'exit') {
-        clearTimeout(timer);
-        resolve({ event, output });
-      }
-    });
+  // Delayed expansion (/v:on): !X! is read after set /p ran.
+  const stdin = await runJob({ command: 'set /p X= & echo got [!X!]', shellArgs: ['/d', '/v:on', '/s', '/c'], stdin: true }, 30000, (job) => {
     job.write('typed-line\r\n');
     job.closeStdin();
   });
+  const job = stdin.job;
   const status = job.exitStatus();
   report(
     'stdin',
@@ -123,6 +123,21 @@ async function spawnSupported() {
   } catch (e) {
     report('missing-cwd', /^ENOENT/.test(String(e.message)), `throws: ${e.message}`);
   }
+}
+
+async function treeKillWindows() {
+  const tree = native.spawn({ command: 'cmd.exe /d /s /c "ping -n 120 127.0.0.1 >NUL"' }, () => {});
+  let members = [];
+  for (let i = 0; i < 100 && members.length < 2; i++) {
+    await sleep(100);
+    members = native.descendants(tree.pid);
+  }
+  report('descendants-of-job', members.length >= 2, `${members.length} descendants of ${tree.pid}`);
+  const started = Date.now();
+  const rep = await killTree(tree.identity, 500);
+  const took = Date.now() - started;
+  const alive = native.probe([tree.pid, ...members.map((m) => m.pid)]).filter((p) => p.alive);
+  report('tree-kill', rep.survivors.length === 0 && alive.length === 0, `in ${took} ms, report ${JSON.stringify(rep)}, alive after ${alive.length}`);
 }
 
 async function spawnUnsupported() {
@@ -158,7 +173,10 @@ async function main() {
     return [Array.isArray(d), `${d.length} descendants`];
   });
   if (spawnMode === 'unsupported') await spawnUnsupported();
-  else if (spawnMode === 'supported') await spawnSupported();
+  else if (spawnMode === 'supported') {
+    await spawnSupported();
+    if (killCheck) await treeKillWindows();
+  }
   else await spawnWorks();
   console.log(`smoke: ${failed === 0 ? 'all checks passed' : `${failed} checks failed`}`);
   process.exitCode = failed === 0 ? 0 : 1;
