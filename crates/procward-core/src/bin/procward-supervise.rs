@@ -1,5 +1,5 @@
 //! `procward-supervise --log <output.log> [--part-bytes <n>] [--stdin-fifo <path>]
-//! [--session-record <session.json>] <exit-file> <program> [args...]`
+//! [--stdin-pipe <name>] [--session-record <session.json>] <exit-file> <program> [args...]`
 //!
 //! The parent of a durable job. It runs `<program> [args...]` (the job: `sh -c <command>`)
 //! and:
@@ -42,15 +42,9 @@
 //! it did). A SIGKILL of the supervisor alone closes the job's output pipe: its next write
 //! fails with EPIPE/SIGPIPE.
 
-#[cfg(windows)]
-#[path = "procward-supervise/ctrlbreak.rs"]
-mod ctrlbreak;
-
-#[cfg(not(unix))]
+#[cfg(not(any(unix, windows)))]
 fn main() {
-  #[cfg(windows)]
-  ctrlbreak::run_if_asked();
-  eprintln!("procward-supervise: durable jobs are not supported on this platform yet");
+  eprintln!("procward-supervise: durable jobs are not supported on this platform");
   std::process::exit(70);
 }
 
@@ -59,59 +53,116 @@ fn main() {
   unix::main()
 }
 
-#[cfg(unix)]
+#[cfg(windows)]
+fn main() {
+  ctrlbreak::run_if_asked();
+  windows::main()
+}
+
+#[cfg(windows)]
+#[path = "procward-supervise/ctrlbreak.rs"]
+mod ctrlbreak;
+
+#[cfg(any(unix, windows))]
 #[path = "procward-supervise/files.rs"]
 mod files;
+
+#[cfg(any(unix, windows))]
+#[path = "procward-supervise/output.rs"]
+mod output;
+
+#[cfg(any(unix, windows))]
+#[path = "procward-supervise/ended.rs"]
+mod ended;
 
 #[cfg(unix)]
 #[path = "procward-supervise/copy.rs"]
 mod copy;
 
+#[cfg(windows)]
+#[path = "procward-supervise/windows.rs"]
+mod windows;
+
+#[cfg(windows)]
+#[path = "procward-supervise/stdinpipe.rs"]
+mod stdinpipe;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// The command line, the same on every platform (each takes the stdin flag it knows).
+pub struct Args {
+  pub log: PathBuf,
+  pub part_bytes: u64,
+  /// Unix: the job's stdin FIFO.
+  #[cfg_attr(not(unix), allow(dead_code))]
+  stdin_fifo: Option<PathBuf>,
+  /// Windows: the name of the named pipe to serve as the job's stdin.
+  #[cfg_attr(not(windows), allow(dead_code))]
+  stdin_pipe: Option<OsString>,
+  session_record: Option<PathBuf>,
+  pub exit: PathBuf,
+  program: OsString,
+  rest: Vec<OsString>,
+}
+
+fn usage() -> ! {
+  eprintln!("usage: procward-supervise --log <output.log> [--part-bytes <n>] [--stdin-fifo <path>] [--stdin-pipe <name>] [--session-record <session.json>] <exit-file> <program> [args...]");
+  std::process::exit(64);
+}
+
+fn parse() -> Args {
+  let mut args = std::env::args_os().skip(1).peekable();
+  let (mut log, mut part_bytes, mut stdin_fifo, mut stdin_pipe, mut session_record) = (None, 0u64, None, None, None);
+  while let Some(flag) = args.peek().and_then(|a| a.to_str()).filter(|a| a.starts_with("--")).map(str::to_owned) {
+    args.next();
+    let value = args.next().unwrap_or_else(|| usage());
+    match flag.as_str() {
+      "--log" => log = Some(PathBuf::from(value)),
+      "--stdin-fifo" => stdin_fifo = Some(PathBuf::from(value)),
+      "--stdin-pipe" => stdin_pipe = Some(value),
+      "--session-record" => session_record = Some(PathBuf::from(value)),
+      "--part-bytes" => part_bytes = value.to_str().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage()),
+      _ => usage(),
+    }
+  }
+  let (Some(log), Some(exit), Some(program)) = (log, args.next(), args.next()) else { usage() };
+  Args { log, part_bytes, stdin_fifo, stdin_pipe, session_record, exit: PathBuf::from(exit), program, rest: args.collect() }
+}
+
+/// With `--session-record`, writes `session.json` (with our identity) before anything
+/// starts; when it cannot be written, starts nothing (see [`failed_start`]).
+#[cfg(any(unix, windows))]
+fn record_session_first(args: &Args, identity: Option<&str>, mut notes: Vec<String>) -> Vec<String> {
+  if let Some(path) = &args.session_record {
+    if let Err(e) = files::read_record().and_then(|record| files::record_session(path, &record, identity)) {
+      notes.push(format!("cannot record the session in {}: {e}; the job was not started", path.display()));
+      failed_start(args, notes);
+    }
+  }
+  notes
+}
+
+/// Starts nothing and ends: the exit file says 127 (the job could not start) unless the
+/// session directory is gone.
+#[cfg(any(unix, windows))]
+fn failed_start(args: &Args, notes: Vec<String>) -> ! {
+  drop(output::Output::new(args, notes));
+  std::process::exit(if files::write_exit(&args.exit, &procward_core::status::ExitInfo::exited(127).to_json()) { 0 } else { 70 })
+}
+
 #[cfg(unix)]
 mod unix {
-  use crate::copy::{self, Output};
+  use crate::copy;
   use crate::files;
+  use crate::output::Output;
+  pub use crate::Args;
+  use crate::{failed_start, parse, record_session_first};
   use procward_core::spawn::pipe_cloexec;
-  use procward_core::status::ExitInfo;
-  use std::ffi::OsString;
   use std::fs::File;
   use std::os::fd::IntoRawFd;
-  use std::path::PathBuf;
   use std::process::{Command, Stdio};
   use std::sync::atomic::{AtomicI32, Ordering};
-
-  pub struct Args {
-    pub log: PathBuf,
-    pub part_bytes: u64,
-    stdin_fifo: Option<PathBuf>,
-    session_record: Option<PathBuf>,
-    pub exit: PathBuf,
-    program: OsString,
-    rest: Vec<OsString>,
-  }
-
-  fn usage() -> ! {
-    eprintln!("usage: procward-supervise --log <output.log> [--part-bytes <n>] [--stdin-fifo <path>] [--session-record <session.json>] <exit-file> <program> [args...]");
-    std::process::exit(64);
-  }
-
-  fn parse() -> Args {
-    let mut args = std::env::args_os().skip(1).peekable();
-    let (mut log, mut part_bytes, mut stdin_fifo, mut session_record) = (None, 0u64, None, None);
-    while let Some(flag) = args.peek().and_then(|a| a.to_str()).filter(|a| a.starts_with("--")).map(str::to_owned) {
-      args.next();
-      let value = args.next().unwrap_or_else(|| usage());
-      match flag.as_str() {
-        "--log" => log = Some(PathBuf::from(value)),
-        "--stdin-fifo" => stdin_fifo = Some(PathBuf::from(value)),
-        "--session-record" => session_record = Some(PathBuf::from(value)),
-        "--part-bytes" => part_bytes = value.to_str().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage()),
-        _ => usage(),
-      }
-    }
-    let (Some(log), Some(exit), Some(program)) = (log, args.next(), args.next()) else { usage() };
-    Args { log, part_bytes, stdin_fifo, session_record, exit: PathBuf::from(exit), program, rest: args.collect() }
-  }
 
   extern "C" fn ignore(_: libc::c_int) {}
 
@@ -161,25 +212,12 @@ mod unix {
     }
   }
 
-  /// Starts nothing and ends: the exit file says 127 (the job could not start) unless the
-  /// session directory is gone.
-  fn failed_start(args: &Args, notes: Vec<String>) -> ! {
-    drop(Output::new(args, notes));
-    std::process::exit(if files::write_exit(&args.exit, &ExitInfo::exited(127).to_json()) { 0 } else { 70 })
-  }
-
   pub fn main() {
     let args = parse();
     install_handlers();
     // What goes into the log once it exists (it is created after the job starts).
-    let mut notes = Vec::new();
     let identity = files::own_identity();
-    if let Some(path) = &args.session_record {
-      if let Err(e) = files::read_record().and_then(|record| files::record_session(path, &record, identity.as_deref())) {
-        notes.push(format!("cannot record the session in {}: {e}; the job was not started", path.display()));
-        failed_start(&args, notes);
-      }
-    }
+    let mut notes = record_session_first(&args, identity.as_deref(), Vec::new());
     let children = match copy::Children::watch() {
       Ok(c) => c,
       Err(e) => {

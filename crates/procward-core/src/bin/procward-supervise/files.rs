@@ -2,7 +2,10 @@
 //! before the job starts, its own `supervisor.json`, and the job's `exit.json`.
 
 use std::io::{ErrorKind, Read, Write};
+#[cfg(unix)]
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+#[cfg(windows)]
+use std::os::windows::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -63,7 +66,11 @@ pub fn record_session(path: &Path, record: &[u8], identity: Option<&str>) -> std
   if !is_real_dir(sessions) {
     return Err(untrusted(sessions));
   }
-  match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+  let builder = &mut std::fs::DirBuilder::new();
+  // Windows: the directory inherits the private ACL of the state directory.
+  #[cfg(unix)]
+  builder.mode(0o700);
+  match builder.create(dir) {
     Err(e) if e.kind() != ErrorKind::AlreadyExists => return Err(e),
     _ => {}
   }
@@ -86,8 +93,15 @@ pub fn record_session(path: &Path, record: &[u8], identity: Option<&str>) -> std
 /// yet". Not fsynced: they must outlive the host, whose crash leaves the page cache
 /// intact; a power loss ends the job too, and then its end is `lost` at worst.
 pub fn write_new(path: &Path, text: &[u8]) -> std::io::Result<()> {
-  let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(path)?;
-  f.write_all(text)
+  let mut options = std::fs::OpenOptions::new();
+  options.write(true).create_new(true);
+  #[cfg(unix)]
+  options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+  // Windows: CREATE_NEW fails on a link at the name as on any file (the flag makes sure
+  // it is never followed).
+  #[cfg(windows)]
+  options.custom_flags(windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT);
+  options.open(path)?.write_all(text)
 }
 
 /// Records our identity in `supervisor.json` beside the exit file, for a host that must
