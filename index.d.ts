@@ -152,10 +152,17 @@ export interface KillOptions {
   sessionId?: string
   /**
    * Refuse the whole kill (`not_session_leader`) unless the root leads its own session,
-   * as every procward job does. Default false: the root and its descendants are signalled
-   * one by one, without the group signal.
+   * as every procward job does (Windows: unless it is in the Job Object procward created
+   * for it). Default false: the root and its descendants are signalled one by one, without
+   * the group signal.
    */
   requireSessionLeader?: boolean
+  /**
+   * Windows: the path of `procward-supervise.exe`, which sends the graceful step
+   * (Ctrl-Break for `SIGTERM`, Ctrl-C for `SIGINT`) to the job's console. Without it the
+   * tree is terminated with no graceful step. Ignored elsewhere.
+   */
+  consoleHelper?: string
 }
 
 /** Something a kill refused to signal, and why. */
@@ -166,7 +173,8 @@ export interface KillRefusal {
   cgroup?: string
   /**
    * `pid_le_1`, `host`, `host_group`, `host_session`, `host_ancestor`,
-   * `not_session_leader` or `cgroup_not_ours`.
+   * `not_session_leader` or `cgroup_not_ours`; on Windows also `system_idle` (PID 0),
+   * `system` (PID 4) and `host_console` (a process on the host's console).
    */
   reason: string
 }

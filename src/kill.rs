@@ -3,12 +3,9 @@
 use crate::identity::Identity;
 use crate::map_error;
 use napi::bindgen_prelude::*;
-#[cfg(unix)]
-use napi::threadsafe_function::ThreadsafeFunctionCallMode;
-use napi::threadsafe_function::{ThreadsafeFunction, UnknownReturnValue};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue};
 use napi_derive::napi;
 use procward_core as core;
-#[cfg(unix)]
 use std::time::Duration;
 
 /// Options of a tree kill. Milliseconds.
@@ -32,9 +29,14 @@ pub struct KillOptions {
   /// The session the cgroup must be named for. Default: `cgroup` itself.
   pub session_id: Option<String>,
   /// Refuse the whole kill (`not_session_leader`) unless the root leads its own session,
-  /// as every procward job does. Default false: the root and its descendants are signalled
-  /// one by one, without the group signal.
+  /// as every procward job does (Windows: unless it is in the Job Object procward created
+  /// for it). Default false: the root and its descendants are signalled one by one, without
+  /// the group signal.
   pub require_session_leader: Option<bool>,
+  /// Windows: the path of `procward-supervise.exe`, which sends the graceful step
+  /// (Ctrl-Break for `SIGTERM`, Ctrl-C for `SIGINT`) to the job's console. Without it the
+  /// tree is terminated with no graceful step. Ignored elsewhere.
+  pub console_helper: Option<String>,
 }
 
 /// Something a kill refused to signal, and why.
@@ -45,7 +47,8 @@ pub struct KillRefusal {
   /// The cgroup refused, as it was recorded; absent for a PID.
   pub cgroup: Option<String>,
   /// `pid_le_1`, `host`, `host_group`, `host_session`, `host_ancestor`,
-  /// `not_session_leader` or `cgroup_not_ours`.
+  /// `not_session_leader` or `cgroup_not_ours`; on Windows also `system_idle` (PID 0),
+  /// `system` (PID 4) and `host_console` (a process on the host's console).
   pub reason: String,
 }
 
@@ -69,7 +72,6 @@ pub struct KillReport {
   pub refused: Vec<KillRefusal>,
 }
 
-#[cfg(unix)]
 fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
   let mut opts = core::kill::KillOptions::default();
   if let Some(o) = o {
@@ -84,6 +86,10 @@ fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
     }
     opts.cgroup = o.cgroup.map(|c| core::kill::CgroupClaim::new(c, o.session_id));
     opts.require_session_leader = o.require_session_leader.unwrap_or(false);
+    #[cfg(windows)]
+    {
+      opts.console_helper = o.console_helper.map(std::path::PathBuf::from);
+    }
     if let Some(name) = o.signal {
       opts.signal = core::kill::signal_named(&name).map_err(map_error)?;
     }
@@ -130,7 +136,6 @@ impl From<core::kill::KillReport> for KillReport {
 }
 
 /// Runs `work` on a new thread named `procward-kill`, never libuv's pool.
-#[cfg(unix)]
 fn on_kill_thread(work: impl FnOnce() + Send + 'static) -> Result<()> {
   std::thread::Builder::new()
     .name("procward-kill".into())
@@ -147,20 +152,12 @@ pub fn kill_tree(
   options: Option<KillOptions>,
   callback: ThreadsafeFunction<KillReport, UnknownReturnValue>,
 ) -> Result<()> {
-  #[cfg(not(unix))]
-  {
-    let _ = (identity, options, callback);
-    return Err(map_error(core::Error::Unsupported("tree kill (Windows Job Objects are not written yet)")));
-  }
-  #[cfg(unix)]
-  {
-    let root: core::Identity = identity.try_into()?;
-    let opts = kill_options(options)?;
-    on_kill_thread(move || {
-      let result = core::kill::kill_tree(&root, &opts).map(KillReport::from).map_err(map_error);
-      callback.call(result, ThreadsafeFunctionCallMode::Blocking);
-    })
-  }
+  let root: core::Identity = identity.try_into()?;
+  let opts = kill_options(options)?;
+  on_kill_thread(move || {
+    let result = core::kill::kill_tree(&root, &opts).map(KillReport::from).map_err(map_error);
+    callback.call(result, ThreadsafeFunctionCallMode::Blocking);
+  })
 }
 
 /// Many tree kills on one dedicated thread, sharing one grace period and each step's read
@@ -174,31 +171,23 @@ pub fn kill_trees(
   options: Option<KillOptions>,
   callback: ThreadsafeFunction<Vec<KillTreeOutcome>, UnknownReturnValue>,
 ) -> Result<()> {
-  #[cfg(not(unix))]
-  {
-    let _ = (requests, options, callback);
-    return Err(map_error(core::Error::Unsupported("tree kill (Windows Job Objects are not written yet)")));
-  }
-  #[cfg(unix)]
-  {
-    let opts = kill_options(options)?;
-    let requests = requests
-      .into_iter()
-      .map(|r| {
-        let cgroup = r.cgroup.map(|c| core::kill::CgroupClaim::new(c, r.session_id));
-        Ok(core::kill::KillRequest { root: r.identity.try_into()?, cgroup })
-      })
-      .collect::<Result<Vec<_>>>()?;
-    on_kill_thread(move || {
-      let outcomes = core::kill::kill_trees(&requests, &opts)
-        .into_iter()
-        .map(|r| match r {
-          Ok(report) => KillTreeOutcome { report: Some(report.into()), error: None },
-          // The message a thrown error of the same kind carries.
-          Err(e) => KillTreeOutcome { report: None, error: Some(map_error(e).reason) },
-        })
-        .collect();
-      callback.call(Ok(outcomes), ThreadsafeFunctionCallMode::Blocking);
+  let opts = kill_options(options)?;
+  let requests = requests
+    .into_iter()
+    .map(|r| {
+      let cgroup = r.cgroup.map(|c| core::kill::CgroupClaim::new(c, r.session_id));
+      Ok(core::kill::KillRequest { root: r.identity.try_into()?, cgroup })
     })
-  }
+    .collect::<Result<Vec<_>>>()?;
+  on_kill_thread(move || {
+    let outcomes = core::kill::kill_trees(&requests, &opts)
+      .into_iter()
+      .map(|r| match r {
+        Ok(report) => KillTreeOutcome { report: Some(report.into()), error: None },
+        // The message a thrown error of the same kind carries.
+        Err(e) => KillTreeOutcome { report: None, error: Some(map_error(e).reason) },
+      })
+      .collect();
+    callback.call(Ok(outcomes), ThreadsafeFunctionCallMode::Blocking);
+  })
 }

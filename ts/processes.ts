@@ -4,7 +4,7 @@
  * report identities as unknown until their sources are implemented (see README).
  */
 import { fromNative, ProcwardError } from './errors.js';
-import { native, type Identity, type NativeKillReport, type ProbeResult, type ProcessEntry, type Verdict } from './native.js';
+import { native, supervisorPath, type Identity, type NativeKillReport, type ProbeResult, type ProcessEntry, type Verdict } from './native.js';
 
 export type { Identity, ProbeResult, ProcessEntry, Verdict };
 
@@ -16,9 +16,21 @@ export type { Identity, ProbeResult, ProcessEntry, Verdict };
  * - `not_session_leader`: a group signal (or, with `requireSessionLeader`, any signal) to a
  *   root that does not lead its own session, as every job procward starts does;
  * - `cgroup_not_ours`: a cgroup procward did not create for the session, directly below its
- *   own cgroup root (never read, written or removed).
+ *   own cgroup root (never read, written or removed);
+ * - Windows: `system_idle` (PID 0), `system` (PID 4), `host_console` (a process attached to the
+ *   host's console); `not_session_leader` there means a root outside its procward Job Object.
  */
-export type KillRefusalReason = 'pid_le_1' | 'host' | 'host_group' | 'host_session' | 'host_ancestor' | 'not_session_leader' | 'cgroup_not_ours';
+export type KillRefusalReason =
+  | 'pid_le_1'
+  | 'host'
+  | 'host_group'
+  | 'host_session'
+  | 'host_ancestor'
+  | 'not_session_leader'
+  | 'cgroup_not_ours'
+  | 'system_idle'
+  | 'system'
+  | 'host_console';
 
 /** One refusal of a kill: a PID (`pid`) or a cgroup as recorded (`cgroup`), and why. */
 export interface KillRefusal {
@@ -172,12 +184,25 @@ function flushKills(): void {
   pendingKills.clear();
 }
 
+/**
+ * Windows: `procward-supervise.exe` sends the graceful step (Ctrl-Break) to the job's console;
+ * without it the tree is terminated at once.
+ */
+function consoleHelper(): { consoleHelper?: string } {
+  if (process.platform !== 'win32') return {};
+  try {
+    return { consoleHelper: supervisorPath() };
+  } catch {
+    return {};
+  }
+}
+
 /** One native call (one thread) for the batch. */
 function startBatch(options: KillTreeOptions, kills: QueuedKill[]): void {
   try {
     native.killTrees(
       kills.map((k) => k.request),
-      options,
+      { ...options, ...consoleHelper() },
       (err, outcomes) => {
         kills.forEach((k, i) => {
           const o = outcomes?.[i];
