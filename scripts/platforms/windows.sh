@@ -15,8 +15,9 @@
 # The Wine prefix is private (.platforms/windows/prefix, Windows 10, no Mono or Gecko); at the
 # end `wineserver -k` stops that prefix's server only.
 #
-# The smoke run (--spawn=supported) checks probe, identity, verdict and descendants, then
-# spawns through cmd.exe: output and exit code, a stdin pipe, a missing cwd's ENOENT.
+# The smoke run (--spawn=supported --kill) checks probe, identity, verdict and descendants, then
+# spawns through cmd.exe: output and exit code, a stdin pipe, a missing cwd's ENOENT, and a
+# tree kill of cmd -> cmd -> ping.
 # Last, the JS behaviour suite (__test__/platform, node:test) runs in the same Node against the
 # package staged in .platforms/windows/suite (see stage_suite); a failing case fails the run.
 # Usage: scripts/platforms/windows.sh   (after scripts/platforms/setup.sh)
@@ -80,7 +81,7 @@ core_tests() {
 
 smoke() {
   local rc=0
-  (cd "$WIN/run" && timeout 300 wine "$NODE_EXE" smoke.cjs ./procward.win32-x64-gnu.node --spawn=supported \
+  (cd "$WIN/run" && timeout 300 wine "$NODE_EXE" smoke.cjs ./procward.win32-x64-gnu.node --spawn=supported --kill \
     >smoke.out 2>smoke.err) || rc=$?
   cat "$WIN/run/smoke.out"
   if [ "$rc" -ne 0 ]; then
