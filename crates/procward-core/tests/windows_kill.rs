@@ -226,8 +226,8 @@ fn a_gone_root_s_job_members_are_still_killed() {
 
 #[test]
 fn a_job_that_keeps_starting_processes_is_emptied() {
-  // cmd starts a ping in the background over and over: members the snapshot never saw
-  // end with the job (TerminateJobObject), not one by one.
+  // cmd starts a ping in the background over and over: the ones born after the snapshot
+  // end too (TerminateJobObject, or the walk before termination), none is left in the job.
   let mut cmd = Command::new("cmd.exe");
   cmd.raw_arg(r#"/d /s /c "for /l %i in (1,0,2) do @start /b ping -n 60 127.0.0.1 >NUL""#);
   let job = start(&mut cmd, true);

@@ -39,8 +39,8 @@
 //!
 //! **Under Wine 8** (where the tests run): `GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, ..)`
 //! fails with `ERROR_INVALID_HANDLE` (wineserver answers `STATUS_NOT_IMPLEMENTED` for any
-//! event but Ctrl-C; Wine 9 maps Ctrl-Break to SIGQUIT), so no `cmd.exe` or `ping` ends on
-//! Ctrl-Break there, and every kill terminates at once. `CTRL_C_EVENT` works, but Wine reads
+//! event but Ctrl-C; later wineservers map Ctrl-Break to SIGQUIT), so no `cmd.exe` or `ping`
+//! ends on Ctrl-Break there, and every kill with a grace period terminates at once. `CTRL_C_EVENT` works, but Wine reads
 //! group 0 as the caller's own group instead of the whole console, which is why the helper
 //! also names the job's group; a job's root sees it only if it turned Ctrl-C back on.
 
