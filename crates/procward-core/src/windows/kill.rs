@@ -173,7 +173,9 @@ pub struct KillReport {
   /// The survivors' identities (creation times), so a caller can finish the kill safely.
   /// A member of the Job Object this user may not open is a survivor without one.
   pub survivor_identities: Vec<Identity>,
-  /// Whether termination followed the graceful step.
+  /// Whether termination followed the graceful step. Without a console helper, or where the
+  /// event cannot be sent (Wine 8's Ctrl-Break), there is no graceful step: a kill with a
+  /// grace period then terminates at once and reports `escalated`.
   pub escalated: bool,
   /// What the guard refused to touch, with why; never in the other lists. A refused root
   /// means the kill did nothing.
