@@ -7,7 +7,8 @@
 //!    lists (reads in proportion to the tree, see `children`); otherwise, or when the walk
 //!    gives up, from one read of the whole process table.
 //! 2. Send the signal (default SIGTERM) to the group and to every member whose identity is
-//!    `current` at that instant.
+//!    `current` at that instant, each followed at once by SIGCONT, so that a stopped member
+//!    (SIGSTOP, Ctrl-Z) runs its handler instead of waiting for SIGKILL (see `signal`).
 //! 3. Wait until every member is gone (a zombie counts as gone) or the grace period ends,
 //!    woken by each member's exit through a pidfd where there is one (see `exits`). If the
 //!    root's group still exists then (`kill(-root, 0)`), it may hold members no walk found

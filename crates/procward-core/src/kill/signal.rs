@@ -1,5 +1,12 @@
 //! The signal plan: the group signal when the guard allows it, then each target that is not
 //! a member of that group, each right after a fresh identity check and the guard's.
+//!
+//! A stopped process (SIGSTOP, Ctrl-Z) cannot act on SIGTERM: the signal stays pending, its
+//! handler never runs, and the kill always ends in SIGKILL with the job's cleanup undone.
+//! So every signal a stopped process must run to handle is followed at once by SIGCONT to
+//! whatever got it (the group, each member signalled on its own), as `kill(1)` of a shell
+//! does for a stopped job. A process that was not stopped ignores SIGCONT unless it handles
+//! it (a TUI redraws).
 
 use super::run::{Run, Target};
 use crate::guard::session_of;
@@ -21,15 +28,20 @@ impl Run<'_> {
 
   /// Signals the whole group (if the guard allows it), then each target that is not a
   /// member of that group, each right after a fresh identity check and the guard's.
+  /// Each signal that needs the process to run is followed by SIGCONT (see the module docs).
   pub(super) fn signal_all(&mut self, sig: Signal) {
     let root = self.root_target();
+    let resume = needs_to_run(sig);
     let group_sent = self.signal_group(root, sig);
     if group_sent {
       Self::note(&mut self.report.signalled, root.pid);
+      if resume {
+        self.signal_group(root, Signal::SIGCONT);
+      }
     }
     // A copy: a refusal takes its PID out of the targets.
     for t in self.targets.clone() {
-      self.signal_target(t, sig, group_sent);
+      self.signal_target(t, sig, group_sent, resume);
     }
   }
 
@@ -39,7 +51,7 @@ impl Run<'_> {
 
   /// One target's turn: a member of the signalled group is only counted; any other live
   /// one is signalled after the guard's check. Gone and reused PIDs are listed as such.
-  fn signal_target(&mut self, t: Target, sig: Signal, group_sent: bool) {
+  fn signal_target(&mut self, t: Target, sig: Signal, group_sent: bool, resume: bool) {
     let group = self.root.pid;
     // A member at the snapshot that is still in the group (or gone: counted below the same
     // way) was reached by the group signal. Whoever holds its PID now is of the job's own
@@ -64,6 +76,10 @@ impl Run<'_> {
         }
         if kill(Pid::from_raw(t.pid), sig).is_ok() {
           Self::note(&mut self.report.signalled, t.pid);
+          // Checked again: a signal goes only to a process that is current right before it.
+          if resume && self.verdict(t) == Verdict::Current {
+            let _ = kill(Pid::from_raw(t.pid), Signal::SIGCONT);
+          }
         }
       }
       (Verdict::Current, None) => {}
@@ -77,4 +93,10 @@ impl Run<'_> {
       (Verdict::Unknown, _) => {}
     }
   }
+}
+
+/// Whether a stopped process must run to act on `sig`: every signal but SIGKILL (which ends
+/// a stopped process too), SIGCONT itself and the stop signals (which SIGCONT would undo).
+fn needs_to_run(sig: Signal) -> bool {
+  !matches!(sig, Signal::SIGKILL | Signal::SIGCONT | Signal::SIGSTOP | Signal::SIGTSTP | Signal::SIGTTIN | Signal::SIGTTOU)
 }
