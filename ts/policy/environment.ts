@@ -6,10 +6,10 @@
  *   and the known provider variables) and procward's own `PROCWARD_*` variables, plus what the caller passes explicitly, plus
  *   `PYTHONUNBUFFERED=1` and non-interactive pagers. A host variable the caller wants to
  *   pass through is named in `allowEnv`.
- * - `A && B &` is rewritten to `A && { B & }`: otherwise the whole list runs in a
- *   background subshell that holds the output pipe while the job has already "exited".
+ * - `A && B &` is rewritten to `A && { B & }` (see `shellCommand` and `./background.ts`).
  */
 import { ProcwardError } from '../errors.js';
+import { backgroundRewrite, shellLanguage } from './background.js';
 import { CREDENTIAL_NAME } from './redact.js';
 
 /** Host variables never passed to jobs unless allowed, beyond the credential-like names. */
@@ -79,35 +79,16 @@ export function childEnvironment(host: NodeJS.ProcessEnv, extra: Record<string, 
   return { ...env, ...JOB_DEFAULTS, ...extra };
 }
 
-/** Splits off the part after the last top-level `&&` if `command` is `A && B &`; null otherwise. */
-function splitBackgroundedList(command: string): [string, string] | null {
-  let quote: string | null = null;
-  let depth = 0;
-  let lastAnd = -1;
-  for (let i = 0; i < command.length; i++) {
-    const c = command[i];
-    if (quote) {
-      if (c === '\\' && quote === '"') i++;
-      else if (c === quote) quote = null;
-      continue;
-    }
-    if (c === '\\') i++;
-    else if (c === '"' || c === "'" || c === '`') quote = c;
-    else if (c === '(' || c === '{') depth++;
-    else if (c === ')' || c === '}') depth--;
-    else if (c === '\n' || c === ';' || (c === '|' && command[i + 1] === '|')) return null;
-    else if (c === '&' && command[i + 1] === '&' && depth === 0) lastAnd = i++;
-  }
-  if (quote || depth !== 0 || lastAnd < 0) return null;
-  const head = command.slice(0, lastAnd).trimEnd();
-  const tail = command.slice(lastAnd + 2).trim();
-  if (!tail.endsWith('&') || tail.endsWith('&&') || /[>|]&$/.test(tail)) return null;
-  const body = tail.slice(0, -1).trimEnd();
-  return head && body && !body.includes('&') ? [head, body] : null;
-}
-
-/** The command as the shell gets it: `A && B &` becomes `A && { B & }`; anything else is unchanged. */
-export function shellCommand(command: string): string {
-  const split = splitBackgroundedList(command.trim());
-  return split ? `${split[0]} && { ${split[1]} & }` : command;
+/**
+ * The command as the shell gets it. When the command's last statement is an and-or list
+ * run in the background (`A && B &`, `A || B &`, `A && B | C &`), only its last pipeline is
+ * put in the background: `A && { B & }`. Otherwise the whole list runs in a background
+ * subshell: the job "exits" 0 at once, a failing `A` (`cd /missing`) goes unnoticed, and
+ * the subshell holds the output pipe. Everything else, a command the parser refuses, and
+ * every command of a shell that is not bash or a POSIX sh (`shell`, the registry's
+ * `shell` option; also every shell on Windows) is returned unchanged.
+ */
+export function shellCommand(command: string, shell?: string): string {
+  const language = shellLanguage(shell);
+  return (language && backgroundRewrite(command, language)) ?? command;
 }

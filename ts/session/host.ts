@@ -34,7 +34,7 @@ export abstract class HostSession extends BaseSession {
     try {
       job = native.spawn(
         {
-          command: shellCommand(spec.command),
+          command: shellCommand(spec.command, host.options.shell),
           cwd: r.cwd,
           env: spec.env,
           ...(host.options.shell !== undefined && { shell: host.options.shell }),

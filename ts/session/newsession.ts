@@ -56,7 +56,7 @@ export function newSession(command: string, opts: SpawnOptions, ctx: SpawnContex
   const sandbox = opts.environment !== undefined ? ctx.environments.forSpawn(opts.environment) : undefined;
   // The shell gets the command as one argument, which execve caps (Linux MAX_ARG_STRLEN);
   // a sandbox's command travels in a script on the far shell's stdin instead.
-  const argBytes = Buffer.byteLength(shellCommand(command));
+  const argBytes = Buffer.byteLength(shellCommand(command, options.shell));
   if (!opts.environment && argBytes > MAX_COMMAND_BYTES) {
     throw new ProcwardError('INVALID_ARGUMENT', `command is ${argBytes} bytes; a command passed to the shell holds at most ${MAX_COMMAND_BYTES} bytes (execve's limit on one argument): put it in a script file`);
   }
