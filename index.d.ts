@@ -125,6 +125,15 @@ export interface JobEvent {
   signalNumber?: number
 }
 
+/**
+ * Whether each job's own process is stopped (state `T`, `/proc/<pid>/stat` field 3: SIGSTOP,
+ * or Ctrl-Z and the other stop signals it acted on), in order: `true`, `false`, or `null`
+ * when that cannot be told (the process is gone or its PID reused, a supervisor has no job
+ * yet, the process table cannot be read). One stat read per job, plus a supervisor's
+ * children list. Never stopped on Windows.
+ */
+export declare function jobsStopped(jobs: Array<StoppedQuery>): Array<boolean | undefined | null>
+
 /** Options of a tree kill. Milliseconds. */
 export interface KillOptions {
   /** Grace period between the first signal and SIGKILL. Default 2000; 0 = never escalate. */
@@ -375,6 +384,14 @@ export interface SpawnOptions {
   tailBytes?: number
   /** Also deliver output events to `onEvent` (the tail always gets them). Default true. */
   forwardOutput?: boolean
+}
+
+/** A running job to ask `jobsStopped` about. */
+export interface StoppedQuery {
+  /** The identity the job was recorded with. */
+  identity: Identity
+  /** The identity is a durable job's supervisor's: look at the job, its child. */
+  supervised: boolean
 }
 
 /**

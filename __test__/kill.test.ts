@@ -122,8 +122,9 @@ describe('zombies and reused PIDs', () => {
 });
 
 describe('timed-out stops finish in the background', () => {
-  it('a SIGSTOPped job survives a no-grace kill, which is an error, and is then SIGKILLed in the background', async () => {
-    const s = await start('kill -STOP $$');
+  it('a SIGSTOPped job deaf to SIGTERM survives a no-grace kill, which is an error, and is then SIGKILLed in the background', async () => {
+    // SIGCONT follows SIGTERM (issue 16): a stopped job that ignores TERM runs on.
+    const s = await start("trap '' TERM; kill -STOP $$; sleep 30");
     await until(() => probe([s.pid!])[0]?.state === 'T', 5000, 'stopped');
     const err = await ctx.registry.kill(s.id, { graceMs: 0 }).catch((e) => e);
     expect(err.code).toBe('KILL_SURVIVORS');

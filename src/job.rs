@@ -154,3 +154,26 @@ impl NativeJob {
     self.input()?.resize(pty_size(&size)?).map_err(map_error)
   }
 }
+
+/// A running job to ask `jobsStopped` about.
+#[napi(object)]
+pub struct StoppedQuery {
+  /// The identity the job was recorded with.
+  pub identity: Identity,
+  /// The identity is a durable job's supervisor's: look at the job, its child.
+  pub supervised: bool,
+}
+
+/// Whether each job's own process is stopped (state `T`, `/proc/<pid>/stat` field 3: SIGSTOP,
+/// or Ctrl-Z and the other stop signals it acted on), in order: `true`, `false`, or `null`
+/// when that cannot be told (the process is gone or its PID reused, a supervisor has no job
+/// yet, the process table cannot be read). One stat read per job, plus a supervisor's
+/// children list. Never stopped on Windows.
+#[napi]
+pub fn jobs_stopped(jobs: Vec<StoppedQuery>) -> Result<Vec<Option<bool>>> {
+  let jobs = jobs
+    .into_iter()
+    .map(|q| Ok(core::jobstate::JobRef { identity: q.identity.try_into()?, supervised: q.supervised }))
+    .collect::<Result<Vec<_>>>()?;
+  Ok(core::jobstate::stopped(&jobs))
+}

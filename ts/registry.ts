@@ -33,7 +33,7 @@ import { ConfiguredEnvironments } from './remote/configured.js';
 import { resolveSessionId } from './session/ids.js';
 import type { Live, Outcome, SessionHost } from './session/kind.js';
 import { type StartableSession, sessionFor, sessionToStart } from './session/kinds.js';
-import { newLive, summary, untilEnd } from './session/live.js';
+import { newLive, stoppedFlags, summary, untilEnd } from './session/live.js';
 import { newSession } from './session/newsession.js';
 import type { SessionRecord } from './session/record.js';
 import { assertGraceMs } from './session/termination.js';
@@ -244,7 +244,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   /** The summary as of now, then the output preview (reading a log may take a while). */
   private async pollResult(live: Live): Promise<PollResult> {
-    const now = { ...summary(live), ...this.readOnlyFlag(live), ...this.logs.flag(live) };
+    const now = { ...summary(live, false, stoppedFlags([live])[0]), ...this.readOnlyFlag(live), ...this.logs.flag(live) };
     const out = await live.kind.output();
     return { ...now, outputPreview: preview(out.text, 2000, (t, k) => this.clean(t, k), out.startsInKeyBlock) };
   }
@@ -396,7 +396,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * `sessionScoped`.
    */
   async list(filter: { taskId?: string; sessionKey?: string } = {}): Promise<SessionSummary[]> {
-    const out: SessionSummary[] = [];
+    const listed: { live: Live; scoped: boolean }[] = [];
     for (const live of this.sessions.values()) {
       const r = live.record;
       const taskMatch = filter.taskId === undefined || r.taskId === filter.taskId || r.ownerTaskId === filter.taskId;
@@ -405,8 +405,11 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       if (filter.taskId === undefined && filter.sessionKey !== undefined && !keyMatch) continue;
       const refreshed = this.refresh(live);
       if (refreshed !== SETTLED) await refreshed;
-      out.push({ ...summary(live, filter.taskId !== undefined && !taskMatch), ...this.readOnlyFlag(live), ...this.logs.flag(live) });
+      listed.push({ live, scoped: filter.taskId !== undefined && !taskMatch });
     }
+    // The running jobs' stop states in one native call.
+    const stopped = stoppedFlags(listed.map((l) => l.live));
+    const out = listed.map(({ live, scoped }, i) => ({ ...summary(live, scoped, stopped[i]), ...this.readOnlyFlag(live), ...this.logs.flag(live) }));
     return out.sort((a, b) => a.startedAt - b.startedAt);
   }
 

@@ -165,6 +165,14 @@ export interface SessionSummary {
   detached: boolean;
   /** Listed because it shares the session key, though another task started it. */
   sessionScoped?: boolean;
+  /**
+   * A running job on this machine: whether its own process is stopped (SIGSTOP, or Ctrl-Z
+   * and the other stop signals it acted on: state `T` in `/proc/<pid>/stat`), a durable
+   * job's own process, not its supervisor's. A stopped job still counts as running
+   * (`hasActiveProcesses`), and `kill` sends SIGCONT right after SIGTERM so its handlers
+   * run. Absent for ended and sandbox sessions, and when the process cannot be read.
+   */
+  stopped?: boolean;
   /** The durable log was evicted to keep the state directory within `maxTotalLogBytes`: `readLog` has no lines. */
   logEvicted?: true;
 }

@@ -8,7 +8,7 @@ import { native } from '../native.js';
 import { pageTail } from '../output/paging.js';
 import { type JobFiles, killRequested, type RecordedExit, sessionFiles } from '../persist/jobfiles.js';
 import type { KillResult } from '../types.js';
-import type { JobSession, Live, LogOptions, LogPage, OutputText, RedactView, SessionHost } from './kind.js';
+import type { JobSession, Live, LogOptions, LogPage, OutputText, RedactView, SessionHost, StopProbe } from './kind.js';
 import { inputOf, writeInput } from './live.js';
 import { killClaimed } from './termination.js';
 
@@ -62,6 +62,11 @@ export abstract class BaseSession implements JobSession {
     } catch (err) {
       throw fromNative(err);
     }
+  }
+
+  /** No process of this machine to look at (a sandbox's runs elsewhere). */
+  stopProbe(): StopProbe | null {
+    return null;
   }
 
   recordEnd(): void {}

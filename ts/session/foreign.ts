@@ -6,7 +6,7 @@
  * adopted: it becomes the kind of job it is, owned here.
  */
 import type { KillResult } from '../types.js';
-import type { JobSession, Live, LogOptions, LogPage, OutputText, RedactView, SessionHost } from './kind.js';
+import type { JobSession, Live, LogOptions, LogPage, OutputText, RedactView, SessionHost, StopProbe } from './kind.js';
 
 export class ForeignSession implements JobSession {
   constructor(
@@ -66,6 +66,10 @@ export class ForeignSession implements JobSession {
 
   resize(size: { cols: number; rows: number }): void {
     this.inner.resize(size);
+  }
+
+  stopProbe(): StopProbe | null {
+    return this.inner.stopProbe();
   }
 
   /** Its owner records the end. */

@@ -12,7 +12,7 @@ import { shellCommand } from '../policy/environment.js';
 import { type KillReport, killTree, verdict } from '../processes.js';
 import type { KillResult } from '../types.js';
 import { BaseSession } from './base.js';
-import { EMPTY_REPORT, type Outcome, type StartSpec } from './kind.js';
+import { EMPTY_REPORT, type Outcome, type StartSpec, type StopProbe } from './kind.js';
 import { settle } from './live.js';
 import { claimKillBatched, createKillMarker, createKillMarkerBatched, finishKillInBackground, killClaimed } from './termination.js';
 
@@ -109,6 +109,12 @@ export abstract class HostSession extends BaseSession {
     const end = { exitCode: ev.exitCode ?? null, signal: ev.signal ?? null };
     if (live.killsInFlight > 0) live.pendingExit = end;
     else this.endFromExit(end);
+  }
+
+  /** The job's own process (a durable job's is its supervisor's child), while it runs. */
+  stopProbe(): StopProbe | null {
+    const r = this.live.record;
+    return r.status === 'running' && r.identity ? { identity: r.identity, supervised: r.durable } : null;
   }
 
   /**

@@ -8,7 +8,7 @@
  * place that picks a kind. Platform differences are not kinds: they stay in the Rust core,
  * behind the native job API.
  */
-import type { NativeJob } from '../native.js';
+import type { Identity, NativeJob } from '../native.js';
 import type { LogDrops } from '../output/durablelog.js';
 import type { TailView } from '../output/tail.js';
 import type { LinePage } from '../output/views.js';
@@ -120,6 +120,8 @@ export interface JobSession {
   closeStdin(): Promise<{ id: string; closed: true }>;
   /** Resizes a PTY (cells, checked by the caller). */
   resize(size: { cols: number; rows: number }): void;
+  /** The process whose stop state `stopped` reports while the job runs on this machine, or null (see `live.ts` `stoppedFlags`). */
+  stopProbe(): StopProbe | null;
   /** Writes the end where this kind keeps it besides the checkpoint; called once, as the end is published. */
   recordEnd(): void;
   /** Releases what the job held on this host (input side, cgroup) after its end is published. */
@@ -163,6 +165,12 @@ export interface SessionHost {
   recordsOnDisk(): Promise<Map<string, SessionRecord>>;
   /** Whether a live host other than this one wrote the record. */
   isForeign(record: SessionRecord): boolean;
+}
+
+/** A running job's recorded identity, and whether it is a durable job's supervisor's (the job is then its child). */
+export interface StopProbe {
+  identity: Identity;
+  supervised: boolean;
 }
 
 /** What `spawn` hands a kind of job to start. */

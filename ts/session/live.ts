@@ -3,7 +3,7 @@
  * written to through the native job this host started. `registry.ts` owns the map of these.
  */
 import { fromNative, ProcwardError } from '../errors.js';
-import type { NativeJob } from '../native.js';
+import { native, type NativeJob } from '../native.js';
 import { OutputTail } from '../output/tail.js';
 import { redactStoredText } from '../persist/stored.js';
 import type { SessionSummary } from '../types.js';
@@ -46,7 +46,7 @@ export function newLive(record: SessionRecord, tailChars: number, detached: bool
 }
 
 /** The summary `list`, `spawn` and `poll` give for a session. */
-export function summary(live: Live, scoped = false): SessionSummary {
+export function summary(live: Live, scoped = false, stopped?: boolean): SessionSummary {
   const r = live.record;
   return {
     id: r.id,
@@ -69,7 +69,28 @@ export function summary(live: Live, scoped = false): SessionSummary {
     ...(r.pidScope !== undefined && { pidScope: r.pidScope }),
     detached: live.detached,
     ...(scoped && { sessionScoped: true }),
+    ...(r.status === 'running' && stopped !== undefined && { stopped }),
   };
+}
+
+/**
+ * Whether each session's job is stopped (see `SessionSummary.stopped`), in order:
+ * `undefined` for a session with no process here to look at, or one that cannot be read.
+ * One native call for all of them: one stat read per job.
+ */
+export function stoppedFlags(lives: Live[]): (boolean | undefined)[] {
+  const probes = lives.map((l) => l.kind.stopProbe());
+  const asked = probes.filter((p) => p !== null);
+  if (asked.length === 0) return lives.map(() => undefined);
+  let answers: (boolean | null | undefined)[];
+  try {
+    answers = native.jobsStopped(asked);
+  } catch {
+    // A record's identity the binding cannot take (a malformed start time): nothing to say.
+    return lives.map(() => undefined);
+  }
+  let next = 0;
+  return probes.map((p) => (p === null ? undefined : (answers[next++] ?? undefined)));
 }
 
 /** Resolves once the session has ended, or after `ms` (whichever comes first). */
