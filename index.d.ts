@@ -322,7 +322,11 @@ export declare function spawn(options: SpawnOptions, onEvent: ((arg: JobEvent) =
 
 /** What to spawn. */
 export interface SpawnOptions {
-  /** Shell command, passed byte for byte as one argument. */
+  /**
+   * Shell command, passed byte for byte: as one argument after `shellArgs`, or on Unix, over
+   * 64 KiB and for a POSIX shell, through an inherited descriptor the shell sources (`-c`
+   * gets `. /dev/fd/3`). At most 1 MiB (`EINVAL` naming the limit past it).
+   */
   command: string
   /**
    * Shell executable. Default `/bin/bash` when it exists, else `/bin/sh`; on Windows

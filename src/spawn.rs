@@ -13,7 +13,9 @@ use std::time::Duration;
 /// What to spawn.
 #[napi(object)]
 pub struct SpawnOptions {
-  /// Shell command, passed byte for byte as one argument.
+  /// Shell command, passed byte for byte: as one argument after `shellArgs`, or on Unix, over
+  /// 64 KiB and for a POSIX shell, through an inherited descriptor the shell sources (`-c`
+  /// gets `. /dev/fd/3`). At most 1 MiB (`EINVAL` naming the limit past it).
   pub command: String,
   /// Shell executable. Default `/bin/bash` when it exists, else `/bin/sh`; on Windows
   /// `%ComSpec%` (cmd.exe).

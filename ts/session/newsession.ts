@@ -27,8 +27,12 @@ export interface SpawnContext {
   writer: WriterIdentity;
 }
 
-/** Longest command a host job takes, in bytes: Linux's MAX_ARG_STRLEN (32 pages) less its NUL. */
-export const MAX_COMMAND_BYTES = 32 * 4096 - 1;
+/**
+ * Longest command a host job takes, in bytes of UTF-8 (1 MiB), the core's limit on every
+ * platform. Over 64 KiB the shell reads it through an inherited descriptor, not `-c` (see
+ * the core's `script`); on Windows cmd.exe's 8191 characters come first.
+ */
+export const MAX_COMMAND_BYTES = 1024 * 1024;
 
 /**
  * Checks `spawn`'s arguments and returns how the job starts and its first record (status
@@ -54,11 +58,11 @@ export function newSession(command: string, opts: SpawnOptions, ctx: SpawnContex
   const watchPatterns = checkPatterns(opts.watchPatterns);
   // A sandbox's cwd is a path on the far side; only a host cwd is checked here.
   const sandbox = opts.environment !== undefined ? ctx.environments.forSpawn(opts.environment) : undefined;
-  // The shell gets the command as one argument, which execve caps (Linux MAX_ARG_STRLEN);
-  // a sandbox's command travels in a script on the far shell's stdin instead.
-  const argBytes = Buffer.byteLength(shellCommand(command, options.shell));
-  if (!opts.environment && argBytes > MAX_COMMAND_BYTES) {
-    throw new ProcwardError('INVALID_ARGUMENT', `command is ${argBytes} bytes; a command passed to the shell holds at most ${MAX_COMMAND_BYTES} bytes (execve's limit on one argument): put it in a script file`);
+  // Checked before anything starts or is written (the core checks it again); a sandbox's
+  // command travels in a script on the far shell's stdin instead.
+  const commandBytes = Buffer.byteLength(shellCommand(command, options.shell));
+  if (!opts.environment && commandBytes > MAX_COMMAND_BYTES) {
+    throw new ProcwardError('INVALID_ARGUMENT', `the command is ${commandBytes} bytes long; procward takes at most ${MAX_COMMAND_BYTES} (1 MiB; pass longer scripts in a file)`);
   }
   const cwd = opts.environment ? (opts.cwd ?? '~') : resolvePath(opts.cwd ?? process.cwd());
   if (!opts.environment && (!existsSync(cwd) || !statSync(cwd).isDirectory())) {

@@ -72,10 +72,28 @@ pub enum Input {
   Pty(PtySize),
 }
 
+/// The longest command procward runs, in bytes of UTF-8, on every platform (1 MiB). On
+/// Unix a command over 64 KiB reaches the shell through an inherited descriptor, not `-c`
+/// (see `script`); on Windows cmd.exe's own line limit (8191 characters) comes first.
+pub const MAX_COMMAND_BYTES: usize = 1 << 20;
+
+/// Errors: `InvalidInput` naming the limit for a command over [`MAX_COMMAND_BYTES`].
+pub fn check_command_length(command: &str) -> crate::Result<()> {
+  if command.len() > MAX_COMMAND_BYTES {
+    return Err(crate::Error::InvalidInput(format!(
+      "the command is {} bytes long; procward takes at most {MAX_COMMAND_BYTES} (1 MiB; pass longer scripts in a file)",
+      command.len()
+    )));
+  }
+  Ok(())
+}
+
 /// What to run and how.
 #[derive(Debug, Clone)]
 pub struct SpawnOptions {
-  /// The command string, passed to the shell as one argument, byte for byte.
+  /// The command string, passed to the shell byte for byte: as one argument, or on Unix,
+  /// over 64 KiB, through an inherited descriptor (see `script`). At most
+  /// [`MAX_COMMAND_BYTES`].
   pub command: String,
   /// Shell executable. Default [`default_shell`].
   pub shell: PathBuf,

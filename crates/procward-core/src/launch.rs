@@ -10,7 +10,8 @@
 //! The child runs `child_main` on its own stack, sharing the host's memory while the
 //! host's thread is suspended: it only makes system calls on data the host prepared
 //! (no allocation, no locks), in this order: default disposition for every signal, a new
-//! session (`setsid`), joining the job's cgroup, stdin/stdout/stderr (`dup2`), the PTY as
+//! session (`setsid`), joining the job's cgroup, stdin/stdout/stderr (`dup2`), a long
+//! command's script on fd 3 (`dup2`, which clears close-on-exec; see `script`), the PTY as
 //! controlling terminal, the working directory, an empty signal mask, `execve`. A failing
 //! step reports its errno through the shared memory and the child exits with 127.
 //!
@@ -18,6 +19,7 @@
 //! `Launched`.
 
 use crate::job::Launched;
+use crate::script::SCRIPT_FD;
 #[cfg(target_os = "linux")]
 use std::io;
 
@@ -31,6 +33,8 @@ pub(crate) struct SpawnRequest<'a> {
   pub env: &'a [(String, String)],
   pub cwd: Option<&'a std::path::Path>,
   pub stdio: [std::os::fd::RawFd; 3],
+  /// A long command's script (close-on-exec here): the child gets it on fd 3.
+  pub script: Option<std::os::fd::RawFd>,
   /// The job's cgroup directory (`O_DIRECTORY`): the child is created inside it
   /// (`clone3` with `CLONE_INTO_CGROUP`, Linux 5.7+), so no migration is needed.
   pub cgroup_dir: Option<std::os::fd::RawFd>,
@@ -50,6 +54,8 @@ struct ChildPlan {
   envp: *const *const libc::c_char,
   cwd: *const libc::c_char,
   stdio: [libc::c_int; 3],
+  /// The script's descriptor (never 0-2), or -1.
+  script: libc::c_int,
   cgroup_procs: libc::c_int,
   controlling_tty: bool,
   block_usr1: bool,
@@ -84,6 +90,9 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         fail(plan);
       }
     }
+    if plan.script >= 0 && inherit_script(plan.script) < 0 {
+      fail(plan);
+    }
     if plan.controlling_tty && libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
       fail(plan);
     }
@@ -98,6 +107,18 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     libc::sigprocmask(libc::SIG_SETMASK, &mask, std::ptr::null_mut());
     libc::execve(plan.program, plan.argv, plan.envp);
     fail(plan)
+  }
+}
+
+/// Puts `fd` on [`SCRIPT_FD`] without close-on-exec, in the child between fork and exec
+/// (async-signal-safe calls only). Returns -1 with `errno` set on failure.
+fn inherit_script(fd: libc::c_int) -> libc::c_int {
+  unsafe {
+    if fd == SCRIPT_FD {
+      libc::fcntl(fd, libc::F_SETFD, 0)
+    } else {
+      libc::dup2(fd, SCRIPT_FD)
+    }
   }
 }
 
@@ -235,7 +256,8 @@ pub(crate) fn spawn_vfork(req: &SpawnRequest) -> io::Result<Launched> {
   // Sources must not be 0-2, or one dup2 would overwrite another's source.
   let mut moved: Vec<OwnedFd> = Vec::new();
   let mut stdio = req.stdio;
-  for fd in stdio.iter_mut() {
+  let mut script = req.script.unwrap_or(-1);
+  for fd in stdio.iter_mut().chain(std::iter::once(&mut script).filter(|s| **s >= 0)) {
     if *fd < 3 {
       let high = unsafe { libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 3) };
       if high < 0 {
@@ -251,6 +273,7 @@ pub(crate) fn spawn_vfork(req: &SpawnRequest) -> io::Result<Launched> {
     envp: envp_p.as_ptr(),
     cwd: cwd.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
     stdio,
+    script,
     cgroup_procs: req.cgroup_procs.unwrap_or(-1),
     controlling_tty: req.controlling_tty,
     block_usr1: req.block_usr1,
@@ -314,6 +337,7 @@ pub(crate) fn fork_exec(
   program: &std::path::Path,
   args: &[std::ffi::OsString],
   stdio: [&std::os::fd::OwnedFd; 3],
+  script: Option<&std::os::fd::OwnedFd>,
   cgroup_procs: Option<&std::fs::File>,
 ) -> std::io::Result<Launched> {
   use std::os::unix::process::CommandExt;
@@ -331,8 +355,26 @@ pub(crate) fn fork_exec(
   let is_pty = matches!(opts.input, crate::job::Input::Pty(_));
   let block_usr1 = matches!(opts.capture, crate::job::Capture::Durable { .. });
   let cgroup_fd = cgroup_procs.map(std::os::fd::AsRawFd::as_raw_fd);
+  // Above 0-2, which the child's stdio takes before the hook runs.
+  let script = script.map(|fd| fd.try_clone()).transpose()?;
+  let script_fd = match &script {
+    Some(fd) if std::os::fd::AsRawFd::as_raw_fd(fd) < 3 => {
+      let high = unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(fd), libc::F_DUPFD_CLOEXEC, 3) };
+      if high < 0 {
+        return Err(std::io::Error::last_os_error());
+      }
+      Some(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(high) })
+    }
+    _ => script,
+  };
+  let script_raw = script_fd.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
   unsafe {
     cmd.pre_exec(move || {
+      if let Some(fd) = script_raw {
+        if inherit_script(fd) < 0 {
+          return Err(std::io::Error::last_os_error());
+        }
+      }
       if libc::setsid() < 0 {
         return Err(std::io::Error::last_os_error());
       }
@@ -354,6 +396,7 @@ pub(crate) fn fork_exec(
     });
   }
   let child = cmd.spawn()?;
+  drop(script_fd);
   Ok(Launched::new(child.id() as i32))
 }
 

@@ -16,6 +16,7 @@
 //! - [`reader`]: orphan-safe output capture (pipe drain and log-file tail).
 //! - `reactor` (crate-private): one thread, on epoll (kqueue on macOS) through `mio`,
 //!   follows every live job's output and exit; no thread per job.
+//! - [`script`]: long commands handed to the shell through an inherited descriptor.
 //! - [`launch`]: starting a job's first process (`clone(CLONE_VM | CLONE_VFORK)` on Linux).
 //! - [`pty`]: pseudo-terminals and the job's input side (stdin pipe or PTY master).
 //! - [`utf8`]: incremental UTF-8 decoding of output chunks.
@@ -65,6 +66,8 @@ pub mod pty;
 mod reactor;
 #[cfg(unix)]
 pub mod reader;
+#[cfg(unix)]
+pub mod script;
 #[cfg(unix)]
 pub mod spawn;
 #[cfg(windows)]

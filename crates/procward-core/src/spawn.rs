@@ -11,15 +11,19 @@
 //!   SIGPIPE) and its output and exit status outlive it. The reactor follows the log while
 //!   the host lives.
 //!
+//! A command over 64 KiB reaches a POSIX shell through an inherited descriptor instead of
+//! `-c` (see `script`); at most 1 MiB ([`crate::job::MAX_COMMAND_BYTES`]) on every platform.
+//!
 //! stdin is `/dev/null`. Every signal disposition is reset to default and the signal mask
 //! cleared in the child (Node ignores SIGPIPE, and ignored dispositions survive `exec`).
 
 use crate::error::{Error, Result};
 use crate::identity::identity_of_child;
-use crate::job::{recording_sink, Launched};
+use crate::job::{check_command_length, recording_sink, Launched};
 use crate::pty::{self, InputKind, JobInput};
 use crate::reactor::{self, Followed};
 use crate::reader::{LogCapture, PipeCapture};
+use crate::script;
 use crate::tail::Tail;
 use std::ffi::OsString;
 use std::fs::OpenOptions;
@@ -37,7 +41,8 @@ const PIPE_SIZE: libc::c_int = 256 * 1024;
 
 /// Starts the job and hands its capture to the reactor (started with the first job).
 ///
-/// Errors: `InvalidInput` for an empty command; `Io` when the pipe, the log file, the spawn
+/// Errors: `InvalidInput` for an empty command or one over 1 MiB (the message names the
+/// limit); `Io` when the pipe, the log file, the script's descriptor, the spawn
 /// or the exec fails (for example `ENOENT` for a missing shell or cwd, `EMFILE` when the
 /// host is out of file descriptors), or when the reactor cannot start; the job is killed
 /// and reaped then.
@@ -45,13 +50,18 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   if opts.command.is_empty() {
     return Err(Error::InvalidInput("command is empty".into()));
   }
+  check_command_length(&opts.command)?;
   if matches!(opts.input, Input::Pty(_)) && matches!(opts.capture, Capture::Durable { .. }) {
     return Err(Error::InvalidInput("a PTY session cannot be durable: the terminal closes with the host".into()));
   }
   // The shell is found before anything starts, the same way for both modes: a durable job
   // must not "start" only for its supervisor to report that the shell is missing.
   let shell = find_program(&opts.shell, &opts).map_err(|e| Error::io(format!("finding the shell {}", opts.shell.display()), e))?;
-  let (program, args) = command_line(&opts, &shell);
+  let script = match script::needs_descriptor(&opts.command, &shell) {
+    true => Some(script::script_descriptor(&opts.command).map_err(|e| Error::io("passing the command through a descriptor", e))?),
+    false => None,
+  };
+  let (program, args) = command_line(&opts, &shell, script.is_some());
   let dup = |fd: &OwnedFd, what: &str| fd.try_clone().map_err(|e| Error::io(format!("duplicating the {what}"), e));
 
   // The job's stdin, stdout and stderr, and the host's ends of them.
@@ -105,8 +115,15 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     let cwd = opts.cwd.as_ref().map_or_else(|| "the host's cwd".to_string(), |c| c.display().to_string());
     format!("starting {} in {cwd}", opts.shell.display())
   };
-  let mut child = launch(&opts, &program, &args, stdio, cgroup_procs.as_ref(), cgroup_dir.as_ref()).map_err(|e| Error::io(what(), e))?;
-  drop((cgroup_procs, cgroup_dir));
+  let script_fd = script.as_ref().map(|s| &s.fd);
+  let mut child = launch(&opts, &program, &args, stdio, script_fd, cgroup_procs.as_ref(), cgroup_dir.as_ref()).map_err(|e| match e.raw_os_error() {
+    Some(libc::E2BIG) => Error::io(
+      format!("{}: the command ({} bytes) is over execve's limit for one argument, and only a POSIX shell (sh, bash, dash, zsh, ksh) takes a long command through a descriptor", what(), opts.command.len()),
+      e,
+    ),
+    _ => Error::io(what(), e),
+  })?;
+  drop((cgroup_procs, cgroup_dir, script));
   // The job's ends must close here, or the output pipe never reaches EOF.
   drop((stdin, stdout, stderr));
   let pid = child.pid;
@@ -144,9 +161,9 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   Ok(Job { pid, identity, input, tail, exit })
 }
 
-/// The program and its arguments: `<shell> <shell_args...> <command>`, under the supervisor
-/// for durable jobs.
-fn command_line(opts: &SpawnOptions, shell: &std::path::Path) -> (PathBuf, Vec<OsString>) {
+/// The program and its arguments: `<shell> <shell_args...> <command>` (or the stub that
+/// sources the command's descriptor, `by_descriptor`), under the supervisor for durable jobs.
+fn command_line(opts: &SpawnOptions, shell: &std::path::Path, by_descriptor: bool) -> (PathBuf, Vec<OsString>) {
   let mut args: Vec<OsString> = Vec::new();
   let program = match &opts.capture {
     Capture::Pipe => shell.to_owned(),
@@ -163,7 +180,7 @@ fn command_line(opts: &SpawnOptions, shell: &std::path::Path) -> (PathBuf, Vec<O
     }
   };
   args.extend(opts.shell_args.iter().map(OsString::from));
-  args.push(opts.command.clone().into());
+  args.push(if by_descriptor { script::STUB.into() } else { opts.command.clone().into() });
   (program, args)
 }
 
@@ -231,6 +248,7 @@ fn launch(
   program: &std::path::Path,
   args: &[OsString],
   stdio: [&OwnedFd; 3],
+  script: Option<&OwnedFd>,
   cgroup_procs: Option<&std::fs::File>,
   cgroup_dir: Option<&std::fs::File>,
 ) -> std::io::Result<Launched> {
@@ -248,6 +266,7 @@ fn launch(
       env: &env,
       cwd: opts.cwd.as_deref(),
       stdio: stdio.map(|fd| fd.as_raw_fd()),
+      script: script.map(|fd| fd.as_raw_fd()),
       cgroup_dir: cgroup_dir.map(|f| f.as_raw_fd()),
       cgroup_procs: cgroup_procs.map(|f| f.as_raw_fd()),
       controlling_tty: matches!(opts.input, Input::Pty(_)),
@@ -258,7 +277,7 @@ fn launch(
   #[cfg(not(target_os = "linux"))]
   {
     let _ = cgroup_dir;
-    crate::launch::fork_exec(opts, program, args, stdio, cgroup_procs)
+    crate::launch::fork_exec(opts, program, args, stdio, script, cgroup_procs)
   }
 }
 
