@@ -75,13 +75,7 @@ shims() {
   printf '#!/bin/sh\nexec %s -L %s %s "$@"\n' "$qemu" "$SYSROOT" "$OUT/procward-supervise" >"$OUT/procward-supervise-qemu"
   printf '#!/bin/sh\nexec %s -L %s %s "$@"\n' "$qemu" "$SYSROOT" "$NODE_ARM64" >"$OUT/node-qemu"
   chmod +x "$OUT/procward-supervise-qemu" "$OUT/node-qemu"
-  cat >"$OUT/qemu-exec.cjs" <<'JS'
-'use strict';
-// Preloaded into the arm64 Node under qemu (scripts/platforms/arm64.sh writes it): whatever
-// starts this Node's own executable again (the suite's CLI runs, second hosts, jobs that run
-// `node`) starts the script that runs it under qemu, which the kernel can exec.
-process.execPath = process.env.PROCWARD_QEMU_NODE;
-JS
+  exec_path_preload "$OUT/qemu-exec.cjs" PROCWARD_QEMU_NODE
 }
 
 in_qemu_node() {
@@ -95,21 +89,6 @@ smoke() {
   in_qemu_node "$ROOT/scripts/platforms/smoke.cjs" "$OUT/procward.linux-arm64-gnu.node"
 }
 
-suite() {
-  local file name rc=0 one
-  for file in "$ROOT"/__test__/platform/*.test.mjs; do
-    name="$(basename "$file")"
-    one=0
-    in_qemu_node "$file" >"$OUT/suite-$name.log" 2>&1 || one=$?
-    echo "[$SCRIPT_NAME]   $name: $(grep -E '^# (pass|fail|skipped) ' "$OUT/suite-$name.log" | tr -d '#' | tr '\n' ' ')(exit $one)"
-    if [ "$one" -ne 0 ]; then
-      rc=1
-      grep -E '^not ok|^ *(error|expected|actual):' "$OUT/suite-$name.log" | head -20 >&2
-    fi
-  done
-  return "$rc"
-}
-
 failed=0
 step "core tests under qemu" core_tests || failed=1
 step "cargo build $TARGET" build || failed=1
@@ -117,12 +96,7 @@ step "cargo build $TARGET" build || failed=1
 step "qemu shims" shims || failed=1
 step "smoke under qemu" smoke || failed=1
 if compgen -G "$ROOT/__test__/platform/*.test.mjs" >/dev/null; then
-  if [ -f "$ROOT/dist/index.mjs" ]; then
-    step "platform suite under qemu" suite || failed=1
-  else
-    echo "[$SCRIPT_NAME] FAILED: dist/ is not built (npm run build:ts), the platform suite needs it" >&2
-    failed=1
-  fi
+  step "platform suite under qemu" platform_suite "$OUT" in_qemu_node || failed=1
 else
   echo "[$SCRIPT_NAME] no __test__/platform/*.test.mjs yet: smoke.cjs only"
 fi

