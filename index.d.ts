@@ -111,7 +111,7 @@ export interface Identity {
  */
 export interface JobEvent {
   /** `"output"` or `"exit"`. */
-  kind: string
+  kind: 'output' | 'exit'
   /**
    * Output as UTF-8 bytes (already decoded and re-encoded: split characters reassembled,
    * invalid bytes as U+FFFD). Handed over without a copy, so JS pays for text only when it

@@ -97,8 +97,9 @@ describe('scoping and argument limits', () => {
 
   it("the host's tool context wins over the model's task_id", async () => {
     const res = await handleToolCall(ctx.registry, 'process_start', { command: 'sleep 5', task_id: 'victim' }, { taskId: 'agent' });
-    cleanupGroup(res.pid as number);
-    expect((await ctx.registry.poll(res.session_id as string)).taskId).toBe('agent');
+    if (!('pid' in res)) throw new Error(JSON.stringify(res));
+    cleanupGroup(res.pid);
+    expect((await ctx.registry.poll(res.session_id)).taskId).toBe('agent');
     const listed = (await handleToolCall(ctx.registry, 'process', { action: 'list', task_id: 'victim' }, { taskId: 'agent' })) as { sessions: { task_id: string }[] };
     expect(listed.sessions.length).toBeGreaterThan(0);
     expect(listed.sessions.every((x) => x.task_id === 'agent')).toBe(true);

@@ -68,6 +68,7 @@ pub struct SpawnOptions {
 #[napi(object)]
 pub struct JobEvent {
   /// `"output"` or `"exit"`.
+  #[napi(ts_type = "'output' | 'exit'")]
   pub kind: String,
   /// Output as UTF-8 bytes (already decoded and re-encoded: split characters reassembled,
   /// invalid bytes as U+FFFD). Handed over without a copy, so JS pays for text only when it

@@ -22,15 +22,30 @@ export type {
   KillResult,
 } from './registry.js';
 export type { SessionRecord, SessionStatus, CompletionReason } from './session/record.js';
+export type {
+  RunningSession,
+  ExitedSession,
+  SessionFields,
+  TerminalSize,
+  PollOptions,
+  WaitOptions,
+  ReadLogOptions,
+  KillOptions,
+  KillAllOptions,
+  ListFilter,
+  DrainOptions,
+  ActiveForSessionOptions,
+  Snake,
+} from './types.js';
 export { identity, verdict, probe, descendants, killTree } from './processes.js';
 export type { Identity, Verdict, ProbeResult, ProcessEntry, KillReport, KillRefusal, KillRefusalReason, KillTreeOptions } from './processes.js';
 export { ProcwardError } from './errors.js';
-export type { ProcwardErrorCode } from './errors.js';
+export type { ProcwardErrorCode, ErrnoCode } from './errors.js';
 export { redact, isEnvDumpCommand } from './policy/redact.js';
 export type { RedactOptions } from './policy/redact.js';
 export { defaultStateDir } from './persist/statedir.js';
 export { handleToolCall, toolDefinitions, openAiTools } from './surfaces/tool.js';
-export type { ToolDefinition, ToolResult, ToolContext } from './surfaces/tool.js';
+export type { ToolDefinition, ToolResult, ToolError, ToolContext } from './surfaces/tool.js';
 export { createMcpServer } from './surfaces/mcp.js';
 export { localShell, SshEnvironment, dockerExec, kubectlExec, environmentFrom, CommandEnvironment } from './remote/environments.js';
 export type { ExecutionEnvironment, EnvironmentDescription, ExecResult } from './remote/environments.js';

@@ -9,7 +9,7 @@
 import { EventEmitter } from 'node:events';
 import { ProcwardError } from './errors.js';
 import { native } from './native.js';
-import { checkRegistryOptions } from './options.js';
+import { checkOptions, checkRegistryOptions, checkSpawn } from './options.js';
 import { rebalance } from './output/budget.js';
 import { logResult } from './output/paging.js';
 import { DEFAULT_TAIL_CHARS, DEFAULT_TOTAL_OUTPUT_CHARS } from './output/tail.js';
@@ -37,7 +37,25 @@ import { newLive, stoppedFlags, summary, untilEnd } from './session/live.js';
 import { newSession } from './session/newsession.js';
 import type { SessionRecord } from './session/record.js';
 import { assertGraceMs } from './session/termination.js';
-import type { KillResult, LogDiskUsage, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
+import type {
+  ActiveForSessionOptions,
+  DrainOptions,
+  KillAllOptions,
+  KillOptions,
+  KillResult,
+  ListFilter,
+  LogDiskUsage,
+  LogResult,
+  PollOptions,
+  PollResult,
+  ReadLogOptions,
+  RegistryOptions,
+  SessionSummary,
+  SpawnOptions,
+  TerminalSize,
+  WaitOptions,
+  WaitResult,
+} from './types.js';
 
 export type { KillResult, LogDiskUsage, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
 
@@ -174,7 +192,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    */
   async spawn(command: string, opts: SpawnOptions = {}): Promise<SessionSummary> {
     this.assertOpen();
-    const { spec, record } = newSession(command, opts, {
+    const { spec, record } = newSession(command, checkSpawn(opts), {
       options: this.options,
       hasStateDir: this.store.dir !== null,
       newerCheckpoint: this.store.newerPath,
@@ -226,7 +244,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * both get {@link SETTLED}, which list() does not await (10 000 awaits were most of a list).
    */
   private refresh(live: Live): Promise<void> {
-    if (this.store.readOnly.has(live.record.id) || (live.record.status === 'exited' && !live.foreign)) return SETTLED;
+    // A closed registry follows nothing: no poller is attached after close().
+    if (this.closed || this.store.readOnly.has(live.record.id) || (live.record.status === 'exited' && !live.foreign)) return SETTLED;
     return live.kind.refresh();
   }
 
@@ -259,7 +278,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   /** Status, PID, uptime, output preview and (once ended) exit code, signal and reason. */
-  async poll(id: string, opts: { acknowledge?: boolean } = {}): Promise<PollResult> {
+  async poll(id: string, opts: PollOptions = {}): Promise<PollResult> {
+    checkOptions('poll', opts);
     const live = this.get(id);
     await this.refresh(live);
     if (opts.acknowledge) this.consume(live);
@@ -273,14 +293,16 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * Errors: `INVALID_ARGUMENT` for a non-positive or non-finite timeout; the abort reason
    * when `signal` aborts; `UNKNOWN_SESSION`.
    */
-  async wait(id: string, opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<WaitResult> {
-    const { timeoutMs, signal } = opts;
+  async wait(id: string, opts: WaitOptions = {}): Promise<WaitResult> {
+    const { timeoutMs, signal } = checkOptions('wait', opts);
     if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
       throw new ProcwardError('INVALID_ARGUMENT', `timeoutMs must be a positive number, got ${timeoutMs}`);
     }
     signal?.throwIfAborted();
     const live = this.actOn(id);
     await this.refresh(live);
+    // An abort while the refresh ran has fired already: untilEnd's listener would never hear it.
+    signal?.throwIfAborted();
     if (live.record.status === 'running') {
       const tick = live.kind.waitTick();
       const timedOut = await untilEnd(live, {
@@ -305,7 +327,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * than the cap alone is cut with a marker that says how many bytes were cut.
    * `INVALID_ARGUMENT` for a bad offset, limit, view or maxBytes.
    */
-  async readLog(id: string, opts: { offset?: number; limit?: number; view?: 'plain' | 'raw'; maxBytes?: number } = {}): Promise<LogResult> {
+  async readLog(id: string, opts: ReadLogOptions = {}): Promise<LogResult> {
+    checkOptions('readLog', opts);
     const live = this.get(id);
     await this.refresh(live);
     if (opts.view !== undefined && opts.view !== 'plain' && opts.view !== 'raw') {
@@ -340,8 +363,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * `IDENTITY_UNKNOWN` when the process table cannot be read. A sandbox session is killed on
    * the far side: `ENVIRONMENT_UNAVAILABLE` when this host has not configured its environment.
    */
-  async kill(id: string, opts: { graceMs?: number } = {}): Promise<KillResult> {
+  async kill(id: string, opts: KillOptions = {}): Promise<KillResult> {
     this.assertOpen();
+    checkOptions('kill', opts);
     const graceMs = opts?.graceMs ?? this.options.graceMs ?? 2000;
     // Every argument is checked before any side effect: a rejected kill leaves no marker.
     assertGraceMs(graceMs);
@@ -380,7 +404,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   /** Resizes a PTY session's terminal (columns and rows). */
-  async resize(id: string, size: { cols: number; rows: number }): Promise<{ id: string; cols: number; rows: number }> {
+  async resize(id: string, size: Required<TerminalSize>): Promise<{ id: string; cols: number; rows: number }> {
+    checkOptions('resize', size ?? null);
     for (const key of ['cols', 'rows'] as const) {
       const v = size?.[key];
       if (!Number.isInteger(v) || v < 1 || v > 65535) throw new ProcwardError('INVALID_ARGUMENT', `${key} must be an integer from 1 to 65535, got ${String(v)}`);
@@ -395,7 +420,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * sessions sharing the key but started by another task are included and flagged
    * `sessionScoped`.
    */
-  async list(filter: { taskId?: string; sessionKey?: string } = {}): Promise<SessionSummary[]> {
+  async list(filter: ListFilter = {}): Promise<SessionSummary[]> {
+    this.assertOpen();
+    checkOptions('list', filter);
     const listed: { live: Live; scoped: boolean }[] = [];
     for (const live of this.sessions.values()) {
       const r = live.record;
@@ -404,7 +431,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       if (filter.taskId !== undefined && !taskMatch && !keyMatch) continue;
       if (filter.taskId === undefined && filter.sessionKey !== undefined && !keyMatch) continue;
       const refreshed = this.refresh(live);
-      if (refreshed !== SETTLED) await refreshed;
+      if (refreshed !== SETTLED) {
+        await refreshed;
+        this.assertOpen();
+      }
       listed.push({ live, scoped: filter.taskId !== undefined && !taskMatch });
     }
     // The running jobs' stop states in one native call.
@@ -435,8 +465,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * otherwise those with the given `sessionKey` (all events when it is omitted). Events of
    * other owners stay queued.
    */
-  async drainNotifications(opts: { sessionKey?: string; ownsEvent?: (event: ProcwardEvent) => boolean } = {}): Promise<ProcwardEvent[]> {
+  async drainNotifications(opts: DrainOptions = {}): Promise<ProcwardEvent[]> {
     this.assertOpen();
+    checkOptions('drainNotifications', opts);
     const out: ProcwardEvent[] = [];
     const lives = [...this.sessions.values()];
     for (const live of lives) await this.refresh(live);
@@ -450,8 +481,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   /** Kills every running session of `taskId` except `excludeIds`; one outcome per session, never throws for one failure. */
-  killAll(opts: { taskId: string; excludeIds?: string[]; graceMs?: number }): Promise<BulkKillOutcome[]> {
-    return scoping.killAll(this, opts);
+  async killAll(opts: KillAllOptions): Promise<BulkKillOutcome[]> {
+    return scoping.killAll(this, checkOptions('killAll', opts ?? null));
   }
 
   /** Ids of the task's running sessions: a baseline for {@link killStartedSince}. */
@@ -460,8 +491,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   /** Kills the task's running sessions that are not in `baseline`. */
-  killStartedSince(taskId: string, baseline: string[], opts: { graceMs?: number } = {}): Promise<BulkKillOutcome[]> {
-    return scoping.killStartedSince(this, taskId, baseline, opts.graceMs);
+  async killStartedSince(taskId: string, baseline: string[], opts: KillOptions = {}): Promise<BulkKillOutcome[]> {
+    return scoping.killStartedSince(this, taskId, baseline, checkOptions('killStartedSince', opts).graceMs);
   }
 
   /** Whether the task has a running session (detached sessions are re-checked first). */
@@ -470,8 +501,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   /** Whether a session with this key runs and started within `maxActiveAgeMs` (milliseconds). */
-  hasActiveForSession(sessionKey: string, opts: { maxActiveAgeMs?: number } = {}): Promise<boolean> {
-    return scoping.hasActiveForSession(this, sessionKey, opts);
+  async hasActiveForSession(sessionKey: string, opts: ActiveForSessionOptions = {}): Promise<boolean> {
+    return scoping.hasActiveForSession(this, sessionKey, checkOptions('hasActiveForSession', opts));
   }
 
   /**

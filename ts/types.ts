@@ -1,7 +1,7 @@
 /** The public shapes of the registry's options and results. Times in milliseconds. */
 import type { KillReport } from './processes.js';
 import type { ExecutionEnvironment } from './remote/environments.js';
-import type { WatchLimits } from './policy/notifications.js';
+import type { ProcwardEvent, WatchLimits } from './policy/notifications.js';
 import type { RetentionOptions } from './policy/retention.js';
 import type { CompletionReason, SessionStatus } from './session/record.js';
 
@@ -121,8 +121,11 @@ export interface SpawnOptions {
    * write to, also after the starting host is gone; otherwise it is a pipe of this host.
    */
   stdin?: boolean;
-  /** Run under a pseudo-terminal (stdin, stdout and stderr); size in cells, default 120×40. Never durable. */
-  pty?: { cols?: number; rows?: number };
+  /**
+   * Run under a pseudo-terminal (stdin, stdout and stderr): `true` or a size in cells
+   * (default 120×40); `false` is the same as leaving it out. Never durable.
+   */
+  pty?: boolean | TerminalSize;
   /**
    * Run on the far side of this environment (SSH, docker exec, kubectl exec, local shell)
    * as a sandbox session: detached there, its PID never signalled on the host. A name from
@@ -133,18 +136,24 @@ export interface SpawnOptions {
   environment?: string | ExecutionEnvironment;
 }
 
-/** A session as `list`, `spawn` and `poll` describe it. Times in milliseconds. */
-export interface SessionSummary {
+/** `SpawnOptions` as `spawn` hands them on once checked: `pty` a size (`true` is `{}`) or absent. */
+export type StartOptions = Omit<SpawnOptions, 'pty'> & { pty?: TerminalSize };
+
+/** A terminal's size in cells (columns and rows). */
+export interface TerminalSize {
+  cols?: number;
+  rows?: number;
+}
+
+/** What every session summary has, running or ended. Times in milliseconds since the epoch. */
+export interface SessionFields {
   id: string;
   command: string;
   cwd: string;
   pid: number | null;
+  /** `running` or `exited`: the discriminant of {@link SessionSummary}. */
   status: SessionStatus;
-  exitCode: number | null;
-  signal: string | null;
-  reason: CompletionReason | null;
   startedAt: number;
-  exitedAt: number | null;
   /** Milliseconds the job ran (until now while running). */
   uptimeMs: number;
   taskId?: string;
@@ -177,17 +186,104 @@ export interface SessionSummary {
   logEvicted?: true;
 }
 
-/** What `ProcessRegistry.poll` returns. */
-export interface PollResult extends SessionSummary {
-  /** The last 2000 characters of output, ANSI-stripped and redacted. */
-  outputPreview: string;
+/** A session whose job runs: it has no end yet. */
+export interface RunningSession extends SessionFields {
+  status: 'running';
+  exitCode: null;
+  signal: null;
+  reason: null;
+  exitedAt: null;
 }
 
+/** A session whose job ended: when and why, with its exit code or the signal that ended it. */
+export interface ExitedSession extends SessionFields {
+  status: 'exited';
+  /** The exit code; null when a signal ended the job or the end was not seen (`lost`). */
+  exitCode: number | null;
+  /** The terminating signal's name (`SIGKILL`), or null. */
+  signal: string | null;
+  reason: CompletionReason;
+  exitedAt: number;
+}
+
+/**
+ * A session as `list`, `spawn` and `poll` describe it, discriminated on `status`: once
+ * `status === 'exited'`, `reason` and `exitedAt` are set.
+ */
+export type SessionSummary = RunningSession | ExitedSession;
+
+/** What `ProcessRegistry.poll` returns: the summary and the output preview. */
+export type PollResult = SessionSummary & {
+  /** The last 2000 characters of output, ANSI-stripped and redacted. */
+  outputPreview: string;
+};
+
 /** What `ProcessRegistry.wait` returns. */
-export interface WaitResult extends PollResult {
+export type WaitResult = PollResult & {
   /** True when the timeout passed before the job ended. */
   timedOut: boolean;
   processRunning: boolean;
+};
+
+/** Options of `ProcessRegistry.poll`. */
+export interface PollOptions {
+  /** Also consume the completion notification (as `wait` does). Default false. */
+  acknowledge?: boolean;
+}
+
+/** Options of `ProcessRegistry.wait`. */
+export interface WaitOptions {
+  /** Give up after this many milliseconds (a positive number). Default: wait for the end. */
+  timeoutMs?: number;
+  /** Abort the wait: it rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** Options of `ProcessRegistry.readLog`. */
+export interface ReadLogOptions {
+  /** First line, 0-based. Default: the last `limit` lines. */
+  offset?: number;
+  /** Lines in the page. Default 200. */
+  limit?: number;
+  /** `plain` (escape sequences removed, the default) or `raw`. */
+  view?: 'plain' | 'raw';
+  /** Byte cap of the page's text (UTF-8), at least 256. Default 1 MiB. */
+  maxBytes?: number;
+}
+
+/** Options of `ProcessRegistry.kill` and `killStartedSince`. */
+export interface KillOptions {
+  /** Milliseconds between SIGTERM and SIGKILL. Default: the registry's `graceMs` (2000). */
+  graceMs?: number;
+}
+
+/** Options of `ProcessRegistry.killAll`. */
+export interface KillAllOptions extends KillOptions {
+  /** The task whose running sessions are killed. */
+  taskId: string;
+  /** Sessions left running. */
+  excludeIds?: string[];
+}
+
+/** Filter of `ProcessRegistry.list`. */
+export interface ListFilter {
+  /** Only the sessions this task started or owns (and, with `sessionKey`, those sharing the key). */
+  taskId?: string;
+  sessionKey?: string;
+}
+
+/** Options of `ProcessRegistry.drainNotifications`. */
+export interface DrainOptions {
+  /** Only events of this session key (all events when omitted and there is no `ownsEvent`). */
+  sessionKey?: string;
+  /** Which events the caller owns; one that throws owns nothing (the event stays queued). */
+  ownsEvent?: (event: ProcwardEvent) => boolean;
+}
+
+/** Options of `ProcessRegistry.hasActiveForSession`. */
+export interface ActiveForSessionOptions {
+  /** Only sessions that started within this many milliseconds. */
+  maxActiveAgeMs?: number;
 }
 
 /** What `ProcessRegistry.readLog` returns. */
@@ -238,3 +334,16 @@ export interface KillResult extends KillReport {
   signal: string | null;
 }
 
+
+/** `timeoutMs` → `timeout_ms`: a camelCase key as the tool surface writes it. */
+type SnakeKey<K extends string> = K extends `${infer H}${infer T}` ? `${H extends Lowercase<H> ? H : `_${Lowercase<H>}`}${SnakeKey<T>}` : K;
+
+/**
+ * A result as the LLM tool gives it (see `surfaces/tool.ts`): every key snake_case, at every
+ * depth, and a session's `id` named `session_id`.
+ */
+export type Snake<T> = T extends readonly (infer E)[]
+  ? Snake<E>[]
+  : T extends object
+    ? { [K in keyof T as K extends 'id' ? 'session_id' : K extends string ? SnakeKey<K> : never]: Snake<T[K]> }
+    : T;

@@ -12,7 +12,7 @@
 import { fromNative, ProcwardError } from '../errors.js';
 import { native, type WatchMatcher } from '../native.js';
 import { plainText } from '../output/views.js';
-import type { SessionRecord } from '../session/record.js';
+import type { CompletionReason, SessionRecord } from '../session/record.js';
 
 /** Characters of output carried by a completion event. */
 export const COMPLETION_TAIL_CHARS = 2000;
@@ -25,7 +25,7 @@ export interface CompletionEvent {
   command: string;
   exitCode: number | null;
   signal: string | null;
-  reason: string | null;
+  reason: CompletionReason | null;
   /** The last 2000 characters of output, plain and redacted. */
   output: string;
   /** Milliseconds since the epoch. */

@@ -6,7 +6,7 @@ import { fromNative, ProcwardError } from '../errors.js';
 import { native, type NativeJob } from '../native.js';
 import { OutputTail } from '../output/tail.js';
 import { redactStoredText } from '../persist/stored.js';
-import type { SessionSummary } from '../types.js';
+import type { ExitedSession, RunningSession, SessionSummary } from '../types.js';
 import type { JobSession, Live } from './kind.js';
 import type { SessionRecord } from './record.js';
 
@@ -45,6 +45,17 @@ export function newLive(record: SessionRecord, tailChars: number, detached: bool
   return live;
 }
 
+type SessionEnd = 'status' | 'exitCode' | 'signal' | 'reason' | 'exitedAt';
+
+/**
+ * A summary's end: none while running; an ended session always says when and why (a
+ * read-only entry that does not is shown ended when it started, reason `lost`).
+ */
+function endOf(r: SessionRecord): Pick<RunningSession, SessionEnd> | Pick<ExitedSession, SessionEnd> {
+  if (r.status === 'running') return { status: 'running', exitCode: null, signal: null, reason: null, exitedAt: null };
+  return { status: 'exited', exitCode: r.exitCode, signal: r.signal, reason: r.reason ?? 'lost', exitedAt: r.exitedAt ?? r.startedAt };
+}
+
 /** The summary `list`, `spawn` and `poll` give for a session. */
 export function summary(live: Live, scoped = false, stopped?: boolean): SessionSummary {
   const r = live.record;
@@ -53,12 +64,8 @@ export function summary(live: Live, scoped = false, stopped?: boolean): SessionS
     command: r.command,
     cwd: r.cwd,
     pid: r.pid,
-    status: r.status,
-    exitCode: r.exitCode,
-    signal: r.signal,
-    reason: r.reason,
+    ...endOf(r),
     startedAt: r.startedAt,
-    exitedAt: r.exitedAt,
     uptimeMs: (r.exitedAt ?? Date.now()) - r.startedAt,
     // Labels are matched as given, and shown redacted: a record on disk may carry anything.
     ...(r.taskId !== undefined && { taskId: redactStoredText(r.taskId) }),

@@ -10,7 +10,7 @@ import { childEnvironment, shellCommand, validateCommand } from '../policy/envir
 import { checkPatterns } from '../policy/notifications.js';
 import { redactCommand } from '../policy/redact.js';
 import type { ConfiguredEnvironments } from '../remote/configured.js';
-import type { RegistryOptions, SpawnOptions } from '../types.js';
+import type { RegistryOptions, StartOptions } from '../types.js';
 import { newSessionId } from './ids.js';
 import type { StartSpec } from './kind.js';
 import { SESSION_SCHEMA_VERSION, type SessionRecord } from './record.js';
@@ -39,7 +39,7 @@ export const MAX_COMMAND_BYTES = 1024 * 1024;
  * `running`, no PID yet). Errors: `INVALID_ARGUMENT` (see `ProcessRegistry.spawn`),
  * `ENOENT` (a host cwd that is not a directory), `SESSION_READ_ONLY`.
  */
-export function newSession(command: string, opts: SpawnOptions, ctx: SpawnContext): { spec: StartSpec; record: SessionRecord } {
+export function newSession(command: string, opts: StartOptions, ctx: SpawnContext): { spec: StartSpec; record: SessionRecord } {
   const { options } = ctx;
   validateCommand(command);
   checkSpawnOptions(opts);

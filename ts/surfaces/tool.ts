@@ -12,9 +12,11 @@
  * The schemas are written once with zod and exported as JSON Schema (`z.toJSONSchema`).
  */
 import { z } from 'zod';
-import { ProcwardError } from '../errors.js';
+import { type ProcwardErrorCode, ProcwardError } from '../errors.js';
+import { didYouMean } from '../options.js';
 import { MAX_PAGE_BYTES, MIN_PAGE_BYTES } from '../output/paging.js';
 import type { ProcessRegistry } from '../registry.js';
+import type { KillResult, LogResult, PollResult, SessionSummary, Snake, WaitResult } from '../types.js';
 
 const sessionId = z
   .union([z.string(), z.number()])
@@ -95,8 +97,25 @@ export function openAiTools(): { type: 'function'; function: { name: string; des
   return toolDefinitions().map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.input_schema } }));
 }
 
-/** A tool result: snake_case keys, or an error object. */
-export type ToolResult = Record<string, unknown>;
+/** A failed tool call: procward's error code (or `UNKNOWN_TOOL`, or `ERROR` for a foreign error), its message and details. */
+export interface ToolError {
+  error: { code: ProcwardErrorCode | 'UNKNOWN_TOOL' | 'ERROR'; message: string; details?: Record<string, unknown> };
+}
+
+/**
+ * A tool result: the registry's result with snake_case keys (a session's `id` is
+ * `session_id`), one shape per action, or a {@link ToolError}. Narrow with `'error' in result`.
+ */
+export type ToolResult =
+  | ToolError
+  | { session_id: string; pid: number | null; status: SessionSummary['status']; command: string }
+  | { sessions: Snake<SessionSummary>[] }
+  | Snake<PollResult>
+  | Snake<WaitResult>
+  | Snake<LogResult>
+  | Snake<KillResult>
+  | { session_id: string; bytes: number }
+  | { session_id: string; closed: true };
 
 /** snake_case keys; a session's `id` is `session_id`, the name the model sends back. */
 function snake(value: unknown): unknown {
@@ -109,12 +128,20 @@ function snake(value: unknown): unknown {
   return value;
 }
 
-function errorResult(code: string, message: string): ToolResult {
+function errorResult(code: ToolError['error']['code'], message: string): ToolResult {
   return { error: { code, message } };
 }
 
-function describeIssues(err: z.ZodError): string {
-  return err.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ');
+/** zod's issues, an unknown key with the closest key of `schema` as a hint (`timeout` → `timeout_ms`). */
+function describeIssues(err: z.ZodError, schema: z.ZodObject): string {
+  const names = Object.keys(schema.shape);
+  return err.issues
+    .map((i) => {
+      const where = i.path.join('.') || 'input';
+      if (i.code !== 'unrecognized_keys' || i.path.length > 0) return `${where}: ${i.message}`;
+      return `${where}: ${i.keys.map((k) => `unknown key \`${k}\`${didYouMean(k, names)}`).join(', ')}`;
+    })
+    .join('; ');
 }
 
 /** What a host applies to every call (the agent's task and conversation); it overrides the model's `task_id`/`session_key`. */
@@ -132,9 +159,9 @@ export async function handleToolCall(registry: ProcessRegistry, name: string, in
     if (name === 'process') return snake(await manage(registry, input, context)) as ToolResult;
     return errorResult('UNKNOWN_TOOL', `unknown tool ${JSON.stringify(name)}; the tools are process_start and process`);
   } catch (err) {
-    if (err instanceof z.ZodError) return errorResult('INVALID_ARGUMENT', describeIssues(err));
-    const e = err as { code?: string; message?: string; details?: Record<string, unknown> };
-    return { error: { code: e.code ?? 'ERROR', message: e.message ?? String(err), ...(e.details && { details: snake(e.details) }) } };
+    if (err instanceof z.ZodError) return errorResult('INVALID_ARGUMENT', describeIssues(err, name === 'process' ? processInput : startInput));
+    const e = err as { code?: ProcwardErrorCode; message?: string; details?: Record<string, unknown> };
+    return { error: { code: e.code ?? 'ERROR', message: e.message ?? String(err), ...(e.details && { details: snake(e.details) as Record<string, unknown> }) } };
   }
 }
 
