@@ -5,7 +5,7 @@ import { symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
-import { shellLanguage } from '../ts/policy/background.js';
+import { MAX_PARSED_CHARS, shellLanguage } from '../ts/policy/background.js';
 import { shellCommand } from '../ts/policy/environment.js';
 import { cleanupGroup, perTestRegistry, tempDir } from './support.js';
 
@@ -156,5 +156,17 @@ describe('the rewrite against the real shell', () => {
     } finally {
       await r.close();
     }
+  });
+});
+
+describe('the rewrite’s cost stays bounded', () => {
+  it('a command over the parse limit goes as given, one at the limit is still rewritten', () => {
+    const tail = 'cd /missing && sleep 1 &';
+    const filler = (n: number) => `: ${'x'.repeat(n - 3)}\n`;
+    const atLimit = filler(MAX_PARSED_CHARS - tail.length) + tail;
+    expect(atLimit.length).toBe(MAX_PARSED_CHARS);
+    expect(shellCommand(atLimit).endsWith('cd /missing && { sleep 1 & }')).toBe(true);
+    const over = `:${atLimit}`;
+    expect(shellCommand(over)).toBe(over);
   });
 });

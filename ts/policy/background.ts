@@ -19,10 +19,10 @@
  *
  * The parser is `mvdan-sh`, the JavaScript build (GopherJS) of mvdan/sh, the parser behind
  * shfmt: an exact POSIX/bash/mksh grammar with here-documents, synchronous, one 1.5 MB file
- * with no dependencies and no install script, about 0.2 ms for a one-line command (70-300 ms
- * for 128 KB), loaded on the first command that could need it. Its author froze that build
- * in 2025 (mvdan/sh#1145) in favour of `sh-syntax`, the maintained WebAssembly build, which
- * we weighed and could not use: it returns statements only as ranges (no operators or
+ * with no dependencies and no install script, loaded on the first command that could need it
+ * (about 0.1 s), then about 0.2 ms for a one-line command (see {@link MAX_PARSED_CHARS} for
+ * big ones). Its author froze that build in 2025 (mvdan/sh#1145) in favour of `sh-syntax`,
+ * the maintained WebAssembly build, which we weighed and could not use: it returns statements only as ranges (no operators or
  * operands, so the split point is unknowable), is asynchronous with a fresh Go runtime per
  * call (about 15 ms), and crashed with "memory access out of bounds" on a 90 KB script here.
  * `tree-sitter-bash` through `web-tree-sitter` (maintained, 25 MB with native prebuilds and an
@@ -125,6 +125,14 @@ export function shellLanguage(shell: string | undefined, platform: NodeJS.Platfo
 const STATEMENT_AMPERSAND = /(?<![&<>|])&(?![&>])/;
 const AND_OR = /&&|\|\|/;
 
+/**
+ * Longest command parsed, in UTF-16 code units (about bytes for ASCII): 64 Ki. The parse
+ * runs on the event loop at about 2 µs a byte for a script of many short statements (130 ms
+ * here at this size, 2 s at 1 MiB), so longer commands (scripts the shell reads through a
+ * descriptor) go as given.
+ */
+export const MAX_PARSED_CHARS = 64 * 1024;
+
 /** The and-or list a statement holds, if its operators are all the same (`&&` or `||`). */
 function uniformList(p: Parser, stmt: Stmt): BinaryCmd | null {
   const cmd = stmt.Cmd;
@@ -164,11 +172,12 @@ let memo: { command: string; language: ShellLanguage; result: string | null } | 
 
 /**
  * `command` with its backgrounded last and-or list rewritten (see the module docs), or null
- * when it is left as given. Parses only commands that hold `&&` or `||` and a statement-ending
- * `&`; the last answer is kept, as spawn asks twice (its size check, then the start).
+ * when it is left as given. Parses only commands of at most {@link MAX_PARSED_CHARS} that hold
+ * `&&` or `||` and a statement-ending `&`; the last answer is kept, as spawn asks twice (its
+ * size check, then the start).
  */
 export function backgroundRewrite(command: string, language: ShellLanguage): string | null {
-  if (!AND_OR.test(command) || !STATEMENT_AMPERSAND.test(command)) return null;
+  if (command.length > MAX_PARSED_CHARS || !AND_OR.test(command) || !STATEMENT_AMPERSAND.test(command)) return null;
   if (memo?.command === command && memo.language === language) return memo.result;
   const result = rewrite(command, language);
   memo = { command, language, result };
