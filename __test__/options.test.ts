@@ -101,6 +101,8 @@ describe('values of the wrong type say what they got', () => {
       [() => r.drainNotifications({ ownsEvent: true } as never), 'drainNotifications options: ownsEvent must be a function, got the boolean true'],
       [() => r.wait(s.id, { signal: { aborted: false } } as never), 'wait options: signal must be an AbortSignal, got an object'],
       [() => r.killAll({} as never), 'killAll options: taskId must be a string, got undefined'],
+      [() => r.killAll(undefined as never), 'killAll options must be an object, got undefined'],
+      [() => r.resize(s.id, undefined as never), 'resize options must be an object, got undefined'],
       [() => ProcessRegistry.open({ maxOutputChars: '100' } as never), 'open options: maxOutputChars must be a number, got a string ("100")'],
       [() => ProcessRegistry.open({ sandbox: { pollIntervalMs: new Date() } } as never), 'open options: sandbox.pollIntervalMs must be a number, got a Date'],
     ];

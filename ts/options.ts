@@ -105,12 +105,13 @@ export type OptionsOf = keyof typeof OPTION_SCHEMAS;
 
 /**
  * Returns `options` as given when it fits `call`'s schema; `undefined` passes (the call's
- * defaults apply). Throws `INVALID_ARGUMENT` for the first problem: an unknown key (with
- * the closest known key as a hint, `details: { option, suggestion }`), a value of the wrong
- * type (`details: { option, expected, received }`), or options that are not an object.
+ * defaults apply) unless `required`. Throws `INVALID_ARGUMENT` for the first problem: an
+ * unknown key (with the closest known key as a hint, `details: { option, suggestion }`), a
+ * value of the wrong type (`details: { option, expected, received }`), or options that are
+ * not an object.
  */
-export function checkOptions<T>(call: OptionsOf, options: T): T {
-  if (options === undefined) return options;
+export function checkOptions<T>(call: OptionsOf, options: T, required = false): T {
+  if (options === undefined && !required) return options;
   const schema = OPTION_SCHEMAS[call];
   const result = schema.safeParse(options);
   if (result.success) return options;

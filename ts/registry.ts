@@ -405,7 +405,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   /** Resizes a PTY session's terminal (columns and rows). */
   async resize(id: string, size: Required<TerminalSize>): Promise<{ id: string; cols: number; rows: number }> {
-    checkOptions('resize', size ?? null);
+    checkOptions('resize', size, true);
     for (const key of ['cols', 'rows'] as const) {
       const v = size?.[key];
       if (!Number.isInteger(v) || v < 1 || v > 65535) throw new ProcwardError('INVALID_ARGUMENT', `${key} must be an integer from 1 to 65535, got ${String(v)}`);
@@ -482,7 +482,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   /** Kills every running session of `taskId` except `excludeIds`; one outcome per session, never throws for one failure. */
   async killAll(opts: KillAllOptions): Promise<BulkKillOutcome[]> {
-    return scoping.killAll(this, checkOptions('killAll', opts ?? null));
+    return scoping.killAll(this, checkOptions('killAll', opts, true));
   }
 
   /** Ids of the task's running sessions: a baseline for {@link killStartedSince}. */
