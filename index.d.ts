@@ -40,12 +40,16 @@ export declare class NativeJob {
   /** Whether the job has an input side: `"pipe"`, `"pty"`, or `null`. */
   get inputKind(): string | null
   /**
-   * Writes all of `data` (UTF-8) to the job's stdin without blocking. Errors: `EPIPE` when
-   * the job exited, `EAGAIN` when it is not reading its input, `EINVAL` without stdin. On
-   * Windows the bytes are queued for a writer thread (up to 16 MiB waiting), and a write
-   * the job's end made fail is reported by the next call.
+   * Writes all of `data` (UTF-8) to the job's stdin after every earlier write, never
+   * blocking the JS thread: what the pipe or terminal takes now is written now, the rest by
+   * the core's writer thread as the job reads. Resolves with how it ended (never rejects
+   * for the job's doing, see `WriteOutcome`): `failure` is absent once every byte reached
+   * the input. `timeoutMs`: how long the write waits while the job takes none of its bytes
+   * (default 30 000). Throws `EINVAL` without stdin. On Windows the bytes are queued for a
+   * writer thread (up to 16 MiB waiting) and the outcome comes at once; a write the job's
+   * end made fail is reported by the next call.
    */
-  write(data: string): void
+  write(data: string, timeoutMs?: number | undefined | null): Promise<WriteOutcome>
   /**
    * Ends the input: closes the pipe, or sends EOF to a PTY (Ctrl-D; on Windows Ctrl-Z and
    * Enter, the end of input of console programs).
@@ -432,3 +436,18 @@ export declare function verdict(identity: Identity): Verdict
 
 /** Comparison of a recorded identity with the live system. */
 export type Verdict = 'current' | 'replaced' | 'gone' | 'unknown'
+
+/** How a write to a job's input ended. */
+export interface WriteOutcome {
+  /** Bytes of this write that reached the job's input (all of them without a `failure`). */
+  written: number
+  /**
+   * Why the rest did not: `"exited"` (nobody reads the input any more: the job exited or
+   * closed it), `"timed_out"` (the job took none of the input for `timeoutMs`: it is not
+   * reading), `"dropped"` (queued behind a write that failed; none of it was sent),
+   * `"closed"` (stdin was closed or released), `"io"` (another error of the write).
+   */
+  failure?: 'exited' | 'timed_out' | 'dropped' | 'closed' | 'io'
+  /** The failure in words, with the byte count. */
+  message?: string
+}

@@ -47,12 +47,12 @@ describe('durable stdin', () => {
     }
   });
 
-  it('a job that does not read: EAGAIN once the FIFO is full, nothing blocks', async () => {
+  it('a job that does not read: WRITE_TIMEOUT once the FIFO is full and the timeout passed, nothing blocks', async () => {
     const r = await ProcessRegistry.open({ stateDir: tempDir() });
     try {
       const s = await r.spawn('sleep 30', { stdin: true });
       cleanupGroup(s.pid);
-      await expect(r.write(s.id, 'x'.repeat(1 << 20))).rejects.toMatchObject({ code: 'EAGAIN', details: { written: expect.any(Number) } });
+      await expect(r.write(s.id, 'x'.repeat(1 << 20), { timeoutMs: 300 })).rejects.toMatchObject({ code: 'WRITE_TIMEOUT', details: { written: expect.any(Number) } });
       await r.kill(s.id, { graceMs: 200 });
     } finally {
       await r.close();

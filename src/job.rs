@@ -7,6 +7,7 @@ use crate::spawn::JobEvent;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use procward_core as core;
+use std::time::Duration;
 
 /// Counters of a job's native output tail, in bytes.
 #[napi(object)]
@@ -41,6 +42,40 @@ pub(crate) fn pty_size(p: &PtySize) -> Result<core::pty::PtySize> {
     Some(n) => Err(invalid(format!("{what} must be from 1 to 65535, got {n}"))),
   };
   Ok(core::pty::PtySize { cols: dim(p.cols, d.cols, "cols")?, rows: dim(p.rows, d.rows, "rows")? })
+}
+
+/// How a write to a job's input ended.
+#[napi(object)]
+pub struct WriteOutcome {
+  /// Bytes of this write that reached the job's input (all of them without a `failure`).
+  pub written: f64,
+  /// Why the rest did not: `"exited"` (nobody reads the input any more: the job exited or
+  /// closed it), `"timed_out"` (the job took none of the input for `timeoutMs`: it is not
+  /// reading), `"dropped"` (queued behind a write that failed; none of it was sent),
+  /// `"closed"` (stdin was closed or released), `"io"` (another error of the write).
+  #[napi(ts_type = "'exited' | 'timed_out' | 'dropped' | 'closed' | 'io'")]
+  pub failure: Option<String>,
+  /// The failure in words, with the byte count.
+  pub message: Option<String>,
+}
+
+impl From<std::result::Result<usize, core::job::WriteError>> for WriteOutcome {
+  fn from(r: std::result::Result<usize, core::job::WriteError>) -> Self {
+    use core::job::WriteFailure as F;
+    match r {
+      Ok(n) => WriteOutcome { written: n as f64, failure: None, message: None },
+      Err(e) => {
+        let failure = match e.failure {
+          F::Exited => "exited",
+          F::TimedOut(_) => "timed_out",
+          F::Dropped => "dropped",
+          F::Closed => "closed",
+          F::Io(_) => "io",
+        };
+        WriteOutcome { written: e.written as f64, failure: Some(failure.into()), message: Some(e.to_string()) }
+      }
+    }
+  }
 }
 
 /// A started job: its PID and identity, and its input side when it has one.
@@ -123,13 +158,25 @@ impl NativeJob {
     self.input.as_ref().map(|i| if i.kind() == core::pty::InputKind::Pty { "pty".into() } else { "pipe".into() })
   }
 
-  /// Writes all of `data` (UTF-8) to the job's stdin without blocking. Errors: `EPIPE` when
-  /// the job exited, `EAGAIN` when it is not reading its input, `EINVAL` without stdin. On
-  /// Windows the bytes are queued for a writer thread (up to 16 MiB waiting), and a write
-  /// the job's end made fail is reported by the next call.
-  #[napi]
-  pub fn write(&self, data: String) -> Result<()> {
-    self.input()?.write(data.as_bytes()).map_err(map_error)
+  /// Writes all of `data` (UTF-8) to the job's stdin after every earlier write, never
+  /// blocking the JS thread: what the pipe or terminal takes now is written now, the rest by
+  /// the core's writer thread as the job reads. Resolves with how it ended (never rejects
+  /// for the job's doing, see `WriteOutcome`): `failure` is absent once every byte reached
+  /// the input. `timeoutMs`: how long the write waits while the job takes none of its bytes
+  /// (default 30 000). Throws `EINVAL` without stdin. On Windows the bytes are queued for a
+  /// writer thread (up to 16 MiB waiting) and the outcome comes at once; a write the job's
+  /// end made fail is reported by the next call.
+  #[napi(ts_return_type = "Promise<WriteOutcome>")]
+  pub fn write<'env>(&self, env: &'env Env, data: String, timeout_ms: Option<f64>) -> Result<Object<'env>> {
+    let input = self.input()?;
+    let timeout = match timeout_ms {
+      None => core::job::DEFAULT_WRITE_TIMEOUT,
+      Some(ms) if ms.is_finite() && ms > 0.0 => Duration::from_secs_f64(ms / 1000.0),
+      Some(ms) => return Err(invalid(format!("timeoutMs must be a positive number of milliseconds, got {ms}"))),
+    };
+    let (deferred, promise) = env.create_deferred()?;
+    input.write_all(data.into_bytes(), timeout, Box::new(move |r| deferred.resolve(move |_| Ok(WriteOutcome::from(r)))));
+    Ok(promise)
   }
 
   /// Ends the input: closes the pipe, or sends EOF to a PTY (Ctrl-D; on Windows Ctrl-Z and

@@ -68,12 +68,18 @@ export type ProcwardErrorCode = ErrnoCode | (typeof PROCWARD_CODES)[number];
 export class ProcwardError extends Error {
   readonly code: ProcwardErrorCode;
   readonly details: Record<string, unknown> | undefined;
+  /**
+   * A write to a job's input (`write`, `submit`) that stopped short: how many bytes of it
+   * reached the job's input, so a retry can resume after them (also `details.written`).
+   */
+  readonly written: number | undefined;
 
   constructor(code: ProcwardErrorCode, message: string, details?: Record<string, unknown>) {
     super(message);
     this.name = 'ProcwardError';
     this.code = code;
     this.details = details;
+    this.written = typeof details?.written === 'number' ? details.written : undefined;
   }
 }
 

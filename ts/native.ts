@@ -157,6 +157,7 @@ export type {
   NativeJob,
   PtySize,
   WatchMatcher,
+  WriteOutcome,
 } from '../index.js';
 
 /**

@@ -24,6 +24,7 @@ import type {
   StartOptions,
   TerminalSize,
   WaitOptions,
+  WriteOptions,
 } from './types.js';
 
 /** A schema entry for every key of `T`: the compiler refuses a key of the type the schema lacks, or one it does not have. */
@@ -84,6 +85,7 @@ const listShape: Shape<ListFilter> = { taskId: optional.string, sessionKey: opti
 const drainShape: Shape<DrainOptions> = { sessionKey: optional.string, ownsEvent: kindOf('a function', (v) => typeof v === 'function').optional() };
 const activeShape: Shape<ActiveForSessionOptions> = { maxActiveAgeMs: optional.number };
 const sizeShape: Shape<Required<TerminalSize>> = { cols: z.number(), rows: z.number() };
+const writeShape: Shape<WriteOptions> = { timeoutMs: optional.number };
 
 /** The schema of each call's options object, by the name errors give it. */
 export const OPTION_SCHEMAS = {
@@ -99,6 +101,8 @@ export const OPTION_SCHEMAS = {
   drainNotifications: z.strictObject(drainShape),
   hasActiveForSession: z.strictObject(activeShape),
   resize: z.strictObject(sizeShape),
+  write: z.strictObject(writeShape),
+  submit: z.strictObject(writeShape),
 } as const;
 
 export type OptionsOf = keyof typeof OPTION_SCHEMAS;

@@ -55,6 +55,7 @@ import type {
   TerminalSize,
   WaitOptions,
   WaitResult,
+  WriteOptions,
 } from './types.js';
 
 export type { KillResult, LogDiskUsage, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
@@ -375,29 +376,37 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   /**
-   * Writes raw text to the session's stdin (pipe, PTY, or a durable job's FIFO), without
-   * blocking. Errors: `SESSION_EXITED`, `NO_STDIN`, `STDIN_CLOSED` (after `closeStdin`),
-   * `EAGAIN` (the job is not reading its input).
+   * Writes raw text to the session's stdin (pipe, PTY, or a durable job's FIFO), after the
+   * writes and the close asked for before it, never blocking the event loop: resolves once
+   * every byte reached the job's input, waiting for a job that reads however long it takes.
+   * Errors, each with `written` (bytes of this write that got through, also in `details`):
+   * `WRITE_TIMEOUT` when the job took none of its input for `timeoutMs` (default 30 000: it
+   * is not reading; the writes queued behind it fail too, with `written: 0`),
+   * `SESSION_EXITED` (it exited or closed its stdin), `STDIN_CLOSED` (after `closeStdin`);
+   * `NO_STDIN`, `INVALID_ARGUMENT`.
    */
-  async write(id: string, data: string): Promise<{ id: string; bytes: number }> {
-    return this.actOn(id).kind.write(data);
+  async write(id: string, data: string, opts: WriteOptions = {}): Promise<{ id: string; bytes: number }> {
+    checkOptions('write', opts);
+    return this.actOn(id).kind.write(data, opts);
   }
 
   /**
    * Writes `text` followed by Enter: CR LF to a PTY session on Windows (a ConPTY console
    * reads Enter as CR), LF everywhere else (pipes and durable jobs' named pipes on Windows,
-   * every input on Unix).
+   * every input on Unix). Waits and fails as {@link write} does.
    */
-  async submit(id: string, text: string): Promise<{ id: string; bytes: number }> {
+  async submit(id: string, text: string, opts: WriteOptions = {}): Promise<{ id: string; bytes: number }> {
+    checkOptions('submit', opts);
     if (typeof text !== 'string') throw new ProcwardError('INVALID_ARGUMENT', 'text must be a string');
     const live = this.actOn(id);
     const enter = process.platform === 'win32' && live.job?.inputKind === 'pty' ? '\r\n' : '\n';
-    return live.kind.write(`${text}${enter}`);
+    return live.kind.write(`${text}${enter}`, opts);
   }
 
   /**
-   * Ends the session's input: closes the pipe, sends EOF (Ctrl-D) to a PTY, or has a durable
-   * job's supervisor close its end of the FIFO (the job reads EOF once no writer is left).
+   * Ends the session's input, after the writes that wait: closes the pipe, sends EOF (Ctrl-D)
+   * to a PTY, or has a durable job's supervisor close its end of the FIFO (the job reads EOF
+   * once no writer is left).
    */
   async closeStdin(id: string): Promise<{ id: string; closed: true }> {
     return this.actOn(id).kind.closeStdin();

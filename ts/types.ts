@@ -286,6 +286,16 @@ export interface ActiveForSessionOptions {
   maxActiveAgeMs?: number;
 }
 
+/** Options of `ProcessRegistry.write` and `submit`. */
+export interface WriteOptions {
+  /**
+   * Milliseconds the write waits while the job takes none of its bytes, before it fails with
+   * `WRITE_TIMEOUT` (a job that reads slowly is waited for as long as it reads). Default
+   * 30 000.
+   */
+  timeoutMs?: number;
+}
+
 /** What `ProcessRegistry.readLog` returns. */
 export interface LogResult {
   id: string;

@@ -7,9 +7,10 @@ import { fromNative } from '../errors.js';
 import { native } from '../native.js';
 import { pageTail } from '../output/paging.js';
 import { type JobFiles, killRequested, type RecordedExit, sessionFiles } from '../persist/jobfiles.js';
-import type { KillResult } from '../types.js';
+import type { KillResult, WriteOptions } from '../types.js';
 import type { JobSession, Live, LogOptions, LogPage, OutputText, RedactView, SessionHost, StopProbe } from './kind.js';
-import { inputOf, writeInput } from './live.js';
+import { writeInput } from './input.js';
+import { inputOf } from './live.js';
 import { killClaimed } from './termination.js';
 
 export abstract class BaseSession implements JobSession {
@@ -41,8 +42,8 @@ export abstract class BaseSession implements JobSession {
     return this.live.detached ? () => void this.host.refresh(this.live) : undefined;
   }
 
-  async write(data: string): Promise<{ id: string; bytes: number }> {
-    return writeInput(this.live, data);
+  write(data: string, opts?: WriteOptions): Promise<{ id: string; bytes: number }> {
+    return writeInput(this.live, data, opts);
   }
 
   async closeStdin(): Promise<{ id: string; closed: true }> {

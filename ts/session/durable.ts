@@ -12,8 +12,10 @@ import { pageLogFile } from '../output/paging.js';
 import { filesBelowSessions, type JobFiles, jobFiles, readExitFile, readSupervisorIdentity, type RecordedExit, sessionFiles } from '../persist/jobfiles.js';
 import { leadsWithKeyMaterial } from '../policy/redact.js';
 import { HostSession } from './host.js';
+import type { WriteOptions } from '../types.js';
 import type { LogOptions, LogPage, OutputText, RedactView, StartSpec } from './kind.js';
-import { closeFifo, writeFifo } from './stdinfifo.js';
+import { writeFailed, writeTimeoutMs } from './input.js';
+import { closeFifo, inOrder, writeFifo } from './stdinfifo.js';
 
 /** How long a recovered durable job may take to record its supervisor before it counts as lost. */
 const SUPERVISOR_START_MS = 3_000;
@@ -120,24 +122,32 @@ export class DurableSession extends HostSession {
     return logPath ? pageLogFile(logPath, opts, redactView) : super.readLog(opts, redactView);
   }
 
-  /** A durable job's input is its FIFO, which any host may write; without one, the native job's answer (no stdin). */
-  async write(data: string): Promise<{ id: string; bytes: number }> {
-    if (!this.live.record.stdinPath) return super.write(data);
+  /**
+   * A durable job's input is its FIFO, which any host may write, after the writes and the
+   * close asked for before it (see stdinfifo.ts); without one, the native job's answer (no stdin).
+   */
+  async write(data: string, opts?: WriteOptions): Promise<{ id: string; bytes: number }> {
+    if (!this.live.record.stdinPath) return super.write(data, opts);
     if (typeof data !== 'string') throw new ProcwardError('INVALID_ARGUMENT', 'data must be a string');
-    await this.runningForInput();
-    return writeFifo(this.live, data);
+    const timeoutMs = writeTimeoutMs(opts);
+    return inOrder(this.live, true, async () => {
+      await this.runningForInput();
+      return writeFifo(this.live, data, timeoutMs);
+    });
   }
 
-  /** Has the supervisor close its end of the FIFO: the job reads EOF once no writer is left. */
+  /** Has the supervisor close its end of the FIFO once the writes before it are done: the job reads EOF once no writer is left. */
   async closeStdin(): Promise<{ id: string; closed: true }> {
     if (!this.live.record.stdinPath) return super.closeStdin();
-    await this.runningForInput();
-    return closeFifo(this.live);
+    return inOrder(this.live, false, async () => {
+      await this.runningForInput();
+      return closeFifo(this.live);
+    });
   }
 
   private async runningForInput(): Promise<void> {
     await this.host.refresh(this.live);
-    if (this.live.record.status === 'exited') throw new ProcwardError('SESSION_EXITED', `${this.live.record.id} has exited; its stdin is closed`);
+    if (this.live.record.status === 'exited') throw writeFailed('SESSION_EXITED', `${this.live.record.id} has exited; its stdin is closed`, 0);
   }
 
   /**

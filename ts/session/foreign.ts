@@ -5,7 +5,7 @@
  * record, publishes its completion or prunes it. Once its writer has died the session is
  * adopted: it becomes the kind of job it is, owned here.
  */
-import type { KillResult } from '../types.js';
+import type { KillResult, WriteOptions } from '../types.js';
 import type { JobSession, Live, LogOptions, LogPage, OutputText, RedactView, SessionHost, StopProbe } from './kind.js';
 
 export class ForeignSession implements JobSession {
@@ -56,8 +56,8 @@ export class ForeignSession implements JobSession {
     return this.inner.kill(graceMs);
   }
 
-  write(data: string): Promise<{ id: string; bytes: number }> {
-    return this.inner.write(data);
+  write(data: string, opts?: WriteOptions): Promise<{ id: string; bytes: number }> {
+    return this.inner.write(data, opts);
   }
 
   closeStdin(): Promise<{ id: string; closed: true }> {

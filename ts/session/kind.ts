@@ -16,7 +16,7 @@ import type { RecordedExit } from '../persist/jobfiles.js';
 import type { LineWatcher } from '../policy/notifications.js';
 import type { ConfiguredEnvironments } from '../remote/configured.js';
 import type { ExecutionEnvironment } from '../remote/environments.js';
-import type { KillResult, RegistryOptions } from '../types.js';
+import type { KillResult, RegistryOptions, WriteOptions } from '../types.js';
 import type { CompletionReason, SessionRecord } from './record.js';
 
 /** How a session ended, as the registry publishes it. */
@@ -114,8 +114,8 @@ export interface JobSession {
   waitTick(): (() => void) | undefined;
   /** Tree kill with a grace period in milliseconds, checked by the caller. */
   kill(graceMs: number): Promise<KillResult>;
-  /** Writes raw text to the job's input. */
-  write(data: string): Promise<{ id: string; bytes: number }>;
+  /** Writes raw text to the job's input, after the writes before it (see `input.ts`). */
+  write(data: string, opts?: WriteOptions): Promise<{ id: string; bytes: number }>;
   /** Ends the job's input. */
   closeStdin(): Promise<{ id: string; closed: true }>;
   /** Resizes a PTY (cells, checked by the caller). */

@@ -2,7 +2,7 @@
  * A session at run time (see {@link Live}): how one is made, summarised, waited for, and
  * written to through the native job this host started. `registry.ts` owns the map of these.
  */
-import { fromNative, ProcwardError } from '../errors.js';
+import { ProcwardError } from '../errors.js';
 import { native, type NativeJob } from '../native.js';
 import { OutputTail } from '../output/tail.js';
 import { redactStoredText } from '../persist/stored.js';
@@ -151,19 +151,4 @@ export function inputOf(live: Live): NativeJob {
   if (!live.job) throw new ProcwardError('NO_STDIN', `${r.id} was started by another host; only that host can write to it`);
   if (!live.job.inputKind) throw new ProcwardError('NO_STDIN', `${r.id} has no stdin (start it with { stdin: true } or { pty })`);
   return live.job;
-}
-
-/** Writes to the session's input, mapping a broken pipe to `SESSION_EXITED`. */
-export function writeInput(live: Live, data: string): { id: string; bytes: number } {
-  const job = inputOf(live);
-  if (typeof data !== 'string') throw new ProcwardError('INVALID_ARGUMENT', 'data must be a string');
-  try {
-    job.write(data);
-  } catch (err) {
-    const e = fromNative(err);
-    if (/Broken pipe/.test(e.message)) throw new ProcwardError('SESSION_EXITED', `${live.record.id} no longer reads its stdin (it exited)`);
-    if (/stdin is closed/.test(e.message)) throw new ProcwardError('STDIN_CLOSED', `${live.record.id}: its stdin was closed`);
-    throw e;
-  }
-  return { id: live.record.id, bytes: Buffer.byteLength(data) };
 }

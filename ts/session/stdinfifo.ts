@@ -6,18 +6,23 @@
  * writes `stdin-closed` beside it, which every later write honours, and sends SIGUSR1 to
  * the supervisor, which closes its write end: the job reads EOF once no writer is left.
  * The supervisor also closes it when the job ends, so a background reader gets EOF too.
+ *
+ * Writes behave as a pipe's do (see `input.ts`): each starts after the writes and the close
+ * asked for before it, waits for a job that reads, and fails with `WRITE_TIMEOUT` once the
+ * job took none of its bytes for the write's timeout, with `written` on every failure.
  */
 import { closeSync, constants, existsSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ProcwardError } from '../errors.js';
 import { verdict } from '../processes.js';
 import { readSupervisorIdentity, writePrivate } from '../persist/jobfiles.js';
+import { writeFailed } from './input.js';
 import type { Live } from './kind.js';
 
 /** How long a write waits for a supervisor that has not opened the FIFO yet. */
 const OPEN_WAIT_MS = 2_000;
-/** How long a write waits for a job that reads, but slower than it is written to. */
-const STALL_MS = 1_000;
+/** Longest pause between two tries of a write the FIFO has no room for (milliseconds). */
+const MAX_RETRY_MS = 50;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const closedMark = (fifo: string) => join(dirname(fifo), 'stdin-closed');
@@ -40,38 +45,68 @@ async function openFifo(live: Live): Promise<number> {
         await sleep(10);
         continue;
       }
-      if (code === 'ENXIO' || code === 'ENOENT') throw new ProcwardError('SESSION_EXITED', `${r.id} no longer reads its stdin`);
+      if (code === 'ENXIO' || code === 'ENOENT') throw writeFailed('SESSION_EXITED', `${r.id} no longer reads its stdin`, 0);
       throw err;
     }
   }
 }
 
+/** Per session: its last input step, and how many of its writes have failed so far. */
+const queues = new WeakMap<Live, { last: Promise<unknown>; failures: number }>();
+
+/**
+ * Runs `step` once every input step asked for before it on this session has ended, so
+ * writes and the close keep the order they were asked in. A write (`isWrite`) queued while
+ * an earlier write was waiting fails with `written: 0` when that one failed: nothing of it
+ * is sent, so the job gets a prefix of what was written.
+ */
+export function inOrder<T>(live: Live, isWrite: boolean, step: () => Promise<T>): Promise<T> {
+  const q = queues.get(live) ?? { last: Promise.resolve(), failures: 0 };
+  queues.set(live, q);
+  const failuresBefore = q.failures;
+  const run = q.last.then(async () => {
+    if (isWrite && q.failures > failuresBefore) throw writeFailed('WRITE_TIMEOUT', `${live.record.id}: not written, an earlier write to its stdin failed`, 0, { dropped: true });
+    try {
+      return await step();
+    } catch (err) {
+      if (isWrite) q.failures++;
+      throw err;
+    }
+  });
+  q.last = run.catch(() => {});
+  return run;
+}
+
 /**
  * Writes all of `data`, never blocking the event loop: a job that reads slowly is waited
- * for, one that stops reading for a second fails the write. Errors: `STDIN_CLOSED` (after
- * `closeFifo`), `SESSION_EXITED` (nobody reads the FIFO any more), `EAGAIN` (the job is not
- * reading; `details.written` says how many bytes went in, so a retry can resume).
+ * for, one that takes none of it for `timeoutMs` fails the write. Errors (each with
+ * `written`, see `input.ts`): `STDIN_CLOSED` (after `closeFifo`), `SESSION_EXITED` (nobody
+ * reads the FIFO any more), `WRITE_TIMEOUT` (the job is not reading).
  */
-export async function writeFifo(live: Live, data: string): Promise<{ id: string; bytes: number }> {
+export async function writeFifo(live: Live, data: string, timeoutMs: number): Promise<{ id: string; bytes: number }> {
   const r = live.record;
-  if (existsSync(closedMark(r.stdinPath as string))) throw new ProcwardError('STDIN_CLOSED', `${r.id}: its stdin was closed`);
+  if (existsSync(closedMark(r.stdinPath as string))) throw writeFailed('STDIN_CLOSED', `${r.id}: its stdin was closed`, 0);
   const bytes = Buffer.from(data, 'utf8');
   const fd = await openFifo(live);
+  let written = 0;
+  const of = () => `${written} of ${bytes.length} bytes written`;
   try {
-    let written = 0;
     let progressAt = Date.now();
+    let pause = 1;
     while (written < bytes.length) {
       try {
         written += writeSync(fd, bytes, written);
         progressAt = Date.now();
+        pause = 1;
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'EPIPE') throw new ProcwardError('SESSION_EXITED', `${r.id} no longer reads its stdin`);
-        if (code !== 'EAGAIN') throw err;
-        if (Date.now() - progressAt > STALL_MS) {
-          throw new ProcwardError('EAGAIN', `${r.id} is not reading its stdin (${written} of ${bytes.length} bytes written)`, { written });
+        if (code === 'EPIPE') throw writeFailed('SESSION_EXITED', `${r.id} no longer reads its stdin: it exited or closed it (${of()})`, written);
+        if (code !== 'EAGAIN') throw writeFailed('EIO', `${r.id}: writing its stdin FIFO: ${(err as Error).message} (${of()})`, written);
+        if (Date.now() - progressAt >= timeoutMs) {
+          throw writeFailed('WRITE_TIMEOUT', `${r.id} took none of its input for ${timeoutMs} ms: it is not reading its stdin (${of()})`, written);
         }
-        await sleep(5);
+        await sleep(pause);
+        pause = Math.min(pause * 2, MAX_RETRY_MS);
       }
     }
   } finally {

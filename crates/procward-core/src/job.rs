@@ -8,6 +8,8 @@
 //! - [`JobEvent`] and [`EventSink`]: what the reader reports, and where to;
 //! - [`Job`]: a started job (its PID, identity, input side, output tail and end);
 //! - [`PtySize`]: a terminal's size, for `pty` on Unix and ConPTY on Windows;
+//! - [`WriteDone`], [`WriteError`]: how a write to a job's input ends (`JobInput::write_all`
+//!   in `pty`, on both platforms);
 //! - `Launched` (crate-private, Unix): the started direct child, waited for exactly once
 //!   (Windows has its own, `windows::process::Launched`, holding the process handle).
 
@@ -37,6 +39,68 @@ impl Default for PtySize {
     PtySize { cols: 120, rows: 40 }
   }
 }
+
+/// How long a write to a job's input waits while the job takes none of its bytes, unless
+/// the caller says otherwise (30 s).
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why a write to a job's input did not deliver all of its bytes.
+#[derive(Debug)]
+pub enum WriteFailure {
+  /// Nobody reads the input any more: the job exited or closed its stdin (`EPIPE`; `EIO`
+  /// from a terminal whose job is gone).
+  Exited,
+  /// The job took none of the bytes for this long: it is not reading its input.
+  TimedOut(Duration),
+  /// Queued behind a write that failed, and never started: none of its bytes were sent, so
+  /// what reached the job is a prefix of what was written, in order.
+  Dropped,
+  /// The input was closed (EOF asked for, or the host let go of the job's input).
+  Closed,
+  /// Any other error of the write.
+  Io(std::io::Error),
+}
+
+/// A write that stopped short: how many of its bytes reached the job, and why the rest did not.
+#[derive(Debug)]
+pub struct WriteError {
+  pub written: usize,
+  pub failure: WriteFailure,
+}
+
+impl std::fmt::Display for WriteError {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    let n = self.written;
+    match &self.failure {
+      WriteFailure::Exited => write!(f, "the job no longer reads its input (it exited or closed it; {n} bytes written)"),
+      WriteFailure::TimedOut(t) => {
+        write!(f, "the job took none of its input for {} ms: it is not reading it ({n} bytes written)", t.as_millis())
+      }
+      WriteFailure::Dropped => write!(f, "not written: an earlier write to this input failed ({n} bytes written)"),
+      WriteFailure::Closed => write!(f, "stdin is closed ({n} bytes written)"),
+      WriteFailure::Io(e) => write!(f, "writing to the job's input: {e} ({n} bytes written)"),
+    }
+  }
+}
+
+impl From<WriteError> for crate::Error {
+  fn from(e: WriteError) -> Self {
+    let source = match &e.failure {
+      WriteFailure::Exited => std::io::Error::from(std::io::ErrorKind::BrokenPipe),
+      WriteFailure::TimedOut(_) => std::io::Error::from(std::io::ErrorKind::TimedOut),
+      WriteFailure::Dropped => std::io::Error::from(std::io::ErrorKind::Interrupted),
+      WriteFailure::Closed => return crate::Error::InvalidInput(e.to_string()),
+      WriteFailure::Io(io) => std::io::Error::new(io.kind(), io.to_string()),
+    };
+    crate::Error::Io { context: e.to_string(), source }
+  }
+}
+
+/// Receives how a write ended: `Ok(bytes)` once all of them reached the job's input (the
+/// kernel's pipe or terminal buffer, not necessarily the job), or the [`WriteError`]. Called
+/// once, on the caller's thread when the write finished at once, else on the thread that
+/// finished it; it must return quickly.
+pub type WriteDone = Box<dyn FnOnce(std::result::Result<usize, WriteError>) + Send>;
 
 /// Where the job's output goes.
 #[derive(Debug, Clone)]

@@ -19,6 +19,8 @@
 //! - [`script`]: long commands handed to the shell through an inherited descriptor.
 //! - [`launch`]: starting a job's first process (`clone(CLONE_VM | CLONE_VFORK)` on Linux).
 //! - [`pty`]: pseudo-terminals and the job's input side (stdin pipe or PTY master).
+//! - `writer` (crate-private): one thread finishes the writes to jobs' inputs that a job
+//!   could not take at once, in order, with a timeout.
 //! - [`utf8`]: incremental UTF-8 decoding of output chunks.
 //! - [`tail`]: the native rolling tail of a job's output.
 //! - `cgroup` (Linux): optional per-job cgroup v2 containment.
@@ -79,6 +81,8 @@ pub mod tree;
 pub mod utf8;
 #[cfg(windows)]
 pub mod windows;
+#[cfg(unix)]
+mod writer;
 
 mod sys;
 pub use sys::COARSE_START_TIME;

@@ -2,13 +2,18 @@
 //!
 //! A PTY job's stdin, stdout and stderr are the slave side; procward keeps the master, reads
 //! the output from it and writes input to it. Input writes never block the caller: the
-//! write end is non-blocking, and a job that does not read its input gets a clear error
-//! instead of a stalled host.
+//! write end is non-blocking, what the job cannot take at once is finished by the core's
+//! writer thread as the job reads (`writer`), and a job that does not read its input gets a
+//! clear error once the write's timeout passes, instead of a stalled host.
 
 use crate::error::{Error, Result};
+use crate::job::{WriteDone, WriteError, WriteFailure, DEFAULT_WRITE_TIMEOUT};
+use crate::writer::Input;
 use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
 use nix::pty::{openpty, Winsize};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+use std::time::Duration;
 
 // Its home is `job` (Windows shares it); re-exported where it was first published.
 pub use crate::job::PtySize;
@@ -55,57 +60,72 @@ pub enum InputKind {
   Pty,
 }
 
-/// The host's side of a job's input.
+/// The host's side of a job's input. Dropping it ends the input (waiting writes fail with
+/// [`WriteFailure::Closed`](crate::job::WriteFailure::Closed)).
 #[derive(Debug)]
 pub struct JobInput {
-  fd: Option<OwnedFd>,
+  input: Arc<Input>,
   kind: InputKind,
+}
+
+impl std::fmt::Debug for Input {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    f.write_str("Input")
+  }
 }
 
 impl JobInput {
   pub(crate) fn new(fd: OwnedFd, kind: InputKind) -> Result<Self> {
     nonblocking(&fd).map_err(|e| Error::io("making the input non-blocking", e))?;
-    Ok(JobInput { fd: Some(fd), kind })
+    Ok(JobInput { input: Input::new(fd), kind })
   }
 
   pub fn kind(&self) -> InputKind {
     self.kind
   }
 
-  fn fd(&self) -> Result<BorrowedFd<'_>> {
-    self.fd.as_ref().map(|f| f.as_fd()).ok_or_else(|| Error::InvalidInput("stdin is closed".into()))
+  /// Writes all of `data` after every earlier write, never blocking the caller: what the
+  /// pipe or terminal takes now is written now, the rest by the core's writer thread as the
+  /// job reads (see `writer`). `done` gets `Ok(data.len())`, or a
+  /// [`WriteError`](crate::job::WriteError) with how many bytes got through: `Exited`
+  /// (`EPIPE`, or `EIO` from a terminal), `TimedOut` once the job took none of the input's
+  /// bytes for `timeout` (the writes queued behind it are `Dropped`), `Closed` after
+  /// [`JobInput::close`] or when the input is dropped.
+  pub fn write_all(&self, data: Vec<u8>, timeout: Duration, done: WriteDone) {
+    self.input.write(data, timeout, done)
   }
 
-  /// Writes all of `data` or fails: `EPIPE` when the job no longer reads (it exited),
-  /// `EAGAIN` (with how much was written) when it is not reading its input right now.
+  /// Writes all of `data` as [`JobInput::write_all`] does with the default timeout (30 s),
+  /// blocking until it is written. Errors: `Io` with `EPIPE` when the job no longer reads,
+  /// `ETIMEDOUT` when it does not read, the message saying how many bytes were written;
+  /// `InvalidInput` once stdin is closed. Never call it from a [`WriteDone`].
   pub fn write(&self, data: &[u8]) -> Result<()> {
-    let fd = self.fd()?;
-    let mut written = 0;
-    while written < data.len() {
-      match nix::unistd::write(fd, &data[written..]) {
-        Ok(n) => written += n,
-        Err(nix::errno::Errno::EINTR) => continue,
-        Err(nix::errno::Errno::EAGAIN) => {
-          return Err(Error::io(
-            format!("the job is not reading its input ({written} of {} bytes written)", data.len()),
-            std::io::Error::from_raw_os_error(libc::EAGAIN),
-          ))
-        }
-        Err(e) => return Err(Error::io("writing to the job's input", e.into())),
-      }
+    let (tx, rx) = std::sync::mpsc::channel();
+    self.write_all(data.to_vec(), DEFAULT_WRITE_TIMEOUT, Box::new(move |r| drop(tx.send(r))));
+    match rx.recv() {
+      Ok(Ok(_)) => Ok(()),
+      Ok(Err(e)) => Err(e.into()),
+      Err(_) => Err(Error::io("writing to the job's input", std::io::ErrorKind::BrokenPipe.into())),
     }
-    Ok(())
   }
 
-  /// Ends the input: closes the pipe, or sends the terminal's EOF character to a PTY.
+  /// Ends the input: closes the pipe (after the writes that wait), or sends the terminal's
+  /// EOF character (Ctrl-D) to a PTY, after them too. Errors: `InvalidInput` when the input
+  /// is closed already.
   pub fn close(&mut self) -> Result<()> {
+    let closed = || Error::InvalidInput("stdin is closed".into());
     match self.kind {
-      InputKind::Pipe => {
-        self.fd()?;
-        self.fd = None;
-        Ok(())
+      InputKind::Pipe => self.input.close().then_some(()).ok_or_else(closed),
+      InputKind::Pty => {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.write_all(b"\x04".to_vec(), DEFAULT_WRITE_TIMEOUT, Box::new(move |r| drop(tx.send(r))));
+        // Refused at once when closed; otherwise it is queued, and ends on its own.
+        match rx.try_recv() {
+          Ok(Err(WriteError { failure: WriteFailure::Closed, .. })) => Err(closed()),
+          Ok(Err(e)) => Err(e.into()),
+          _ => Ok(()),
+        }
       }
-      InputKind::Pty => self.write(b"\x04"),
     }
   }
 
@@ -115,9 +135,21 @@ impl JobInput {
       return Err(Error::InvalidInput("resize needs a PTY session".into()));
     }
     let ws = winsize(size);
-    if unsafe { libc::ioctl(self.fd()?.as_raw_fd(), libc::TIOCSWINSZ as _, &ws) } < 0 {
-      return Err(Error::io("resizing the terminal", std::io::Error::last_os_error()));
-    }
-    Ok(())
+    self
+      .input
+      .with_fd(|fd| match unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCSWINSZ as _, &ws) } {
+        r if r < 0 => Err(std::io::Error::last_os_error()),
+        _ => Ok(()),
+      })
+      .map_err(|e| match e.raw_os_error() {
+        Some(libc::EBADF) => Error::InvalidInput("stdin is closed".into()),
+        _ => Error::io("resizing the terminal", e),
+      })
+  }
+}
+
+impl Drop for JobInput {
+  fn drop(&mut self) {
+    self.input.release();
   }
 }

@@ -121,6 +121,24 @@ impl JobInput {
     tx.send(Message::Data(data.to_vec())).map_err(|_| Error::io("writing to the job's input", io::ErrorKind::BrokenPipe.into()))
   }
 
+  /// [`JobInput::write`] with its outcome handed to `done` at once, the Unix API's shape
+  /// (`pty::JobInput::write_all` there): the bytes are queued for the writer thread, which
+  /// waits for the job as long as it takes (`timeout` is not applied on Windows yet). A
+  /// refused write reports 0 bytes written.
+  pub fn write_all(&self, data: Vec<u8>, _timeout: std::time::Duration, done: crate::job::WriteDone) {
+    use crate::job::{WriteError, WriteFailure};
+    let len = data.len();
+    done(self.write(&data).map(|()| len).map_err(|e| {
+      let failure = match e {
+        Error::InvalidInput(_) => WriteFailure::Closed,
+        Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe => WriteFailure::Exited,
+        Error::Io { source, .. } => WriteFailure::Io(source),
+        other => WriteFailure::Io(io::Error::other(other.to_string())),
+      };
+      WriteError { written: 0, failure }
+    }))
+  }
+
   /// Ends the input once what is queued is written: closes the pipe, or types Ctrl-Z and
   /// Enter into a pseudoconsole. Errors: `InvalidInput` when a pipe is closed already.
   pub fn close(&mut self) -> Result<()> {
