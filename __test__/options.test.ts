@@ -2,8 +2,8 @@
 // INVALID_ARGUMENT error with a "did you mean" hint (the tool's input gets the same hint), and
 // a value of the wrong type says what it got.
 import { describe, expect, it } from 'vitest';
-import { handleToolCall, ProcessRegistry } from '../dist/index.mjs';
-import { closestName, describeValue } from '../ts/options.js';
+import { handleToolCall, identity, killTree, ProcessRegistry } from '../dist/index.mjs';
+import { closestName, describeValue } from '../ts/optioncheck.js';
 import { perTestRegistry, tempDir } from './support.js';
 
 const ctx = perTestRegistry();
@@ -148,5 +148,22 @@ describe('the tool gives the same hint in its own names', () => {
     expect(wait).toMatchObject({ error: { code: 'INVALID_ARGUMENT', message: 'input: unknown key `timeout` (did you mean `timeout_ms`?)' } });
     const start = await handleToolCall(ctx.registry, 'process_start', { command: 'true', workDir: '/tmp' });
     expect(start).toMatchObject({ error: { code: 'INVALID_ARGUMENT', message: 'input: unknown key `workDir` (did you mean `workdir`?)' } });
+  });
+});
+
+describe('the options of the low-level helpers and of the tool host', () => {
+  it('killTree refuses a misspelt option before it signals anything', async () => {
+    const s = await ctx.start('sleep 30');
+    const root = identity(s.pid as number);
+    if (!root) throw new Error('no identity');
+    const err = await failure(() => killTree(root, { grace: 0 } as never));
+    expect(err).toMatchObject({ code: 'INVALID_ARGUMENT', details: { option: 'grace', suggestion: 'graceMs' } });
+    expect(err.message).toBe('killTree options: unknown option `grace` (did you mean `graceMs`?)');
+    expect((await ctx.registry.poll(s.id)).status).toBe('running');
+  });
+
+  it('a misspelt tool context is an error object, not a call with the agent unscoped', async () => {
+    const res = await handleToolCall(ctx.registry, 'process', { action: 'list' }, { taskID: 'agent' } as never);
+    expect(res).toMatchObject({ error: { code: 'INVALID_ARGUMENT', message: 'tool context: unknown option `taskID` (did you mean `taskId`?)' } });
   });
 });

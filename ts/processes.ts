@@ -3,7 +3,9 @@
  * ps-spawning libraries (ps-list, pidtree, tree-kill). Linux reads procfs; other platforms
  * report identities as unknown until their sources are implemented (see README).
  */
+import { z } from 'zod';
 import { fromNative, ProcwardError } from './errors.js';
+import { checkStrict, type Shape } from './optioncheck.js';
 import { native, supervisorPath, type Identity, type NativeKillReport, type ProbeResult, type ProcessEntry, type Verdict } from './native.js';
 
 export type { Identity, ProbeResult, ProcessEntry, Verdict };
@@ -81,6 +83,19 @@ export interface KillTreeOptions {
   requireSessionLeader?: boolean;
 }
 
+const optionalNumber = z.number().optional();
+const optionalString = z.string().optional();
+/** {@link KillTreeOptions}, strict: a misspelt key is refused with a hint (see `optioncheck.ts`). */
+const KILL_TREE_OPTIONS = z.strictObject({
+  graceMs: optionalNumber,
+  signal: optionalString,
+  settleMs: optionalNumber,
+  settleMaxMs: optionalNumber,
+  cgroup: optionalString,
+  sessionId: optionalString,
+  requireSessionLeader: z.boolean().optional(),
+} satisfies Shape<KillTreeOptions>);
+
 /** Throws `INVALID_ARGUMENT` unless `pid` is an integer from 1 to 2^31 - 1. */
 function checkPid(pid: unknown): void {
   if (!Number.isInteger(pid) || (pid as number) < 1 || (pid as number) > 2 ** 31 - 1) {
@@ -140,6 +155,11 @@ export function descendants(pid: number): ProcessEntry[] {
  * wait for each other: each turn's batch starts at once, on its own thread.
  */
 export function killTree(root: Identity, options: KillTreeOptions = {}): Promise<KillReport> {
+  try {
+    checkStrict('killTree options', KILL_TREE_OPTIONS, options);
+  } catch (err) {
+    return Promise.reject(err);
+  }
   for (const key of ['graceMs', 'settleMs', 'settleMaxMs'] as const) {
     const v = options[key];
     if (v !== undefined && !(Number.isInteger(v) && v >= 0 && v <= MAX_GRACE_MS)) {

@@ -13,7 +13,7 @@
  */
 import { z } from 'zod';
 import { type ProcwardErrorCode, ProcwardError } from '../errors.js';
-import { didYouMean } from '../options.js';
+import { checkStrict, didYouMean, type Shape } from '../optioncheck.js';
 import { MAX_PAGE_BYTES, MIN_PAGE_BYTES } from '../output/paging.js';
 import type { ProcessRegistry } from '../registry.js';
 import type { KillResult, LogResult, PollResult, SessionSummary, Snake, WaitResult } from '../types.js';
@@ -150,11 +150,15 @@ export interface ToolContext {
   sessionKey?: string;
 }
 
+/** The host's context, strict: a misspelt key would silently widen what the agent may see. */
+const toolContext = z.strictObject({ taskId: z.string().optional(), sessionKey: z.string().optional() } satisfies Shape<ToolContext>);
+
 /**
  * Handles one tool call. Never throws: every failure is `{ error: { code, message } }`.
  */
 export async function handleToolCall(registry: ProcessRegistry, name: string, input: unknown, context: ToolContext = {}): Promise<ToolResult> {
   try {
+    checkStrict('tool context', toolContext, context);
     if (name === 'process_start') return snake(await start(registry, input, context)) as ToolResult;
     if (name === 'process') return snake(await manage(registry, input, context)) as ToolResult;
     return errorResult('UNKNOWN_TOOL', `unknown tool ${JSON.stringify(name)}; the tools are process_start and process`);
