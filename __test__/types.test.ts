@@ -3,6 +3,8 @@
 // must be an error, or the build fails. The runtime cases check that the types tell the truth.
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
+  type BulkKillOutcome,
+  type CompletionEvent,
   type CompletionReason,
   type ExitedSession,
   handleToolCall,
@@ -34,6 +36,11 @@ describe('ProcwardError.code is a union of the codes that exist', () => {
     };
     // @ts-expect-error: the constructor takes known codes only.
     expect(check(new ProcwardError('INVALID_ARGUMNT', 'x'))).toBe(false);
+  });
+
+  it('so are the codes of bulk kill outcomes, and completion reasons', () => {
+    expectTypeOf<Extract<BulkKillOutcome, { error: unknown }>['error']['code']>().toEqualTypeOf<ProcwardErrorCode | 'ERROR'>();
+    expectTypeOf<CompletionEvent['reason']>().toEqualTypeOf<CompletionReason | null>();
   });
 
   it('a native error with a name outside the union becomes EIO, keeping the name', () => {

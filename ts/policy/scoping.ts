@@ -2,7 +2,7 @@
  * Operations scoped to an owner (a task, a conversation's session key), built on the
  * registry's public operations.
  */
-import { ProcwardError } from '../errors.js';
+import { isErrorCode, ProcwardError, type ProcwardErrorCode } from '../errors.js';
 import { assertGraceMs } from '../session/termination.js';
 import type { KillResult, SessionSummary } from '../types.js';
 
@@ -13,7 +13,8 @@ export interface ScopeHost {
 }
 
 /** Outcome of one session in a bulk kill: the kill result, or the error it raised. */
-export type BulkKillOutcome = { id: string; result: KillResult } | { id: string; error: { code: string; message: string } };
+/** One session's part of a bulk kill: its kill's result, or its error (`ERROR` for an error without a procward code). */
+export type BulkKillOutcome = { id: string; result: KillResult } | { id: string; error: { code: ProcwardErrorCode | 'ERROR'; message: string } };
 
 function need(value: unknown, what: string): asserts value is string {
   if (typeof value !== 'string' || value === '') throw new ProcwardError('INVALID_ARGUMENT', `${what} must be a non-empty string`);
@@ -46,8 +47,8 @@ export async function killAll(host: ScopeHost, opts: { taskId: string; excludeId
   return Promise.all(
     ids.map((id) =>
       host.kill(id, opts.graceMs !== undefined ? { graceMs: opts.graceMs } : {}).then(
-        (result) => ({ id, result }),
-        (err: { code?: string; message?: string }) => ({ id, error: { code: err.code ?? 'ERROR', message: err.message ?? String(err) } }),
+        (result): BulkKillOutcome => ({ id, result }),
+        (err: { code?: string; message?: string }): BulkKillOutcome => ({ id, error: { code: err.code !== undefined && isErrorCode(err.code) ? err.code : 'ERROR', message: err.message ?? String(err) } }),
       ),
     ),
   );
