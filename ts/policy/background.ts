@@ -179,7 +179,14 @@ let memo: { command: string; language: ShellLanguage; result: string | null } | 
 export function backgroundRewrite(command: string, language: ShellLanguage): string | null {
   if (command.length > MAX_PARSED_CHARS || !AND_OR.test(command) || !STATEMENT_AMPERSAND.test(command)) return null;
   if (memo?.command === command && memo.language === language) return memo.result;
-  const result = rewrite(command, language);
+  let result: string | null;
+  try {
+    result = rewrite(command, language);
+  } catch {
+    // The parser failed in a way it does not report as a syntax error (or could not be
+    // loaded): the command goes as given, as one the parser refused would.
+    result = null;
+  }
   memo = { command, language, result };
   return result;
 }
