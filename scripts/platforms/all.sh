@@ -13,7 +13,9 @@
 #     `cargo test`, test runs included, so a shared one would run the lanes one after another.
 #
 # A run's output goes to .platforms/all/<run>.log; the ones that failed are printed at the
-# end. Exit status 1 when any run failed, or was skipped while CI=true (or with
+# end. A run still going after PROCWARD_PLATFORM_RUN_TIMEOUT seconds (default 900, more than
+# twice the slowest run measured here) is ended with its process group and counts as failed:
+# a hang under Wine or qemu must not eat the CI run's time. Exit status 1 when any run failed, or was skipped while CI=true (or with
 # PROCWARD_PLATFORMS_REQUIRED=1). Expects `npm run build` to have run (npm test's pretest
 # does): the JS suites load dist/ and the x64 addon.
 # Usage: scripts/platforms/all.sh
@@ -26,6 +28,7 @@ LOGS="$PLATFORMS/all"
 mkdir -p "$LOGS"
 rm -f "$LOGS"/*.result
 STRICT=0
+RUN_TIMEOUT="${PROCWARD_PLATFORM_RUN_TIMEOUT:-900}"
 if [ "${CI:-}" = "true" ] || [ "${PROCWARD_PLATFORMS_REQUIRED:-}" = "1" ]; then STRICT=1; fi
 
 # run NAME SCRIPT [ARGS...]: runs one script with its output in $LOGS/NAME.log, and writes
@@ -35,8 +38,12 @@ run() {
   shift
   t0=$(date +%s)
   echo "[$SCRIPT_NAME] $name: started"
-  bash "$@" >"$LOGS/$name.log" 2>&1 </dev/null || rc=$?
-  if [ "$rc" -ne 0 ]; then
+  # timeout runs the script in a process group of its own and signals that whole group.
+  timeout --kill-after=30 "$RUN_TIMEOUT" bash "$@" >"$LOGS/$name.log" 2>&1 </dev/null || rc=$?
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "[$SCRIPT_NAME] $name: ended after the run timeout (${RUN_TIMEOUT} s)" >>"$LOGS/$name.log"
+    result=FAILED
+  elif [ "$rc" -ne 0 ]; then
     result=FAILED
   elif grep -q "SKIPPED:" "$LOGS/$name.log"; then
     result=SKIPPED
@@ -67,9 +74,9 @@ stop_lanes() {
 trap 'stop_lanes; exit 130' INT TERM
 
 if [ "$STRICT" -eq 1 ]; then run setup "$HERE/setup.sh"; else run setup "$HERE/setup.sh" --check; fi
-setsid bash -c "$(declare -f run lane_emulated); $(declare -p SCRIPT_NAME HERE LOGS); lane_emulated" &
+setsid bash -c "$(declare -f run lane_emulated); $(declare -p SCRIPT_NAME HERE LOGS RUN_TIMEOUT); lane_emulated" &
 LANES+=($!)
-setsid bash -c "$(declare -f run lane_native); $(declare -p SCRIPT_NAME HERE LOGS CARGO_TARGET_DIR); lane_native" &
+setsid bash -c "$(declare -f run lane_native); $(declare -p SCRIPT_NAME HERE LOGS RUN_TIMEOUT CARGO_TARGET_DIR); lane_native" &
 LANES+=($!)
 wait "${LANES[@]}"
 trap - INT TERM
