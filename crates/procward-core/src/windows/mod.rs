@@ -13,10 +13,12 @@
 //!   (`Local\procward-job-<pid>-<start_time>`), created with `KILL_ON_JOB_CLOSE`;
 //! - [`pipe`]: the pipes between the host and the job (an overlapped named pipe for output);
 //! - `conpty` (crate-private): pseudoconsoles (ConPTY);
+//! - [`durable`]: durable jobs, the host's side (starting `procward-supervise.exe`, following its files);
 //! - `reader` (crate-private): the thread that captures a job's output and its exit.
 
 pub mod cmdline;
 pub(crate) mod conpty;
+pub mod durable;
 pub mod jobobject;
 pub mod pipe;
 pub mod process;

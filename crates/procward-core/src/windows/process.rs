@@ -30,8 +30,8 @@ use windows_sys::Win32::Foundation::{ERROR_DIRECTORY, FILETIME, HANDLE, INVALID_
 use windows_sys::Win32::System::Threading::{
   CreateProcessW, DeleteProcThreadAttributeList, GetProcessTimes, InitializeProcThreadAttributeList, ResumeThread, TerminateProcess,
   UpdateProcThreadAttribute, CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW, CREATE_SUSPENDED, CREATE_UNICODE_ENVIRONMENT,
-  EXTENDED_STARTUPINFO_PRESENT, PROCESS_INFORMATION, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, PROC_THREAD_ATTRIBUTE_PSEUDOCONSOLE,
-  STARTF_USESTDHANDLES, STARTUPINFOEXW,
+  EXTENDED_STARTUPINFO_PRESENT, PROCESS_CREATION_FLAGS, PROCESS_INFORMATION, PROC_THREAD_ATTRIBUTE_HANDLE_LIST,
+  PROC_THREAD_ATTRIBUTE_PSEUDOCONSOLE, STARTF_USESTDHANDLES, STARTUPINFOEXW,
 };
 
 /// Where a pipe job's stdin comes from.
@@ -78,7 +78,7 @@ pub struct Launched {
 }
 
 /// Serializes the moments when the job's pipe ends are inheritable (see the module docs).
-static INHERIT_LOCK: Mutex<()> = Mutex::new(());
+pub(crate) static INHERIT_LOCK: Mutex<()> = Mutex::new(());
 
 /// Starts `<opts.shell> <opts.shell_args...> <opts.command>` (see `cmdline` for the
 /// quoting) suspended, assigns it to its new Job Object, and resumes it.
@@ -165,13 +165,13 @@ pub fn creation_time(process: &OwnedHandle) -> io::Result<u64> {
 }
 
 /// A `PROC_THREAD_ATTRIBUTE_LIST` holding one attribute, freed on drop.
-struct AttributeList {
+pub(crate) struct AttributeList {
   buf: Vec<usize>,
 }
 
 impl AttributeList {
   /// A list with `attribute` set to `value` (`size` bytes), which must outlive the list.
-  fn one(attribute: u32, value: *const std::ffi::c_void, size: usize) -> io::Result<Self> {
+  pub(crate) fn one(attribute: u32, value: *const std::ffi::c_void, size: usize) -> io::Result<Self> {
     let mut bytes = 0usize;
     unsafe { InitializeProcThreadAttributeList(std::ptr::null_mut(), 1, 0, &mut bytes) };
     let mut list = AttributeList { buf: vec![0usize; bytes.div_ceil(size_of::<usize>())] };
@@ -187,7 +187,7 @@ impl AttributeList {
     Ok(list)
   }
 
-  fn ptr(&mut self) -> *mut std::ffi::c_void {
+  pub(crate) fn ptr(&mut self) -> *mut std::ffi::c_void {
     self.buf.as_mut_ptr().cast()
   }
 }
@@ -235,7 +235,6 @@ fn create_suspended(
   si.lpAttributeList = attributes.ptr();
   let app = wide(shell.as_os_str());
   let cwd = opts.cwd.as_ref().map(|c| wide(c.as_os_str()));
-  let mut pi: PROCESS_INFORMATION = unsafe { zeroed() };
   let inherit = console.is_none();
   let ok = {
     let _guard = INHERIT_LOCK.lock().unwrap_or_else(|p| p.into_inner());
@@ -246,31 +245,45 @@ fn create_suspended(
         return Err(e);
       }
     }
-    let ok = unsafe {
-      CreateProcessW(
-        app.as_ptr(),
-        line.as_mut_ptr(),
-        std::ptr::null(),
-        std::ptr::null(),
-        i32::from(inherit),
-        flags,
-        env.map_or(std::ptr::null(), |e| e.as_ptr().cast()),
-        cwd.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
-        &si.StartupInfo,
-        &mut pi,
-      )
-    };
-    let err = io::Error::last_os_error();
+    let created = create_process(&app, line, inherit, flags, env, cwd.as_deref(), &si);
     if inherit {
       let _ = pipe::set_inheritable(stdin, false);
       let _ = pipe::set_inheritable(output, false);
     }
-    if ok == 0 {
-      Err(err)
-    } else {
-      Ok(())
-    }
+    created
   };
-  ok?;
+  let pi = ok?;
   Ok(unsafe { (OwnedHandle::from_raw_handle(pi.hProcess), OwnedHandle::from_raw_handle(pi.hThread), pi.dwProcessId) })
+}
+
+/// `CreateProcessW(app, line, no security attributes, inherit, flags, env, cwd, si)`: the
+/// process and thread handles (the caller owns them) and ids. Errors: the OS error.
+pub(crate) fn create_process(
+  app: &[u16],
+  line: &mut [u16],
+  inherit: bool,
+  flags: PROCESS_CREATION_FLAGS,
+  env: Option<&[u16]>,
+  cwd: Option<&[u16]>,
+  si: &STARTUPINFOEXW,
+) -> io::Result<PROCESS_INFORMATION> {
+  let mut pi: PROCESS_INFORMATION = unsafe { zeroed() };
+  let ok = unsafe {
+    CreateProcessW(
+      app.as_ptr(),
+      line.as_mut_ptr(),
+      std::ptr::null(),
+      std::ptr::null(),
+      i32::from(inherit),
+      flags,
+      env.map_or(std::ptr::null(), |e| e.as_ptr().cast()),
+      cwd.map_or(std::ptr::null(), <[u16]>::as_ptr),
+      &si.StartupInfo,
+      &mut pi,
+    )
+  };
+  if ok == 0 {
+    return Err(io::Error::last_os_error());
+  }
+  Ok(pi)
 }

@@ -15,7 +15,7 @@
 //! which sets the code the killer chose. Naming such an end a kill is the kill's report,
 //! not the reader's.
 //!
-//! Durable jobs (`Capture::Durable`) are not written for Windows yet: `Unsupported`.
+//! Durable jobs (`Capture::Durable`) are started by `windows::durable`.
 
 use crate::error::{Error, Result};
 use crate::identity::{self, Identity};
@@ -41,7 +41,7 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     return Err(Error::InvalidInput("command is empty".into()));
   }
   if matches!(opts.capture, Capture::Durable { .. }) {
-    return Err(Error::Unsupported("durable jobs on Windows"));
+    return crate::windows::durable::spawn(opts, sink);
   }
   let stdio = match opts.input {
     Input::Null => Stdio::Pipe { stdin: StdinFrom::Null },

@@ -30,7 +30,7 @@ use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use windows_sys::Win32::Foundation::{GetLastError, ERROR_PIPE_CONNECTED, GENERIC_ALL, HANDLE, INVALID_HANDLE_VALUE};
+use windows_sys::Win32::Foundation::{GetLastError, ERROR_NO_DATA, ERROR_PIPE_CONNECTED, GENERIC_ALL, HANDLE, INVALID_HANDLE_VALUE};
 use windows_sys::Win32::Security::{
   AddAccessAllowedAce, GetLengthSid, GetTokenInformation, InitializeAcl, InitializeSecurityDescriptor, SetSecurityDescriptorDacl,
   TokenUser, ACCESS_ALLOWED_ACE, ACL, ACL_REVISION, PSECURITY_DESCRIPTOR, SECURITY_ATTRIBUTES, SECURITY_DESCRIPTOR, TOKEN_QUERY,
@@ -91,8 +91,10 @@ impl StdinPipe {
 fn run(server: OwnedHandle, keeper: &Keeper, closed_marker: &std::path::Path) {
   let mut buf = vec![0u8; PIPE_BUFFER as usize];
   loop {
-    let connected =
-      unsafe { ConnectNamedPipe(server.as_raw_handle(), std::ptr::null_mut()) } != 0 || unsafe { GetLastError() } == ERROR_PIPE_CONNECTED;
+    // A writer that connected before this call is connected (ERROR_PIPE_CONNECTED), one that
+    // also closed already left its bytes to read (ERROR_NO_DATA).
+    let connected = unsafe { ConnectNamedPipe(server.as_raw_handle(), std::ptr::null_mut()) } != 0
+      || matches!(unsafe { GetLastError() }, ERROR_PIPE_CONNECTED | ERROR_NO_DATA);
     if connected {
       copy_one(&server, keeper, &mut buf);
       unsafe { DisconnectNamedPipe(server.as_raw_handle()) };

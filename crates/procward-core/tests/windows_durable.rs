@@ -1,0 +1,239 @@
+//! Durable jobs on Windows with real Windows processes (cmd.exe, ping, and `examples/jobkid.rs`
+//! where Wine has no tool: its `findstr` does not read stdin) under the real
+//! `procward-supervise.exe`: its files, a host that is gone, the stdin named pipe, and a
+//! kill through the supervisor's named Job Object. Run under Wine by
+//! `scripts/platforms/windows.sh` (or `cargo test` on Windows).
+#![cfg(windows)]
+
+use procward_core::job::{Capture, JobEvent, SpawnOptions};
+use procward_core::spawn::{spawn, Job};
+use procward_core::status::ExitInfo;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+/// A generous bound that turns a hang into a failure (never a speed claim).
+const HANG: Duration = Duration::from_secs(60);
+/// The test binary plays a host that starts a job and exits when this names a directory.
+const HOST_ROLE: &str = "PROCWARD_TEST_DURABLE_HOST";
+
+/// `<temp>/procward-durable-<name>-<pid>/sessions/proc_<12 hex>/`, created empty down to
+/// `sessions` (the supervisor creates the session's own directory).
+fn session_dir(name: &str) -> PathBuf {
+  let root = std::env::temp_dir().join(format!("procward-durable-{name}-{}", std::process::id()));
+  let _ = std::fs::remove_dir_all(&root);
+  std::fs::create_dir_all(root.join("sessions")).unwrap();
+  // Ids differ between tests (they name each session's stdin pipe, shared by the machine).
+  let salt = name.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b.into()));
+  root.join("sessions").join(format!("proc_{:012x}", (u64::from(std::process::id()) << 24 ^ salt) & 0xffff_ffff_ffff))
+}
+
+fn supervisor() -> PathBuf {
+  std::path::absolute(env!("CARGO_BIN_EXE_procward-supervise")).unwrap()
+}
+
+/// A durable job in `dir` whose record the supervisor writes (as a host hands it over).
+fn durable(command: &str, dir: &Path, stdin: bool) -> SpawnOptions {
+  let mut opts = SpawnOptions::new(command);
+  opts.capture = Capture::Durable {
+    log_path: dir.join("output.log"),
+    exit_path: dir.join("exit.json"),
+    supervisor: supervisor(),
+    log_part_bytes: 0,
+    stdin_fifo: stdin.then(|| dir.join("stdin")),
+  };
+  let id = dir.file_name().unwrap().to_string_lossy();
+  opts.session_record = Some(format!("{{\"id\":\"{id}\",\"durable\":true}}"));
+  opts
+}
+
+fn start(opts: SpawnOptions) -> (Job, Receiver<JobEvent>) {
+  let (tx, rx) = channel();
+  let job = spawn(opts, Box::new(move |ev| drop(tx.send(ev)))).expect("spawn");
+  (job, rx)
+}
+
+/// Output until the exit, and the exit.
+fn until_exit(rx: &Receiver<JobEvent>) -> (String, ExitInfo) {
+  let mut out = String::new();
+  loop {
+    match rx.recv_timeout(HANG).expect("no exit within 60 s") {
+      JobEvent::Output { text, .. } => out.push_str(&text),
+      JobEvent::Exit(info) => return (out, info),
+    }
+  }
+}
+
+/// The file's text once `ready` accepts it (files are written whole, but may not exist yet).
+fn wait_for_file(path: &Path, ready: impl Fn(&str) -> bool) -> String {
+  let deadline = Instant::now() + HANG;
+  loop {
+    if let Some(text) = std::fs::read_to_string(path).ok().filter(|t| ready(t)) {
+      return text;
+    }
+    assert!(Instant::now() < deadline, "{} never became ready", path.display());
+    std::thread::sleep(Duration::from_millis(20));
+  }
+}
+
+fn exit_file(dir: &Path) -> ExitInfo {
+  ExitInfo::from_json(&wait_for_file(&dir.join("exit.json"), |t| ExitInfo::from_json(t).is_some())).unwrap()
+}
+
+/// `"key":<number>` or `"key":"<digits>"` of a flat JSON text, after `from`.
+fn number_after(text: &str, from: &str, key: &str) -> u64 {
+  let rest = &text[text.find(from).unwrap_or_else(|| panic!("{from} not in {text}"))..];
+  let value = rest.split(&format!("\"{key}\":")).nth(1).unwrap_or_else(|| panic!("{key} not in {text}"));
+  value.trim_start_matches('"').split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+}
+
+/// Whether a process with this id and creation time runs now.
+fn alive(pid: u64, start_time: u64) -> bool {
+  use procward_core::identity::{boot_id, verdict, Identity, Verdict};
+  verdict(&Identity { pid: pid as i32, start_time, boot_id: boot_id().unwrap() }) == Verdict::Current
+}
+
+#[test]
+fn the_supervisor_writes_the_record_its_identity_the_log_and_the_exit() {
+  let dir = session_dir("files");
+  let (job, rx) = start(durable("echo hi & exit /b 7", &dir, false));
+  let (out, exit) = until_exit(&rx);
+  assert_eq!(out.trim_end(), "hi");
+  assert_eq!(exit, ExitInfo::exited(7));
+  assert_eq!(*job.exit.lock().unwrap(), Some(ExitInfo::exited(7)));
+  assert_eq!(exit_file(&dir), ExitInfo::exited(7));
+  assert_eq!(std::fs::read_to_string(dir.join("output.log")).unwrap().trim_end(), "hi");
+  // session.json: the host's record with the supervisor's identity added, as on Unix.
+  let record = std::fs::read_to_string(dir.join("session.json")).unwrap();
+  assert!(record.starts_with(&format!("{{\"id\":\"{}\",\"durable\":true,", dir.file_name().unwrap().to_string_lossy())), "{record}");
+  assert_eq!(number_after(&record, "{", "pid"), job.pid as u64);
+  assert_eq!(number_after(&record, "\"identity\"", "startTime"), job.identity.start_time);
+  // supervisor.json: the same identity, and the job's own process.
+  let sup = std::fs::read_to_string(dir.join("supervisor.json")).unwrap();
+  assert_eq!(number_after(&sup, "{", "pid"), job.pid as u64);
+  assert_eq!(number_after(&sup, "{", "startTime"), job.identity.start_time);
+  assert_ne!(number_after(&sup, "\"job\"", "pid"), job.pid as u64);
+}
+
+#[test]
+fn the_shell_and_the_long_line_are_checked_before_anything_starts() {
+  let dir = session_dir("checks");
+  let mut opts = durable("echo never", &dir, false);
+  opts.shell = "no-such-shell-procward".into();
+  let err = spawn(opts, Box::new(|_| {})).unwrap_err().to_string();
+  assert!(err.contains("finding the shell"), "{err}");
+  let err = spawn(durable(&"x".repeat(9000), &dir, false), Box::new(|_| {})).unwrap_err().to_string();
+  assert!(err.contains("8191"), "{err}");
+  assert!(!dir.exists(), "nothing started, so no session directory");
+}
+
+/// The host role: starts `PROCWARD_TEST_DURABLE_HOST`'s job and exits at once, printing the
+/// supervisor's pid, while the job runs on.
+#[test]
+fn host_role() {
+  let Ok(dir) = std::env::var(HOST_ROLE) else { return };
+  let (job, _rx) = start(durable("echo before & ping -n 3 127.0.0.1 >nul & echo after & exit /b 4", Path::new(&dir), false));
+  println!("supervisor={}", job.pid);
+  std::process::exit(0);
+}
+
+#[test]
+fn the_job_outlives_its_host_and_a_second_host_reads_its_end_from_the_files() {
+  let dir = session_dir("orphan");
+  let host = std::process::Command::new(std::env::current_exe().unwrap())
+    .args(["--exact", "host_role", "--nocapture", "--test-threads=1"])
+    .env(HOST_ROLE, &dir)
+    .output()
+    .unwrap();
+  let said = String::from_utf8_lossy(&host.stdout);
+  assert!(host.status.success() && said.contains("supervisor="), "host: {said} {}", String::from_utf8_lossy(&host.stderr));
+  // The host is gone; the job goes on: "after" comes two seconds later, then the exit.
+  let record = wait_for_file(&dir.join("supervisor.json"), |t| t.ends_with("}\n"));
+  let (sup_pid, sup_start) = (number_after(&record, "{", "pid"), number_after(&record, "{", "startTime"));
+  assert!(said.contains(&format!("supervisor={sup_pid}")));
+  assert_eq!(exit_file(&dir), ExitInfo::exited(4));
+  let log = std::fs::read_to_string(dir.join("output.log")).unwrap();
+  assert!(log.contains("before") && log.contains("after"), "{log}");
+  // The supervisor leaves once the job and its output are done.
+  let deadline = Instant::now() + HANG;
+  while alive(sup_pid, sup_start) {
+    assert!(Instant::now() < deadline, "the supervisor stayed");
+    std::thread::sleep(Duration::from_millis(50));
+  }
+}
+
+/// `examples/jobkid.rs` (`cat` copies stdin to stdout until EOF), built by `cargo test`
+/// beside the test executables.
+fn kid() -> String {
+  let exe = std::env::current_exe().unwrap();
+  let path: PathBuf = exe.parent().and_then(|deps| deps.parent()).unwrap().join("examples").join("jobkid.exe");
+  assert!(path.is_file(), "{} is missing: cargo test builds it (cargo build --example jobkid)", path.display());
+  format!("\"{}\"", path.display())
+}
+
+/// Opens the job's stdin pipe for writing, waiting while the supervisor has not created it.
+fn open_stdin(dir: &Path) -> std::fs::File {
+  let name = procward_core::windows::durable::stdin_pipe_name(&dir.join("stdin"));
+  let deadline = Instant::now() + HANG;
+  loop {
+    match std::fs::OpenOptions::new().write(true).open(&name) {
+      Ok(f) => return f,
+      Err(e) => assert!(Instant::now() < deadline, "cannot open {name}: {e}"),
+    }
+    std::thread::sleep(Duration::from_millis(20));
+  }
+}
+
+#[test]
+fn stdin_through_the_named_pipe_reaches_the_job_from_two_writers_and_a_close_ends_it() {
+  use std::io::Write;
+  let dir = session_dir("stdin");
+  let (_job, rx) = start(durable(&format!("{} cat", kid()), &dir, true));
+  // Two writers, one after the other (each host opens, writes, closes).
+  open_stdin(&dir).write_all(b"first line\r\n").unwrap();
+  let big: String = (0..2000).map(|i| format!("row {i:04}\r\n")).collect();
+  open_stdin(&dir).write_all(big.as_bytes()).unwrap();
+  // The close request: the marker, then a connection that writes nothing to wake the
+  // supervisor. It may find no pipe: the supervisor saw the marker after the last write.
+  std::fs::write(dir.join("stdin-closed"), "1\n").unwrap();
+  let name = procward_core::windows::durable::stdin_pipe_name(&dir.join("stdin"));
+  drop(std::fs::OpenOptions::new().write(true).open(&name));
+  let (out, exit) = until_exit(&rx);
+  assert_eq!(exit, ExitInfo::exited(0));
+  assert!(out.starts_with("first line\r\nrow 0000\r\n"), "{:?}", &out[..out.len().min(80)]);
+  assert!(out.ends_with("row 1999\r\n"), "{:?}", &out[out.len().saturating_sub(80)..]);
+  assert_eq!(out.len(), "first line\r\n".len() + big.len());
+  // After the close there is no pipe to write to.
+  assert!(std::fs::OpenOptions::new().write(true).open(name).is_err());
+}
+
+#[test]
+fn terminate_job_object_of_the_supervisors_named_job_gives_an_exit_file() {
+  use windows_sys::Win32::System::JobObjects::{OpenJobObjectW, TerminateJobObject};
+  // winnt.h (windows-sys keeps it in a large feature).
+  const JOB_OBJECT_TERMINATE: u32 = 8;
+  let dir = session_dir("kill");
+  let (job, rx) = start(durable("echo started & ping -n 60 127.0.0.1 >nul & echo never", &dir, false));
+  let mut out = String::new();
+  while !out.contains("started") {
+    match rx.recv_timeout(HANG).expect("no output within 60 s") {
+      JobEvent::Output { text, .. } => out.push_str(&text),
+      JobEvent::Exit(info) => panic!("exited ({info:?}) before the kill"),
+    }
+  }
+  let record = wait_for_file(&dir.join("supervisor.json"), |t| t.ends_with("}\n"));
+  let (pid, start_time) = (number_after(&record, "\"job\"", "pid"), number_after(&record, "\"job\"", "startTime"));
+  let name = procward_core::windows::jobobject::JobObject::name(pid as u32, start_time);
+  let wide: Vec<u16> = name.encode_utf16().chain(std::iter::once(0)).collect();
+  let handle = unsafe { OpenJobObjectW(JOB_OBJECT_TERMINATE, 0, wide.as_ptr()) };
+  assert!(!handle.is_null(), "cannot open {name}: {}", std::io::Error::last_os_error());
+  assert_ne!(unsafe { TerminateJobObject(handle, 1) }, 0);
+  unsafe { windows_sys::Win32::Foundation::CloseHandle(handle) };
+  // The supervisor is outside the job: it records the job's end, the code the killer chose.
+  let (rest, exit) = until_exit(&rx);
+  assert_eq!(exit, ExitInfo::exited(1));
+  assert!(!rest.contains("never"), "{out}{rest}");
+  assert_eq!(exit_file(&dir), ExitInfo::exited(1));
+  assert!(!alive(pid, start_time), "the job's process is gone");
+  drop(job);
+}
