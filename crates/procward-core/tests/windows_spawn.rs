@@ -140,6 +140,16 @@ mod output_and_exit {
       }
     }
   }
+
+  #[test]
+  fn the_jobs_identity_is_what_identity_reads_while_it_runs() {
+    let (job, rx) = start(SpawnOptions::new(format!("{} hold 60", kid())));
+    let mut out = String::new();
+    until_output(&rx, &mut out, "pid=");
+    let live = procward_core::identity::identity(job.pid).unwrap().expect("the job runs");
+    assert_eq!(live, job.identity);
+    assert_eq!(procward_core::identity::verdict(&job.identity), procward_core::Verdict::Current);
+  }
 }
 
 mod stdin {
