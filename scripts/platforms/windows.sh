@@ -106,7 +106,7 @@ stage_suite() {
   rm -rf "$SUITE"
   mkdir -p "$SUITE/__test__/platform/bin"
   cp -r "$ROOT/dist" "$ROOT/package.json" "$SUITE/"
-  cp "$ROOT"/__test__/platform/*.mjs "$SUITE/__test__/platform/"
+  cp "$ROOT"/__test__/platform/*.mjs "$ROOT"/__test__/platform/*.cjs "$SUITE/__test__/platform/"
   ln -s "$ROOT/node_modules" "$SUITE/node_modules"
   cp "$CARGO_TARGET_DIR/$TARGET/debug/procward_node.dll" "$SUITE/procward.win32-x64-gnu.node"
   cp "$CARGO_TARGET_DIR/$TARGET/debug/procward-supervise.exe" "$SUITE/"
