@@ -88,7 +88,7 @@ pub struct NativeJob {
   cgroup: Option<String>,
   tail: core::tail::SharedTail,
   input: Option<core::pty::JobInput>,
-  exit: core::job::SharedExit,
+  exit: core::started::SharedExit,
 }
 
 impl NativeJob {

@@ -13,10 +13,7 @@
 //! - `Launched` (crate-private, Unix): the started direct child, waited for exactly once
 //!   (Windows has its own, `windows::process::Launched`, holding the process handle).
 
-use crate::identity::Identity;
-use crate::pty::JobInput;
 use crate::status::ExitInfo;
-use crate::tail::SharedTail;
 #[cfg(unix)]
 use std::io;
 #[cfg(unix)]
@@ -24,7 +21,6 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 #[cfg(unix)]
 use std::process::ExitStatus;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Terminal size in character cells.
@@ -305,53 +301,6 @@ impl Default for DrainOptions {
 /// a sink should return quickly (while it blocks, no job's output is read), and it must
 /// never wait for something that waits for the reactor (another job's event, say).
 pub type EventSink = Box<dyn FnMut(JobEvent) + Send + 'static>;
-
-/// The job's end once the reader published it, shared with the job's handle.
-pub type SharedExit = Arc<Mutex<Option<ExitInfo>>>;
-
-/// A started job, returned by `spawn`. Its events (output, then exactly one exit) go to the
-/// sink given to `spawn`: on Unix from the reactor thread that follows every job of the
-/// process, on Windows from the job's capture thread.
-#[derive(Debug)]
-pub struct Job {
-  /// PID of the direct child (the shell, or the supervisor in durable mode); also the
-  /// process group id (and, on Unix, the session id).
-  pub pid: i32,
-  /// `(pid, start time, boot id)`; on Windows the start time is the creation time in
-  /// 100 ns units since 1601.
-  pub identity: Identity,
-  /// The host's side of the job's stdin (pipe, PTY or pseudoconsole), when it has one.
-  pub input: Option<JobInput>,
-  /// The rolling tail of the job's output, filled by the reader.
-  pub tail: SharedTail,
-  /// The job's end once the reader published it (set just before the exit event is handed
-  /// to the sink), so a host whose event loop has not run the event yet can still see it.
-  pub exit: SharedExit,
-}
-
-/// Wraps `sink` so that every output event is appended to `tail` first (and handed on
-/// only when `forward`), and the exit is stored in `exit` just before it is handed on, so
-/// a host whose event loop has not run the event yet can still see it.
-pub(crate) fn recording_sink(tail: SharedTail, exit: SharedExit, forward: bool, mut sink: EventSink) -> EventSink {
-  Box::new(move |ev: JobEvent| {
-    match &ev {
-      JobEvent::Output { text, .. } => {
-        if let Ok(mut t) = tail.lock() {
-          t.append(text);
-        }
-        if !forward {
-          return;
-        }
-      }
-      JobEvent::Exit(info) => {
-        if let Ok(mut e) = exit.lock() {
-          *e = Some(*info);
-        }
-      }
-    }
-    sink(ev)
-  })
-}
 
 /// A started process this host is the parent of: wait for it exactly once.
 #[cfg(unix)]

@@ -75,9 +75,12 @@ pub mod spawn;
 #[cfg(windows)]
 #[path = "windows/spawn.rs"]
 pub mod spawn;
+pub mod started;
 pub mod status;
 pub mod tail;
 pub mod tree;
+#[cfg(unix)]
+mod unixpipe;
 pub mod utf8;
 #[cfg(windows)]
 pub mod windows;

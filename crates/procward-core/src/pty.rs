@@ -9,7 +9,7 @@
 use crate::error::{Error, Result};
 use crate::job::{WriteDone, WriteError, WriteFailure, DEFAULT_WRITE_TIMEOUT};
 use crate::writer::Input;
-use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+use nix::fcntl::{fcntl, FcntlArg, FdFlag};
 use nix::pty::{openpty, Winsize};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
@@ -24,13 +24,6 @@ fn winsize(size: PtySize) -> Winsize {
 
 fn cloexec(fd: &OwnedFd) -> std::io::Result<()> {
   fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
-  Ok(())
-}
-
-/// Sets `O_NONBLOCK` on a descriptor (for the host's input side).
-pub(crate) fn nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
-  let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL)?);
-  fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
   Ok(())
 }
 
@@ -76,7 +69,7 @@ impl std::fmt::Debug for Input {
 
 impl JobInput {
   pub(crate) fn new(fd: OwnedFd, kind: InputKind) -> Result<Self> {
-    nonblocking(&fd).map_err(|e| Error::io("making the input non-blocking", e))?;
+    crate::unixpipe::nonblocking(&fd).map_err(|e| Error::io("making the input non-blocking", e))?;
     Ok(JobInput { input: Input::new(fd), kind })
   }
 

@@ -98,7 +98,7 @@ fn memfd(bytes: &[u8]) -> std::io::Result<OwnedFd> {
 #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
 fn piped(text: String) -> std::io::Result<Script> {
   use std::io::Write;
-  let (r, w) = crate::spawn::pipe_cloexec()?;
+  let (r, w) = crate::unixpipe::pipe_cloexec()?;
   // The shell reads the script to its end; the writer ends with it (or with EPIPE when the
   // job never reads it, which ends the thread too).
   let writer = std::thread::Builder::new().name("procward-script".into()).spawn(move || {

@@ -19,11 +19,12 @@
 
 use crate::error::{Error, Result};
 use crate::identity::identity_of_child;
-use crate::job::{check_command_length, recording_sink, Launched};
+use crate::job::{check_command_length, Launched};
 use crate::pty::{self, InputKind, JobInput};
 use crate::reactor::{self, Followed};
 use crate::reader::{LogCapture, PipeCapture};
 use crate::script;
+use crate::started::recording_sink;
 use crate::tail::Tail;
 use std::ffi::OsString;
 use std::fs::OpenOptions;
@@ -33,7 +34,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 // Their home is `job`; re-exported where they were first published.
-pub use crate::job::{default_shell, Capture, EventSink, Input, Job, SpawnOptions};
+pub use crate::job::{default_shell, Capture, EventSink, Input, SpawnOptions};
+pub use crate::started::Job;
+pub use crate::unixpipe::pipe_cloexec;
 
 /// Output pipe capacity requested from the kernel (bytes).
 #[cfg(target_os = "linux")]
@@ -144,7 +147,7 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     (Some(r), _) => {
       // The reactor reads until EAGAIN. A PTY master's copy shares its file description
       // with the input side, which is non-blocking already.
-      if let Err(e) = pty::nonblocking(&r) {
+      if let Err(e) = crate::unixpipe::nonblocking(&r) {
         abandon(&mut child);
         return Err(Error::io("making the output pipe non-blocking", e));
       }
@@ -288,24 +291,6 @@ fn abandon(child: &mut Launched) {
     libc::kill(child.pid, libc::SIGKILL);
   }
   let _ = child.wait();
-}
-
-/// A pipe whose both ends are close-on-exec, so no other child inherits them.
-pub fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
-  #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
-  {
-    Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?)
-  }
-  #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
-  {
-    // No pipe2 (macOS): a fork on another thread between pipe and fcntl could inherit
-    // the ends; procward spawns from the JS thread only, which keeps that window closed.
-    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
-    let (r, w) = nix::unistd::pipe()?;
-    fcntl(&r, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
-    fcntl(&w, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
-    Ok((r, w))
-  }
 }
 
 /// A pidfd (Linux 5.3+) becomes readable when the process exits, so exit is noticed without

@@ -261,9 +261,9 @@ fn follow(input: Arc<Input>) -> std::io::Result<()> {
 }
 
 fn start(slot: &mut Option<Handle>, input: Arc<Input>) -> std::io::Result<()> {
-  let (wake_r, wake_w) = crate::spawn::pipe_cloexec()?;
+  let (wake_r, wake_w) = crate::unixpipe::pipe_cloexec()?;
   for fd in [&wake_r, &wake_w] {
-    crate::pty::nonblocking(fd)?;
+    crate::unixpipe::nonblocking(fd)?;
   }
   let (tx, rx) = channel();
   let _ = tx.send(input);

@@ -33,8 +33,9 @@
 
 use crate::error::{Error, Result};
 use crate::identity::{self, Identity};
-use crate::job::{recording_sink, Capture, EventSink, Input, Job, JobEvent, SharedExit, SpawnOptions};
+use crate::job::{Capture, EventSink, Input, JobEvent, SpawnOptions};
 use crate::logfile::LogFollower;
+use crate::started::{recording_sink, Job, SharedExit};
 use crate::status::ExitInfo;
 use crate::tail::Tail;
 use crate::utf8::Utf8Decoder;

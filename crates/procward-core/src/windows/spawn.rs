@@ -19,15 +19,16 @@
 
 use crate::error::{Error, Result};
 use crate::identity::{self, Identity};
-use crate::job::{recording_sink, SharedExit};
 use crate::pty::JobInput;
+use crate::started::{recording_sink, SharedExit};
 use crate::tail::Tail;
 use crate::windows::process::{launch, StdinFrom, Stdio};
 use crate::windows::reader::{self, Capture as ReaderCapture};
 use std::sync::{Arc, Mutex};
 
 // Their home is `job`; re-exported where the Unix `spawn` module has them.
-pub use crate::job::{default_shell, Capture, EventSink, Input, Job, SpawnOptions};
+pub use crate::job::{default_shell, Capture, EventSink, Input, SpawnOptions};
+pub use crate::started::Job;
 
 /// Starts the job and its capture thread.
 ///
