@@ -212,12 +212,12 @@ fn an_escapee_outside_the_job_is_terminated_too() {
 
 #[test]
 fn a_gone_root_s_job_members_are_still_killed() {
-  // cmd starts ping in the background and exits: ping is the job's, and nobody's child.
-  let mut cmd = Command::new("cmd.exe");
-  cmd.raw_arg(r#"/d /s /c "start /b ping -n 120 127.0.0.1 >NUL""#);
-  let mut job = start(&mut cmd, true);
+  // The root starts ping and exits: ping is the job's, and nobody's child.
+  let mut job = start(&mut role("start-ping-and-exit"), true);
+  wait_until_ready(&job);
   let ping = descendants(job.id.pid, 1).remove(0);
-  job.child.wait().unwrap();
+  std::fs::write(exit_file(job.child.id()), b"exit").unwrap();
+  assert_eq!(job.child.wait().unwrap().code(), Some(0));
   let report = kill_tree(&job.id, &opts(200)).unwrap();
   assert!(report.already_gone.contains(&job.id.pid), "{report:?}");
   assert!(gone(&ping), "the job's member survived: {report:?}");
@@ -226,11 +226,9 @@ fn a_gone_root_s_job_members_are_still_killed() {
 
 #[test]
 fn a_job_that_keeps_starting_processes_is_emptied() {
-  // cmd starts a ping in the background over and over: the ones born after the snapshot
-  // end too (TerminateJobObject, or the walk before termination), none is left in the job.
-  let mut cmd = Command::new("cmd.exe");
-  cmd.raw_arg(r#"/d /s /c "for /l %i in (1,0,2) do @start /b ping -n 60 127.0.0.1 >NUL""#);
-  let job = start(&mut cmd, true);
+  // The root starts a ping every 20 ms: the ones born after the snapshot end too
+  // (TerminateJobObject, or the walk before termination), none is left in the job.
+  let job = start(&mut role("keep-starting-pings"), true);
   descendants(job.id.pid, 3);
   let report = kill_tree(&job.id, &opts(200)).unwrap();
   assert_clean(&report);
@@ -329,6 +327,21 @@ fn ready_file(pid: u32) -> PathBuf {
   std::env::temp_dir().join(format!("procward-kill-ready-{pid}"))
 }
 
+fn exit_file(pid: u32) -> PathBuf {
+  std::env::temp_dir().join(format!("procward-kill-exit-{pid}"))
+}
+
+/// `ping -n 120 127.0.0.1`, on the caller's console.
+fn ping() -> Child {
+  Command::new("ping.exe")
+    .args(["-n", "120", "127.0.0.1"])
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("start ping")
+}
+
 unsafe extern "system" fn exit_on_ctrl_c(event: u32) -> i32 {
   if event == CTRL_C_EVENT {
     std::process::exit(42);
@@ -366,6 +379,22 @@ fn child_role() {
         .expect("start a child");
       std::mem::forget(child);
     }
+    // Starts ping, and exits when told: ping stays, the job's and nobody's child.
+    "start-ping-and-exit" => {
+      std::mem::forget(ping());
+      std::fs::write(ready_file(std::process::id()), b"ready").unwrap();
+      let told = exit_file(std::process::id());
+      while !told.exists() {
+        std::thread::sleep(Duration::from_millis(20));
+      }
+      let _ = std::fs::remove_file(told);
+      std::process::exit(0);
+    }
+    // Starts a ping every 20 ms until it is killed.
+    "keep-starting-pings" => loop {
+      std::mem::forget(ping());
+      std::thread::sleep(Duration::from_millis(20));
+    },
     other => panic!("unknown role {other}"),
   }
   std::fs::write(ready_file(std::process::id()), b"ready").unwrap();
