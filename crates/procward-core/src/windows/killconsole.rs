@@ -12,6 +12,7 @@
 //! The helper prints one line per group: `<group> ok <pid>...` (the processes attached to
 //! that console when the event went out) or `<group> err <os error>`.
 
+use crate::windows::process::INHERIT_LOCK;
 use std::io::Read;
 use std::os::windows::io::AsRawHandle;
 use std::os::windows::process::CommandExt;
@@ -67,15 +68,16 @@ fn run_helper(helper: &Path, event: CtrlEvent, targets: &[GroupTarget]) -> Resul
     let attach: Vec<String> = t.attach.iter().map(i32::to_string).collect();
     format!("{}@{}", t.group, attach.join(","))
   });
-  let mut child = Command::new(helper)
-    .arg(flag)
-    .args(specs)
-    .creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP)
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .map_err(|e| format!("cannot start {}: {e}", helper.display()))?;
+  let mut command = Command::new(helper);
+  command.arg(flag).args(specs).creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP);
+  command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+  // std lets the child inherit every inheritable handle: never while a job's pipe ends are
+  // made inheritable for its own start (they would stay open in the helper).
+  let started = {
+    let _guard = INHERIT_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    command.spawn()
+  };
+  let mut child = started.map_err(|e| format!("cannot start {}: {e}", helper.display()))?;
   // Its output is a few lines, far below a pipe's buffer: waiting first cannot deadlock.
   if unsafe { WaitForSingleObject(child.as_raw_handle(), HELPER_TIMEOUT_MS) } != 0 {
     let _ = child.kill();
