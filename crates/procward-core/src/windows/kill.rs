@@ -11,7 +11,10 @@
 //!    (`Local\procward-job-<pid>-<start_time>`, opened by name: no handle is passed around)
 //!    and its members (`JobObjectBasicProcessIdList`), and the descendants from one
 //!    Toolhelp32 snapshot (a child created before its parent holds a reused parent PID and is
-//!    skipped). Every process is opened at once and held by its handle until the kill ends:
+//!    skipped). The job is the root's only while it holds the live root, and its members only
+//!    those created no earlier than the root: procward creates a job for its suspended root,
+//!    so anything else was put there by someone who took the name (never touched; the job is
+//!    then ended member by member). Every process is opened at once and held by its handle until the kill ends:
 //!    while a handle is open its PID is never reused, so every later step acts on exactly
 //!    the process snapshotted (that handle is the identity check before each action).
 //! 3. **Graceful step** (SIGTERM, SIGINT): `CTRL_BREAK_EVENT` (SIGTERM) to the job's process
@@ -165,7 +168,8 @@ pub struct KillReport {
   pub signalled: Vec<i32>,
   /// Processes that had already exited when their turn came.
   pub already_gone: Vec<i32>,
-  /// PIDs that were alive but belonged to another process (another creation time): never
+  /// PIDs that were alive but belonged to another process (another creation time), or
+  /// members of the root's Job Object created before the root (someone else's): never
   /// touched.
   pub refused_reused: Vec<i32>,
   /// Processes still running at the end. Non-empty means the kill failed.

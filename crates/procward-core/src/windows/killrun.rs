@@ -94,11 +94,16 @@ impl<'a> Run<'a> {
       self.refuse(root.pid, reason);
       return false;
     }
-    if require_job && !self.job.as_ref().is_some_and(|j| j.holds(&p)) {
+    let in_job = self.job.as_ref().is_some_and(|j| j.holds(&p));
+    if require_job && !in_job {
       self.refuse(root.pid, Refusal::NotSessionLeader);
       return false;
     }
-    let in_job = self.job.as_ref().is_some_and(|j| j.holds(&p));
+    if !in_job {
+      // procward puts a root in its Job Object before it runs: a job of that name without
+      // the live root in it was made by someone else, and its members are not the root's.
+      (self.job, self.job_trusted) = (None, false);
+    }
     self.targets.push(Target { process: p, in_job });
     self.root_current = true;
     true

@@ -5,7 +5,9 @@
 //!
 //! Each process found is opened at once and held by its handle until the kill ends (see
 //! `killprocess`), and passes the guard before it becomes a target; a refused member of the
-//! Job Object makes the kill end the job's processes one by one instead of all at once.
+//! Job Object makes the kill end the job's processes one by one instead of all at once. So
+//! does a member created before the root: procward creates the job for its root, so such a
+//! member was put there by someone else (`refused_reused`, never touched).
 
 use super::killprocess::{open, Opened, Process};
 use super::killrun::{Run, Target};
@@ -34,6 +36,13 @@ impl Run<'_> {
         continue;
       }
       match open(pid) {
+        // The job was created for the root, empty: a member older than the root was put in
+        // it by someone else (a squatted name). Never touched, and the job never terminated
+        // whole.
+        Opened::Process(p) if p.start_time < self.root.start_time => {
+          self.job_trusted = false;
+          Self::note(&mut self.report.refused_reused, p.pid);
+        }
         Opened::Process(p) => {
           self.admit(p, host);
         }
@@ -78,7 +87,10 @@ impl Run<'_> {
   }
 
   pub(super) fn knows(&self, pid: i32) -> bool {
-    self.targets.iter().any(|t| t.pid() == pid) || self.is_refused(pid) || self.unopened.contains(&pid)
+    self.targets.iter().any(|t| t.pid() == pid)
+      || self.is_refused(pid)
+      || self.unopened.contains(&pid)
+      || self.report.refused_reused.contains(&pid)
   }
 
   fn is_refused(&self, pid: i32) -> bool {
