@@ -6,13 +6,17 @@
 //!
 //! - `cmd.exe` (with `/s`, as in the default `/d /s /c`): `"<shell>" /d /s /c "<command>"`.
 //!   With `/s`, cmd strips the first and the last quote of what follows `/c` and runs the
-//!   rest as it is, so the command reaches cmd byte for byte (quotes, `&`, `%VAR%` included;
-//!   cmd itself runs only up to the first line break). The line may not be longer than
+//!   rest as it is, so the command reaches cmd byte for byte (quotes, `&`, `%VAR%` included).
+//!   cmd itself runs only up to the first line break, so a command with a line break before
+//!   its last line is refused rather than cut short without a word. The line may not be longer than
 //!   cmd.exe's 8191 characters ([`CMD_MAX_CHARS`]).
 //! - Any other shell (PowerShell's `-Command`, Git Bash's `-c`): every argument, the
 //!   command too, quoted by the C runtime's rules (those of `CommandLineToArgvW`), which
 //!   PowerShell and MSYS also follow. The line may not be longer than `CreateProcessW`'s
 //!   32 767 characters ([`MAX_CHARS`], its last one the terminating NUL).
+//! - A batch file (`.bat`, `.cmd`) is refused as the shell: Windows runs it through
+//!   `cmd.exe /c`, which does not read the C runtime's quoting, so no quoting of ours could
+//!   keep the command one argument.
 
 use crate::error::{Error, Result};
 use crate::job::ShellKind;
@@ -29,13 +33,33 @@ pub const MAX_CHARS: usize = 32_766;
 /// The command line of `<shell> <args...> <command>`, NUL-terminated UTF-16, quoted for
 /// the shell's family (see the module docs).
 ///
-/// Errors: `InvalidInput` when the command or an argument holds a NUL, or when the line is
-/// longer than the limit of the shell that reads it (8191 for cmd.exe, 32 766 otherwise).
+/// Errors: `InvalidInput` when the command or an argument holds a NUL, when a command for
+/// cmd.exe has a line break before its last line (cmd would drop the rest without a word;
+/// line breaks at the end are harmless and kept), when the line is
+/// longer than the limit of the shell that reads it (8191 for cmd.exe, 32 766 otherwise), or
+/// when the shell is a batch file (`.bat`, `.cmd`): `CreateProcessW` runs one through
+/// `cmd.exe /c`, which reads the C runtime's quoting its own way, so a `"` and a `&` in the
+/// command would start a command of their own (the "BatBadBut" flaw).
 pub fn command_line(shell: &Path, args: &[String], command: &str) -> Result<Vec<u16>> {
   if command.contains('\0') || args.iter().any(|a| a.contains('\0')) {
     return Err(Error::InvalidInput("the command and the shell arguments may not contain NUL".into()));
   }
+  let extension = shell.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
+  if matches!(extension.as_deref(), Some("bat" | "cmd")) {
+    return Err(Error::InvalidInput(format!(
+      "the shell {} is a batch file, which cmd.exe would run with the command's quotes read its own way: \
+       use cmd.exe as the shell and call the batch file in the command",
+      shell.display()
+    )));
+  }
   let kind = ShellKind::of(shell);
+  if kind == ShellKind::Cmd && command.trim_end_matches(['\r', '\n', ' ', '\t']).contains('\n') {
+    return Err(Error::InvalidInput(
+      "cmd.exe runs only the first line of a command (it stops at the line break): join the lines with & (or &&), \
+       or write them to a .cmd file and call it"
+        .into(),
+    ));
+  }
   // A path cannot hold a quote, so the program needs no escaping inside its quotes.
   let mut line: Vec<u16> = Vec::new();
   line.push(u16::from(b'"'));
@@ -198,6 +222,27 @@ mod tests {
     let err = command_line(Path::new("bash.exe"), &["-c".into()], &"x".repeat(MAX_CHARS)).unwrap_err().to_string();
     assert!(err.contains("32766"), "{err}");
     assert!(command_line(Path::new(cmd), &args, "a\0b").is_err());
+  }
+
+  #[test]
+  fn cmd_refuses_a_second_line_and_keeps_a_trailing_line_break() {
+    let cmd = r"C:\Windows\System32\cmd.exe";
+    let args = ["/d".to_string(), "/s".to_string(), "/c".to_string()];
+    for two_lines in ["cd build\nnpm test", "a\r\nb", "a\n\n  b\r\n"] {
+      let err = command_line(Path::new(cmd), &args, two_lines).unwrap_err().to_string();
+      assert!(err.contains("first line"), "{two_lines:?}: {err}");
+    }
+    assert!(command_line(Path::new(cmd), &args, "echo hi\r\n").is_ok());
+    assert!(command_line(Path::new("bash.exe"), &["-c".into()], "echo a\necho b").is_ok());
+  }
+
+  #[test]
+  fn a_batch_file_is_no_shell() {
+    for shell in [r"C:\tools\wrap.bat", r"C:\tools\wrap.CMD"] {
+      let err = command_line(Path::new(shell), &[], "x").unwrap_err().to_string();
+      assert!(err.contains("batch file") && err.contains(shell), "{err}");
+    }
+    assert!(command_line(Path::new(r"C:\Windows\System32\cmd.exe"), &[], "x").is_ok());
   }
 
   #[test]
