@@ -1,0 +1,303 @@
+//! Adversarial tests of the Windows core (issue 15), with real Windows processes under Wine:
+//! what a hostile record, a squatted Job Object name, a stranger planted in a job, a hostile
+//! command line or hostile output can make procward do. Each test states the promise it
+//! checks; a failure here is a safety bug, not a flaky timing. Run under Wine by
+//! `scripts/platforms/windows.sh` (or `cargo test` on Windows).
+//!
+//! Roles: this test executable started again with `PROCWARD_ATTACK_ROLE` set plays a process
+//! of a test (see `child_role`).
+#![cfg(windows)]
+
+use procward_core::identity::{identity, verdict};
+use procward_core::job::{JobEvent, SpawnOptions};
+use procward_core::kill::{kill_tree, KillOptions, Signal};
+use procward_core::spawn::spawn;
+use procward_core::status::ExitInfo;
+use procward_core::windows::jobobject::JobObject;
+use procward_core::{Identity, Verdict};
+use std::io::Write;
+use std::os::windows::io::AsRawHandle;
+use std::os::windows::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::channel;
+use std::time::{Duration, Instant};
+use windows_sys::Win32::System::Threading::CREATE_NO_WINDOW;
+
+/// A generous bound that turns a hang into a failure (never a speed claim).
+const HANG: Duration = Duration::from_secs(60);
+const ROLE: &str = "PROCWARD_ATTACK_ROLE";
+
+/// A process a test started; killed and reaped when the test ends, whatever happened.
+struct Proc {
+  child: Child,
+  id: Identity,
+}
+
+impl Drop for Proc {
+  fn drop(&mut self) {
+    let _ = self.child.kill();
+    let _ = self.child.wait();
+  }
+}
+
+/// This test executable in a role, running (no console window, no standard handles).
+fn role(name: &str, arg: &str) -> Proc {
+  let child = Command::new(std::env::current_exe().unwrap())
+    .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+    .env(ROLE, name)
+    .env("PROCWARD_ATTACK_ARG", arg)
+    .creation_flags(CREATE_NO_WINDOW)
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("start a role");
+  let id = identity(child.id() as i32).unwrap().expect("a running role has an identity");
+  Proc { child, id }
+}
+
+fn sleeper() -> Proc {
+  role("sleep", "120")
+}
+
+fn alive(id: &Identity) -> bool {
+  verdict(id) == Verdict::Current
+}
+
+/// Waits (bounded) until `id` is gone; false if it is still running after [`HANG`].
+fn ends(id: &Identity) -> bool {
+  let deadline = Instant::now() + HANG;
+  while alive(id) {
+    if Instant::now() > deadline {
+      return false;
+    }
+    std::thread::sleep(Duration::from_millis(20));
+  }
+  true
+}
+
+fn terminate_now() -> KillOptions {
+  KillOptions { signal: Signal::SIGKILL, grace: Duration::ZERO, ..KillOptions::default() }
+}
+
+/// A Job Object created by "someone else" under the name procward gives the job of `id`.
+fn squat_job(id: &Identity) -> JobObject {
+  JobObject::create(id.pid as u32, id.start_time).expect("create the squatted Job Object")
+}
+
+/// Runs `opts` to its end: every event in order, the exit last (bounded by [`HANG`]).
+fn events(opts: SpawnOptions) -> Vec<JobEvent> {
+  let (tx, rx) = channel();
+  let _job = spawn(opts, Box::new(move |ev| drop(tx.send(ev)))).expect("spawn");
+  let mut seen = Vec::new();
+  while !matches!(seen.last(), Some(JobEvent::Exit(_))) {
+    seen.push(rx.recv_timeout(HANG).expect("no exit within 60 s"));
+  }
+  seen
+}
+
+/// The text of `events` and the exit.
+fn output_and_exit(events: &[JobEvent]) -> (String, ExitInfo) {
+  let text = events.iter().filter_map(|e| if let JobEvent::Output { text, .. } = e { Some(text.as_str()) } else { None }).collect();
+  let Some(JobEvent::Exit(info)) = events.last() else { unreachable!("events end with the exit") };
+  (text, info.clone())
+}
+
+mod kill_safety {
+  use super::*;
+
+  #[test]
+  fn a_job_name_squatted_for_a_live_root_outside_it_is_not_trusted() {
+    // The root runs outside any Job Object (not started by procward, or its job was never
+    // made); someone creates the Job Object named after its identity and puts a stranger in
+    // it. Killing the root must not reach the stranger: the job is not the root's.
+    let root = sleeper();
+    let stranger = sleeper();
+    let squatted = squat_job(&root.id);
+    squatted.assign(stranger_handle(&stranger)).expect("assign the stranger");
+    let report = kill_tree(&root.id, &terminate_now()).unwrap();
+    assert!(ends(&root.id), "the root itself must end: {report:?}");
+    assert!(alive(&stranger.id), "a stranger in a squatted job was killed: {report:?}");
+    assert!(!report.signalled.contains(&stranger.id.pid), "{report:?}");
+  }
+
+  #[test]
+  fn a_stranger_older_than_the_root_planted_in_its_job_is_never_touched() {
+    // A real job (the root in its own Job Object), plus a process that existed before the
+    // root: it cannot be one of the root's, whoever put it in the job.
+    let stranger = sleeper();
+    std::thread::sleep(Duration::from_millis(20));
+    let job = spawn(SpawnOptions::new("ping -n 120 127.0.0.1 >NUL"), Box::new(|_| {})).expect("spawn");
+    let own = open_job(&job.identity);
+    own.assign(stranger_handle(&stranger)).expect("plant the stranger in the job");
+    let report = kill_tree(&job.identity, &terminate_now()).unwrap();
+    assert!(ends(&job.identity), "the root must end: {report:?}");
+    assert!(alive(&stranger.id), "a stranger older than the root was killed with the job: {report:?}");
+    assert!(report.refused_reused.contains(&stranger.id.pid), "the stranger should be reported as not the job's: {report:?}");
+  }
+
+  #[test]
+  fn a_gone_roots_squatted_job_spares_processes_older_than_the_root() {
+    // The record names a root that has exited; a Job Object with its name holds a process
+    // that started before the root did: not the root's tree, never killed.
+    let stranger = sleeper();
+    std::thread::sleep(Duration::from_millis(20));
+    let root = role("exit", "0");
+    let root_id = root.id.clone();
+    drop(root);
+    assert!(ends(&root_id));
+    let squatted = squat_job(&root_id);
+    squatted.assign(stranger_handle(&stranger)).expect("assign the stranger");
+    let report = kill_tree(&root_id, &terminate_now()).unwrap();
+    assert!(alive(&stranger.id), "a stranger older than the recorded root was killed: {report:?}");
+    assert!(!report.signalled.contains(&stranger.id.pid), "{report:?}");
+  }
+
+  fn stranger_handle(p: &Proc) -> std::os::windows::io::BorrowedHandle<'_> {
+    use std::os::windows::io::AsHandle;
+    p.child.as_handle()
+  }
+
+  /// The job's own Job Object, opened by name as any process of the session can.
+  fn open_job(id: &Identity) -> OpenedJob {
+    use std::os::windows::io::{FromRawHandle, OwnedHandle};
+    use windows_sys::Win32::System::JobObjects::OpenJobObjectW;
+    let name: Vec<u16> = JobObject::name(id.pid as u32, id.start_time).encode_utf16().chain([0]).collect();
+    // JOB_OBJECT_ASSIGN_PROCESS | JOB_OBJECT_QUERY
+    let raw = unsafe { OpenJobObjectW(0x0001 | 0x0004, 0, name.as_ptr()) };
+    assert!(!raw.is_null(), "OpenJobObjectW: {}", std::io::Error::last_os_error());
+    OpenedJob(unsafe { OwnedHandle::from_raw_handle(raw) })
+  }
+
+  struct OpenedJob(std::os::windows::io::OwnedHandle);
+
+  impl OpenedJob {
+    fn assign(&self, process: std::os::windows::io::BorrowedHandle<'_>) -> std::io::Result<()> {
+      use windows_sys::Win32::System::JobObjects::AssignProcessToJobObject;
+      if unsafe { AssignProcessToJobObject(self.0.as_raw_handle(), process.as_raw_handle()) } == 0 {
+        return Err(std::io::Error::last_os_error());
+      }
+      Ok(())
+    }
+  }
+
+  #[test]
+  fn a_job_name_that_exists_already_is_never_joined() {
+    let me = identity(std::process::id() as i32).unwrap().unwrap();
+    let fake = Identity { start_time: me.start_time + 7, ..me };
+    let _first = squat_job(&fake);
+    let err = JobObject::create(fake.pid as u32, fake.start_time).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(windows_sys::Win32::Foundation::ERROR_ALREADY_EXISTS as i32), "{err}");
+  }
+}
+
+mod command_line {
+  use super::*;
+
+  #[test]
+  fn a_second_line_for_cmd_is_refused_instead_of_dropped() {
+    // cmd.exe stops at the first line break of its command line (Wine's cmd echoes the rest
+    // as text): the second line would never run, and nobody would be told.
+    let err = spawn(SpawnOptions::new("echo first\r\necho second"), Box::new(|_| {})).unwrap_err().to_string();
+    assert!(err.contains("first line") && err.contains("&"), "the refusal should say why and what to do: {err}");
+    // A line break at the end only is harmless: the command runs.
+    let (out, exit) = output_and_exit(&events(SpawnOptions::new("echo one\r\n")));
+    assert_eq!(exit, ExitInfo::exited(0));
+    assert!(out.starts_with("one"), "{out:?}");
+  }
+
+  #[test]
+  fn a_batch_file_as_the_shell_is_refused() {
+    // CreateProcessW runs a .bat or .cmd through cmd.exe, which parses the C runtime's
+    // quoting its own way: `"` and `&` in the command would run as commands (BatBadBut).
+    let dir = std::env::temp_dir().join(format!("procward-attack-bat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bat = dir.join("wrapper.bat");
+    std::fs::write(&bat, "@echo arg=[%1]\r\n").unwrap();
+    let marker = dir.join("smuggled");
+    let mut opts = SpawnOptions::new(format!("x\" & echo smuggled> \"{}\" & rem \"", marker.display()));
+    opts.shell = bat.clone();
+    opts.shell_args = Vec::new();
+    match spawn(opts, Box::new(|_| {})) {
+      Err(e) => assert!(e.to_string().contains("batch"), "the refusal should name the batch file: {e}"),
+      Ok(_) => {
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(!marker.exists(), "a command given to a batch-file shell ran a second command");
+        panic!("a batch file was accepted as the shell");
+      }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+  }
+
+  #[test]
+  fn quotes_carets_percents_and_bangs_reach_cmd_byte_for_byte() {
+    // As cmd reads a typed line: `^` escapes outside quotes only, a lone `%` stays, `!` is
+    // plain text (no delayed expansion), backslashes are not escapes.
+    let (out, exit) = output_and_exit(&events(SpawnOptions::new(r#"echo "a^b" ^& 100% !x! "tail\\" \"q\""#)));
+    assert_eq!(exit, ExitInfo::exited(0));
+    assert_eq!(out.trim_end(), r#""a^b" & 100% !x! "tail\\" \"q\""#);
+  }
+
+  #[test]
+  fn a_nul_in_the_command_is_refused() {
+    let err = spawn(SpawnOptions::new("echo a\0& echo b"), Box::new(|_| {})).unwrap_err();
+    assert!(err.to_string().contains("NUL"), "{err}");
+  }
+}
+
+mod hostile_output {
+  use super::*;
+
+  #[test]
+  fn a_ten_megabyte_line_with_invalid_utf8_arrives_whole_and_the_exit_follows() {
+    let mut opts = SpawnOptions::new(format!("\"{}\" --exact child_role --nocapture --test-threads=1", exe()));
+    opts.env = Some(env_with(&[(ROLE, "flood"), ("PROCWARD_ATTACK_ARG", "10485760")]));
+    opts.tail_limit = 1 << 10;
+    let seen = events(opts);
+    let (text, exit) = output_and_exit(&seen);
+    let xs = text.chars().filter(|&c| c == 'x').count();
+    let replacement = text.chars().filter(|&c| c == '\u{fffd}').count();
+    assert_eq!(exit, ExitInfo::exited(0));
+    assert_eq!(xs, 10 << 20, "every byte of the long line must arrive");
+    // \xff, \xfe and the truncated \xe2\x9c at the end: one U+FFFD each.
+    assert_eq!(replacement, 3, "invalid bytes become one U+FFFD each");
+  }
+
+  fn exe() -> String {
+    std::env::current_exe().unwrap().display().to_string()
+  }
+
+  fn env_with(extra: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k != ROLE).collect();
+    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    env
+  }
+}
+
+/// Not a test: the body of the processes the tests start (this executable run again with
+/// `PROCWARD_ATTACK_ROLE`). Without the variable it returns at once.
+#[test]
+fn child_role() {
+  let Ok(name) = std::env::var(ROLE) else { return };
+  let arg = std::env::var("PROCWARD_ATTACK_ARG").unwrap_or_default();
+  match name.as_str() {
+    "sleep" => std::thread::sleep(Duration::from_secs(arg.parse().unwrap_or(120))),
+    "exit" => std::process::exit(arg.parse().unwrap_or(0)),
+    // `arg` bytes of 'x' with no line break, then invalid UTF-8, and a sequence cut short.
+    "flood" => {
+      let mut out = std::io::stdout().lock();
+      let n: usize = arg.parse().unwrap();
+      let chunk = vec![b'x'; 64 * 1024];
+      let mut left = n;
+      while left > 0 {
+        let k = left.min(chunk.len());
+        out.write_all(&chunk[..k]).unwrap();
+        left -= k;
+      }
+      out.write_all(b"\xff\xfe\xe2\x9c").unwrap();
+      out.flush().unwrap();
+      std::process::exit(0);
+    }
+    other => panic!("unknown role {other}"),
+  }
+}
