@@ -46,12 +46,14 @@ export class DurableSession extends HostSession {
    * job runs without its record on disk, as before, a record found there always names the
    * supervisor to follow, and the event loop does not wait for the disk to create a directory
    * and a file (0.3-1 ms each on a metadata-bound disk). A job with a stdin FIFO (created in
-   * the directory before the spawn) or a record too long for the pipe is recorded here.
+   * the directory before the spawn) or a record too long for the pipe is recorded here. On
+   * Windows the stdin is a named pipe the supervisor creates, not a file in the directory.
    */
   protected recordBeforeSpawn(files: JobFiles, spec: StartSpec): void {
     // Without `pid` and `identity`: the supervisor adds its own (see procward-supervise).
     const text = JSON.stringify({ ...this.live.record, pid: undefined, identity: undefined });
-    if (!spec.stdin && Buffer.byteLength(text) <= SUPERVISOR_RECORD_BYTES) {
+    const fifoFirst = spec.stdin && process.platform !== 'win32';
+    if (!fifoFirst && Buffer.byteLength(text) <= SUPERVISOR_RECORD_BYTES) {
       this.recordForSupervisor = text;
       return;
     }
@@ -74,7 +76,7 @@ export class DurableSession extends HostSession {
       exitPath: files.exitPath,
       supervisor: supervisorPath(),
       logPartBytes: Math.floor((this.host.options.logMaxBytes ?? LOG_MAX_BYTES) / 2),
-      // A durable job's stdin is a FIFO any host can write (see stdinfifo.ts).
+      // A durable job's stdin is a FIFO (a named pipe on Windows) any host can write (see stdinfifo.ts).
       ...(spec.stdin && { stdinFifo: files.stdinPath }),
     };
   }

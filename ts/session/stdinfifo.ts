@@ -10,9 +10,19 @@
  * Writes behave as a pipe's do (see `input.ts`): each starts after the writes and the close
  * asked for before it, waits for a job that reads, and fails with `WRITE_TIMEOUT` once the
  * job took none of its bytes for the write's timeout, with `written` on every failure.
+ *
+ * Windows has neither FIFOs nor SIGUSR1: the supervisor serves a named pipe,
+ * `\\.\pipe\procward-<session id>-stdin` (one instance, local clients, this user only;
+ * see the supervisor's `stdinpipe.rs`), and copies each connection's bytes into the job's
+ * stdin, one writer after another. A write is one connection; `written` counts the bytes
+ * the pipe took. Closing writes the same `stdin-closed` marker, then connects once without
+ * writing: the supervisor looks for the marker after every connection (and before its
+ * first), closes the job's stdin and the pipe. A pipe that is already gone at that moment
+ * means the close was seen (or the job ended) already.
  */
 import { closeSync, constants, existsSync, fstatSync, openSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { connect, type Socket } from 'node:net';
+import { basename, dirname, join } from 'node:path';
 import { ProcwardError } from '../errors.js';
 import { verdict } from '../processes.js';
 import { readSupervisorIdentity, writePrivate } from '../persist/jobfiles.js';
@@ -87,6 +97,7 @@ export async function writeFifo(live: Live, data: string, timeoutMs: number): Pr
   const r = live.record;
   if (existsSync(closedMark(r.stdinPath as string))) throw writeFailed('STDIN_CLOSED', `${r.id}: its stdin was closed`, 0);
   const bytes = Buffer.from(data, 'utf8');
+  if (process.platform === 'win32') return writePipe(live, bytes, timeoutMs);
   const fd = await openFifo(live);
   let written = 0;
   const of = () => `${written} of ${bytes.length} bytes written`;
@@ -121,13 +132,116 @@ export async function writeFifo(live: Live, data: string, timeoutMs: number): Pr
  * the record names, while it is `current`, and never to PID 1 or this host (a record is
  * untrusted input: SIGUSR1 would start Node's inspector in a host).
  */
-export function closeFifo(live: Live): { id: string; closed: true } {
+export async function closeFifo(live: Live): Promise<{ id: string; closed: true }> {
   const r = live.record;
   const fifo = r.stdinPath as string;
   writePrivate(closedMark(fifo), `${Date.now()}\n`);
+  if (process.platform === 'win32') return closePipe(live);
   const own = readSupervisorIdentity(join(dirname(fifo), 'supervisor.json'));
   const id = r.identity;
   const same = id !== null && own !== null && own.pid === id.pid && own.startTime === id.startTime && own.bootId === id.bootId;
   if (same && id.pid > 1 && id.pid !== process.pid && id.pid !== process.ppid && verdict(id) === 'current') process.kill(id.pid, 'SIGUSR1');
+  return { id: r.id, closed: true };
+}
+
+/** Windows: the named pipe the supervisor serves as the job's stdin (its session directory's name is the session id). */
+export function stdinPipeName(stdinPath: string): string {
+  return `\\\\.\\pipe\\procward-${basename(dirname(stdinPath))}-stdin`;
+}
+
+/** Bytes handed to the pipe at a time: each one's completion is progress. */
+const PIPE_CHUNK = 64 * 1024;
+
+/**
+ * A connection to the pipe, for writing only: the server never writes, so the read side ends
+ * at once, which must not end the write side (`allowHalfOpen`). Errors after the connect
+ * reach the writes' callbacks; the listener kept here only stops them from being thrown.
+ */
+function connectOnce(name: string): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ path: name, allowHalfOpen: true });
+    socket.once('error', reject);
+    socket.once('connect', () => {
+      socket.off('error', reject);
+      socket.on('error', () => {});
+      resolve(socket);
+    });
+  });
+}
+
+/** Connects to the job's stdin pipe, waiting for a supervisor that has not created it yet (as `openFifo`). */
+async function connectPipe(live: Live): Promise<Socket> {
+  const r = live.record;
+  const name = stdinPipeName(r.stdinPath as string);
+  for (const end = Date.now() + OPEN_WAIT_MS; ; ) {
+    try {
+      // A pipe busy with another writer is waited for by libuv (WaitNamedPipe).
+      return await connectOnce(name);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' && r.status === 'running' && Date.now() < end && Date.now() - r.startedAt < OPEN_WAIT_MS) {
+        await sleep(10);
+        continue;
+      }
+      if (code === 'ENOENT') throw writeFailed('SESSION_EXITED', `${r.id} no longer reads its stdin`, 0);
+      throw writeFailed('EIO', `${r.id}: connecting to its stdin pipe: ${(err as Error).message}`, 0);
+    }
+  }
+}
+
+/** One chunk into the pipe: resolves once the pipe took it, rejects on an error or after `timeoutMs`. */
+function writeChunk(socket: Socket, chunk: Buffer, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })), timeoutMs);
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      reject(err);
+    };
+    socket.once('error', fail);
+    socket.write(chunk, (err) => {
+      clearTimeout(timer);
+      socket.off('error', fail);
+      if (err) reject(err);
+      else resolve();
+    });
+  });
+}
+
+/** Windows: `writeFifo` through the named pipe (see the module docs). */
+async function writePipe(live: Live, bytes: Buffer, timeoutMs: number): Promise<{ id: string; bytes: number }> {
+  const r = live.record;
+  const socket = await connectPipe(live);
+  let written = 0;
+  const of = () => `${written} of ${bytes.length} bytes written`;
+  try {
+    while (written < bytes.length) {
+      const chunk = bytes.subarray(written, written + PIPE_CHUNK);
+      try {
+        await writeChunk(socket, chunk, timeoutMs);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ETIMEDOUT') throw writeFailed('WRITE_TIMEOUT', `${r.id} took none of its input for ${timeoutMs} ms: it is not reading its stdin (${of()})`, written);
+        if (code === 'EPIPE' || code === 'ECONNRESET' || code === 'EOF') throw writeFailed('SESSION_EXITED', `${r.id} no longer reads its stdin: it exited or closed it (${of()})`, written);
+        throw writeFailed('EIO', `${r.id}: writing its stdin pipe: ${(err as Error).message} (${of()})`, written);
+      }
+      written += chunk.length;
+    }
+  } finally {
+    // The end of the connection is the end of this write for the supervisor.
+    socket.destroySoon();
+  }
+  return { id: r.id, bytes: bytes.length };
+}
+
+/** Windows: wakes the supervisor so that it sees the `stdin-closed` marker (see the module docs). */
+async function closePipe(live: Live): Promise<{ id: string; closed: true }> {
+  const r = live.record;
+  try {
+    const socket = await connectOnce(stdinPipeName(r.stdinPath as string));
+    await new Promise<void>((resolve) => socket.end(resolve));
+    socket.destroy();
+  } catch {
+    // No pipe: the supervisor closed it already (it saw the marker, or the job ended).
+  }
   return { id: r.id, closed: true };
 }

@@ -207,13 +207,21 @@ fn stdin_through_the_named_pipe_reaches_the_job_from_two_writers_and_a_close_end
   assert!(std::fs::OpenOptions::new().write(true).open(name).is_err());
 }
 
-#[test]
-fn terminate_job_object_of_the_supervisors_named_job_gives_an_exit_file() {
+/// `TerminateJobObject(<name>, 1)`, by name, as a killer in another process does.
+fn terminate_job(name: &str) {
   use windows_sys::Win32::System::JobObjects::{OpenJobObjectW, TerminateJobObject};
   // winnt.h (windows-sys keeps it in a large feature).
   const JOB_OBJECT_TERMINATE: u32 = 8;
-  let dir = session_dir("kill");
-  let (job, rx) = start(durable("echo started & ping -n 60 127.0.0.1 >nul & echo never", &dir, false));
+  let wide: Vec<u16> = name.encode_utf16().chain(std::iter::once(0)).collect();
+  let handle = unsafe { OpenJobObjectW(JOB_OBJECT_TERMINATE, 0, wide.as_ptr()) };
+  assert!(!handle.is_null(), "cannot open {name}: {}", std::io::Error::last_os_error());
+  assert_ne!(unsafe { TerminateJobObject(handle, 1) }, 0);
+  unsafe { windows_sys::Win32::Foundation::CloseHandle(handle) };
+}
+
+/// Starts a job that prints `started` and then waits a minute; returns once it printed.
+fn started_job(dir: &Path) -> (Job, Receiver<JobEvent>, String) {
+  let (job, rx) = start(durable("echo started & ping -n 60 127.0.0.1 >nul & echo never", dir, false));
   let mut out = String::new();
   while !out.contains("started") {
     match rx.recv_timeout(HANG).expect("no output within 60 s") {
@@ -222,18 +230,36 @@ fn terminate_job_object_of_the_supervisors_named_job_gives_an_exit_file() {
     }
   }
   let record = wait_for_file(&dir.join("supervisor.json"), |t| t.ends_with("}\n"));
+  (job, rx, record)
+}
+
+#[test]
+fn terminate_job_object_of_the_jobs_named_job_gives_an_exit_file() {
+  let dir = session_dir("kill");
+  let (job, rx, record) = started_job(&dir);
   let (pid, start_time) = (number_after(&record, "\"job\"", "pid"), number_after(&record, "\"job\"", "startTime"));
-  let name = procward_core::windows::jobobject::JobObject::name(pid as u32, start_time);
-  let wide: Vec<u16> = name.encode_utf16().chain(std::iter::once(0)).collect();
-  let handle = unsafe { OpenJobObjectW(JOB_OBJECT_TERMINATE, 0, wide.as_ptr()) };
-  assert!(!handle.is_null(), "cannot open {name}: {}", std::io::Error::last_os_error());
-  assert_ne!(unsafe { TerminateJobObject(handle, 1) }, 0);
-  unsafe { windows_sys::Win32::Foundation::CloseHandle(handle) };
-  // The supervisor is outside the job: it records the job's end, the code the killer chose.
+  terminate_job(&procward_core::windows::jobobject::JobObject::name(pid as u32, start_time));
+  // The supervisor is outside that job: it records the job's end, the code the killer chose.
   let (rest, exit) = until_exit(&rx);
   assert_eq!(exit, ExitInfo::exited(1));
-  assert!(!rest.contains("never"), "{out}{rest}");
+  assert!(!rest.contains("never"), "{rest}");
   assert_eq!(exit_file(&dir), ExitInfo::exited(1));
   assert!(!alive(pid, start_time), "the job's process is gone");
   drop(job);
+}
+
+#[test]
+fn terminate_job_object_of_the_supervisors_named_job_ends_both_and_the_end_is_unknown() {
+  let dir = session_dir("killsup");
+  let (job, rx, record) = started_job(&dir);
+  let (pid, start_time) = (number_after(&record, "\"job\"", "pid"), number_after(&record, "\"job\"", "startTime"));
+  // The name a killer derives from the session's identity alone.
+  terminate_job(&procward_core::windows::jobobject::JobObject::name(job.pid as u32, job.identity.start_time));
+  let (rest, exit) = until_exit(&rx);
+  // No exit file: the supervisor died with the job, and hosts see the end as unknown (lost).
+  assert_eq!(exit, ExitInfo { code: None, signal: None });
+  assert!(!rest.contains("never"), "{rest}");
+  assert!(!dir.join("exit.json").exists());
+  assert!(!alive(pid, start_time), "the job's process is gone");
+  assert!(!alive(job.pid as u64, job.identity.start_time), "the supervisor is gone");
 }

@@ -15,12 +15,13 @@
 //! and in order with other hosts' writes.
 //!
 //! Closing: a host writes the session's `stdin-closed` marker file and then connects once
-//! and disconnects without writing (the connection only wakes this thread). After each
-//! connection the thread looks for the marker; once it exists, it closes the job's stdin
-//! (EOF once the job read what was sent before) and the pipe itself (later writers find no
-//! pipe). A marker written while a write is being copied takes effect after that write, so
-//! nothing sent before the close request is lost. When the job ends, its stdin is closed
-//! too ([`StdinPipe::job_ended`]), as on Unix.
+//! and disconnects without writing (the connection only wakes this thread). Before each
+//! connection (the first one too: a close may come before the pipe exists) the thread looks
+//! for the marker; once it exists, it closes the job's stdin (EOF once the job read what was
+//! sent before) and the pipe itself (later writers find no pipe). A marker written while a
+//! write is being copied takes effect after that write, so nothing sent before the close
+//! request is lost. When the job ends, its stdin is closed too ([`StdinPipe::job_ended`]),
+//! as on Unix.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -90,21 +91,21 @@ impl StdinPipe {
 /// job's stdin; then closes the pipe by returning (the server handle is dropped).
 fn run(server: OwnedHandle, keeper: &Keeper, closed_marker: &std::path::Path) {
   let mut buf = vec![0u8; PIPE_BUFFER as usize];
-  loop {
+  // The marker is looked for before each connection, the first included: a close asked for
+  // before the pipe existed found no pipe to wake us with.
+  while !closed_marker.exists() && !keeper.closing.load(Ordering::SeqCst) {
     // A writer that connected before this call is connected (ERROR_PIPE_CONNECTED), one that
     // also closed already left its bytes to read (ERROR_NO_DATA).
     let connected = unsafe { ConnectNamedPipe(server.as_raw_handle(), std::ptr::null_mut()) } != 0
       || matches!(unsafe { GetLastError() }, ERROR_PIPE_CONNECTED | ERROR_NO_DATA);
-    if connected {
-      copy_one(&server, keeper, &mut buf);
-      unsafe { DisconnectNamedPipe(server.as_raw_handle()) };
+    if !connected {
+      break;
     }
-    if closed_marker.exists() || keeper.closing.load(Ordering::SeqCst) || !connected {
-      if let Ok(mut w) = keeper.writer.lock() {
-        *w = None;
-      }
-      return;
-    }
+    copy_one(&server, keeper, &mut buf);
+    unsafe { DisconnectNamedPipe(server.as_raw_handle()) };
+  }
+  if let Ok(mut w) = keeper.writer.lock() {
+    *w = None;
   }
 }
 

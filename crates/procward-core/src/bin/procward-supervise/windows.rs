@@ -5,12 +5,22 @@
 //! - the host starts it with `DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP` (and
 //!   `CREATE_BREAKAWAY_FROM_JOB` where the host's job allows it): no console, so no
 //!   Ctrl-C or Ctrl-Break of the host's console reaches it, and it outlives the host;
-//! - it starts the job through `procward_core::windows::process::launch`: suspended, in a new
-//!   process group with a hidden console of its own, assigned to the Job Object
-//!   `Local\procward-job-<job pid>-<job start time>` with `KILL_ON_JOB_CLOSE`, then resumed.
-//!   The supervisor holds that job's only handle, so the job survives the host and dies by a
-//!   kill (`TerminateJobObject` of that name) or with the supervisor. A job that cannot start
-//!   gets exit code 127, as on Unix;
+//! - two Job Objects, both `KILL_ON_JOB_CLOSE` and held by the supervisor alone, so the job
+//!   survives the host and dies by a kill or with the supervisor:
+//!   - its own, `Local\procward-job-<supervisor pid>-<supervisor start time>`, which it
+//!     joins before the job starts. A durable session is followed and killed by the
+//!     supervisor's identity (as on Unix), and the tree kill finds its tree by that name:
+//!     `TerminateJobObject` of it ends the supervisor with the job, so no exit file is
+//!     written (as a SIGKILL of the Unix group; the killer records the end, and a host that
+//!     finds the supervisor gone without one reads the end as unknown, `lost`). The
+//!     supervisor has no console, so a Ctrl-Break meant for it reaches nobody: such a kill
+//!     goes straight to its forceful step;
+//!   - the job's, nested in it: the job starts through `procward_core::windows::process::launch`,
+//!     suspended, in a new process group with a hidden console of its own, in the Job Object
+//!     `Local\procward-job-<job pid>-<job start time>`, then resumed. `TerminateJobObject`
+//!     of that one ends the job alone: the supervisor records its end (the killer's exit
+//!     code) in `exit.json`;
+//! - a job that cannot start gets exit code 127, as on Unix;
 //! - `supervisor.json` is the supervisor's identity (what hosts follow and kill, as on Unix)
 //!   plus `"job":{"pid":…,"startTime":"…"}`, which names the job's process and so its Job
 //!   Object and the process group that takes Ctrl-Break (readers of the identity ignore it);
@@ -48,6 +58,8 @@ pub fn main() {
   let args = parse();
   let identity = files::own_identity();
   let mut notes = record_session_first(&args, identity.as_deref(), Vec::new());
+  // Ours before the job starts: the job is born in it (see the module docs).
+  let _own_job = own_job().map_err(|e| notes.push(format!("cannot create the Job Object named after the supervisor: {e}"))).ok();
   let (stdin_pipe, stdin) = match &args.stdin_pipe {
     Some(name) => match StdinPipe::serve(name, args.exit.with_file_name("stdin-closed")) {
       Ok((served, job_end)) => (Some(served), StdinFrom::Handle(job_end)),
@@ -84,6 +96,19 @@ pub fn main() {
   let pipe = OverlappedPipe::new(output, CHUNK).map_err(|e| notes.push(format!("cannot read the job's output: {e}"))).ok();
   let out = Output::new(&args, notes);
   std::process::exit(run(&args, Job { process, job, pipe }, stdin_pipe, out))
+}
+
+/// The Job Object `Local\procward-job-<our pid>-<our start time>`, with us in it: every
+/// process we start is born in it, the job's own Job Object nests inside it, and a killer
+/// that knows only our identity (a durable session's) finds the whole tree by that name.
+fn own_job() -> std::io::Result<JobObject> {
+  use std::os::windows::io::BorrowedHandle;
+  let pid = std::process::id();
+  let me = procward_core::identity::identity(pid as i32)?.ok_or_else(|| std::io::Error::other("our own identity cannot be read"))?;
+  let job = JobObject::create(pid, me.start_time)?;
+  let current = unsafe { BorrowedHandle::borrow_raw(windows_sys::Win32::System::Threading::GetCurrentProcess()) };
+  job.assign(current)?;
+  Ok(job)
 }
 
 /// `<program> [args...]` as the job's shell, its arguments and its command (the last one);
