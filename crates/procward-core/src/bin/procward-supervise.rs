@@ -41,6 +41,11 @@
 //! SIGKILL of the group ends it too, and then no exit file is written (the killer knows what
 //! it did). A SIGKILL of the supervisor alone closes the job's output pipe: its next write
 //! fails with EPIPE/SIGPIPE.
+//!
+//! On Windows (`procward-supervise/windows.rs`) the command line and the files are the same;
+//! the job runs in Job Objects the supervisor holds, its stdin is the named pipe of
+//! `--stdin-pipe` (`procward-supervise/stdinpipe.rs`; `--stdin-fifo` is Unix-only), and
+//! `--ctrl-break <pid>` is the tree kill's graceful step (`procward-supervise/ctrlbreak.rs`).
 
 #[cfg(not(any(unix, windows)))]
 fn main() {
