@@ -13,7 +13,8 @@
 #  3. Node under Wine fails with EBADF when its stdout is a Linux pipe: its stdout and
 #     stderr go to files, printed afterwards.
 # The Wine prefix is private (.platforms/windows/prefix, Windows 10, no Mono or Gecko); at the
-# end `wineserver -k` stops that prefix's server only.
+# end `wineserver -k` stops that prefix's server only, and only when no other run (another
+# helper's tests, consumer-windows.sh) has a Wine process in it (see stop_wineserver).
 #
 # The smoke run (--spawn=supported --kill) checks probe, identity, verdict and descendants, then
 # spawns through cmd.exe: output and exit code, a stdin pipe, a missing cwd's ENOENT, and a
@@ -129,7 +130,40 @@ js_suite() {
   return "$rc"
 }
 
-stop_wineserver() { wineserver -k 2>/dev/null || true; }
+# Wine processes of this run carry RUN_MARK in their environment (Wine hands the Windows
+# environment on to every process it starts); the prefix's own services (started by whichever
+# run came first) do not count.
+RUN_MARK="PROCWARD_WINE_RUN=$$-$(date +%s%N)"
+export "${RUN_MARK?}"
+WINE_SERVICES='^(wineserver.*|services\.exe|winedevice\.exe|plugplay\.exe|svchost\.exe|rpcss\.exe|explorer\.exe)$'
+
+# other_runs_in_prefix: prints the Wine processes of this prefix that another run started
+# (another helper's tests, consumer-windows.sh), one "pid name" a line.
+other_runs_in_prefix() {
+  local environ pid env
+  for environ in /proc/[0-9]*/environ; do
+    pid="${environ#/proc/}" pid="${pid%/environ}"
+    env="$(tr '\0' '\n' 2>/dev/null <"$environ")" || continue
+    grep -qxF "WINEPREFIX=$WINEPREFIX" <<<"$env" || continue
+    grep -qxF "$RUN_MARK" <<<"$env" && continue
+    grep -qE "$WINE_SERVICES" "/proc/$pid/comm" 2>/dev/null && continue
+    echo "$pid $(cat "/proc/$pid/comm" 2>/dev/null)"
+  done
+}
+
+# The prefix may be shared with other runs at the same time: `wineserver -k` would end their
+# Wine processes too. It runs only when no other run has a process in the prefix (then it
+# ends this run's leftovers and the services); otherwise the server ends by itself a few
+# seconds after its last client.
+stop_wineserver() {
+  local others
+  others="$(other_runs_in_prefix)"
+  if [ -n "$others" ]; then
+    echo "[$SCRIPT_NAME] wineserver left running: other runs use $WINEPREFIX ($(wc -l <<<"$others") processes, e.g. $(head -1 <<<"$others"))"
+    return 0
+  fi
+  wineserver -k 2>/dev/null || true
+}
 trap stop_wineserver EXIT
 
 step "import library" import_library
