@@ -35,13 +35,25 @@ impl Run<'_> {
     let group_sent = self.signal_group(root, sig);
     if group_sent {
       Self::note(&mut self.report.signalled, root.pid);
-      if resume {
-        self.signal_group(root, Signal::SIGCONT);
+      // A leader that the signal ended already cannot vouch for its group any more: its
+      // snapshotted members get SIGCONT one by one, each after its own identity check.
+      if resume && !self.signal_group(root, Signal::SIGCONT) {
+        for t in self.targets.clone().into_iter().filter(|t| t.pgid == root.pid && t.pid != root.pid) {
+          self.resume(t);
+        }
       }
     }
     // A copy: a refusal takes its PID out of the targets.
     for t in self.targets.clone() {
       self.signal_target(t, sig, group_sent, resume);
+    }
+  }
+
+  /// SIGCONT to `t`, checked again: a signal goes only to a process that is current right
+  /// before it.
+  fn resume(&self, t: Target) {
+    if self.verdict(t) == Verdict::Current {
+      let _ = kill(Pid::from_raw(t.pid), Signal::SIGCONT);
     }
   }
 
@@ -76,9 +88,8 @@ impl Run<'_> {
         }
         if kill(Pid::from_raw(t.pid), sig).is_ok() {
           Self::note(&mut self.report.signalled, t.pid);
-          // Checked again: a signal goes only to a process that is current right before it.
-          if resume && self.verdict(t) == Verdict::Current {
-            let _ = kill(Pid::from_raw(t.pid), Signal::SIGCONT);
+          if resume {
+            self.resume(t);
           }
         }
       }

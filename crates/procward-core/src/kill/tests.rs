@@ -244,6 +244,22 @@ fn a_stopped_grandchild_outside_the_group_runs_its_term_trap() {
 }
 
 #[test]
+fn a_stopped_grandchild_in_the_group_runs_its_trap_when_the_leader_dies_of_sigterm_first() {
+  // The leader (a shell in `wait`) dies of SIGTERM at once; if it is gone before the group's
+  // SIGCONT, the members get theirs one by one.
+  let file = temp_file("stopped-in-group");
+  let script = format!("sh -c 'trap \"echo in-group > {}; exit 0\" TERM; kill -STOP $$; sleep 30' & wait", file.display());
+  let (mut child, id) = spawn_session(&script);
+  let grandchild = wait_for_descendants(id.pid, 1)[0].pid;
+  wait_stopped(grandchild);
+  let report = kill_tree(&id, &KillOptions { grace: Duration::from_secs(30), ..Default::default() }).unwrap();
+  assert!(!report.escalated, "{report:?}");
+  assert_eq!(wait_file(&file), "in-group\n");
+  child.wait().unwrap();
+  let _ = std::fs::remove_file(&file);
+}
+
+#[test]
 fn a_stop_signal_is_not_followed_by_sigcont() {
   // `exec`: a shell that forks first (dash vforks) leaves its parent waiting for the child's
   // exec, where a stop signal stays pending.
