@@ -3,9 +3,10 @@
  * directory, listing every session.
  *
  * - Writes are atomic and durable: a uniquely named temp file in the same directory,
- *   fsync, rename, then an fsync of the directory. A previous generation is kept as
- *   `checkpoint.prev.json` (a hard link to the current file renamed into place, at most
- *   every 5 s), so `checkpoint.json` never goes missing, also when a write fails.
+ *   fsync, rename, then an fsync of the directory (not on Windows, which has none). A
+ *   previous generation is kept as `checkpoint.prev.json` (a hard link to the current file
+ *   renamed into place, at most every 5 s), so `checkpoint.json` never goes missing, also
+ *   when a write fails.
  * - Every write holds `checkpoint.lock` (`flock(2)`, released by the kernel if the holder
  *   dies; waiters block in the kernel, so none is starved) and merges with what other
  *   hosts wrote: their entries are kept and, for a session both sides know, the newer `updatedAt` wins. Temp files of writers that died mid-write
@@ -90,6 +91,9 @@ export interface SaveSet {
 }
 
 function fsyncDir(dir: string): void {
+  // Windows cannot flush a directory (FlushFileBuffers on it fails: EPERM from Node, every
+  // time); NTFS journals the rename itself.
+  if (process.platform === 'win32') return;
   const fd = openSync(dir, 'r');
   try {
     fsyncSync(fd);
