@@ -165,9 +165,13 @@ pub struct KillRequest {
 /// `require_session_leader`) not a session leader is listed in `refused` and the kill does
 /// nothing else.
 ///
-/// Errors: `Unsupported` where the platform has no identity source yet; the verdict
-/// `unknown` for the root gives `InvalidInput`-free success with nothing signalled and the
-/// root listed as a survivor (unknown is never signalled, and never reported dead).
+/// A root whose PID now names another process (`refused_reused`) or cannot be read (the
+/// verdict `unknown`: listed as a survivor, never reported dead) is never signalled, nor is
+/// any group of its id; the members of the job's own cgroup (`opts.cgroup`, when the guard
+/// judges it procward's) are still killed as the tree's, so a daemon the job left is cleaned
+/// up whatever became of its leader.
+///
+/// Errors: `Unsupported` where the platform has no identity source yet.
 pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
   let request = KillRequest { root: root.clone(), cgroup: opts.cgroup.clone() };
   kill_trees(std::slice::from_ref(&request), opts).pop().expect("one report per request")
@@ -192,6 +196,7 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
       root: &r.root,
       host: host.clone(),
       cgroup: None,
+      group_is_jobs: true,
       boot_id: boot_id.clone(),
       targets: Vec::new(),
       report: KillReport::default(),
@@ -349,16 +354,28 @@ impl Run<'_> {
         self.report.already_gone.push(root.pid);
         None
       }
+      // The leader's PID names another process now (never signalled), or cannot be read
+      // (never signalled either): the job's own cgroup still holds what is left of the job
+      // (a daemon that left the tree), and it is cleaned up all the same.
       Verdict::Replaced => {
         self.report.refused_reused.push(root.pid);
-        None
+        self.cgroup_alone()
       }
       Verdict::Unknown => {
         self.report.survivors.push(root.pid);
         self.report.survivor_identities.push(root.clone());
-        None
+        self.cgroup_alone()
       }
     }
+  }
+
+  /// Goes on with the job's cgroup as its only source of targets (see `begin`), when the
+  /// guard judged it procward's for the session: the root's process group is left out,
+  /// since a group of the root's id may be another process's now.
+  fn cgroup_alone(&mut self) -> Option<Option<ProcessInfo>> {
+    self.cgroup.as_ref()?;
+    self.group_is_jobs = false;
+    Some(None)
   }
 
   /// Before SIGKILL (the tree walked again): the cgroup's own kill when the guard allows it.
@@ -377,9 +394,16 @@ impl Run<'_> {
   fn finish(&mut self, mut survivors: Vec<Target>) {
     let refused: Vec<i32> = self.report.refused.iter().filter_map(|r| r.pid).collect();
     survivors.retain(|t| !refused.contains(&t.pid));
-    self.report.survivors = survivors.iter().map(|t| t.pid).collect();
+    // A root whose verdict was unknown is a survivor already (see `begin`), and stays one.
+    let mut identities = std::mem::take(&mut self.report.survivor_identities);
     let boot_id = &self.root.boot_id;
-    self.report.survivor_identities =
-      survivors.iter().map(|t| Identity { pid: t.pid, start_time: t.start_time, boot_id: boot_id.clone() }).collect();
+    for t in &survivors {
+      if identities.iter().any(|i| i.pid == t.pid) {
+        continue;
+      }
+      identities.push(Identity { pid: t.pid, start_time: t.start_time, boot_id: boot_id.clone() });
+    }
+    self.report.survivors = identities.iter().map(|i| i.pid).collect();
+    self.report.survivor_identities = identities;
   }
 }

@@ -28,6 +28,10 @@ pub(super) struct Run<'a> {
   pub(super) root: &'a Identity,
   pub(super) host: Host,
   pub(super) cgroup: Option<std::path::PathBuf>,
+  /// Whether the root's process group may be the job's. False when the kill reaches the
+  /// job's cgroup alone: its leader's PID now names another process (so any group of that
+  /// id is the newcomer's) or cannot be read.
+  pub(super) group_is_jobs: bool,
   pub(super) boot_id: String,
   pub(super) targets: Vec<Target>,
   pub(super) report: KillReport,

@@ -71,6 +71,9 @@ impl Run<'_> {
   /// (`sid == pgid == root`): a job's group lives in the session `setsid` made for it, and
   /// any other group is not the job's.
   pub(super) fn own_group(&self, table: &[ProcessInfo]) -> Vec<Target> {
+    if !self.group_is_jobs {
+      return Vec::new();
+    }
     group_members_in(table, self.root.pid, self.root.start_time)
       .iter()
       .filter(|p| !p.is_dead() && !self.knows(p.pid) && session_of(p.pid) == Some(self.root.pid))
@@ -132,7 +135,11 @@ impl Run<'_> {
 
   /// Whether the root's process group still exists: `kill(-root, 0)` succeeds (or is
   /// refused with `EPERM`) while any process is in it, a zombie included. Sends nothing.
+  /// False when the group may not be the job's (see `Run::group_is_jobs`).
   pub(super) fn group_exists(&self) -> bool {
+    if !self.group_is_jobs {
+      return false;
+    }
     // SAFETY: signal 0 only checks that the group exists; the root's PID is above 1 (`begin`).
     unsafe { libc::kill(-self.root.pid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) }
   }

@@ -173,6 +173,7 @@ fn a_survivor_that_is_not_dying_is_reported_without_the_long_wait() {
       root: &root,
       host: Host::current(),
       cgroup: None,
+      group_is_jobs: true,
       boot_id: root.boot_id.clone(),
       targets: vec![target],
       report: KillReport::default(),
@@ -461,4 +462,37 @@ fn a_group_member_the_walk_cannot_reach_is_escalated_when_the_root_dies() {
   }
   assert!(!alive, "{member:?} survived: {report:?}");
   assert!(report.escalated && report.survivors.is_empty() && report.signalled.contains(&member.pid), "{report:?}");
+}
+
+#[test]
+fn a_replaced_leader_leaves_the_jobs_cgroup_to_be_cleaned_up_and_its_pids_group_alone() {
+  let Some(_) = crate::cgroup::base() else {
+    eprintln!("skipped: this host may not create cgroups");
+    return;
+  };
+  // The newcomer holding the leader's recorded PID leads a group of its own, whose member
+  // started after the recorded leader (as a PID's next owner does).
+  let (mut stranger, now_at_pid) = spawn_session("sleep 30 & wait");
+  let member = wait_for_descendants(now_at_pid.pid, 1)[0];
+  let session = format!("proc_{:012x}", 0xc8_0000_0000u64 + u64::from(std::process::id()));
+  let dir = crate::cgroup::create(&session).expect("a cgroup for the session");
+  // A daemon the job left: in the job's cgroup, in no tree or group the record names.
+  let (mut daemon, daemon_id) = spawn_session("sleep 30");
+  std::fs::write(dir.join("cgroup.procs"), daemon_id.pid.to_string()).unwrap();
+  let recorded = Identity { start_time: now_at_pid.start_time - 1, ..now_at_pid.clone() };
+  let opts = KillOptions { grace: Duration::from_millis(300), cgroup: Some(CgroupClaim::new(session.clone(), None)), ..Default::default() };
+  let report = kill_tree(&recorded, &opts).unwrap();
+  let daemon_gone = daemon.try_wait().unwrap().is_some() || verdict(&daemon_id) != Verdict::Current;
+  let stranger_left = verdict(&now_at_pid) == Verdict::Current;
+  let member_left = identity(member.pid).unwrap().is_some_and(|i| i.start_time == member.start_time);
+  unsafe { libc::kill(-now_at_pid.pid, libc::SIGKILL) };
+  stranger.wait().unwrap();
+  let _ = daemon.kill();
+  daemon.wait().unwrap();
+  crate::cgroup::remove(&session, &session);
+  assert_eq!(report.refused_reused, vec![now_at_pid.pid], "{report:?}");
+  assert!(report.signalled.contains(&daemon_id.pid) && report.survivors.is_empty(), "{report:?}");
+  assert!(daemon_gone, "the cgroup's daemon survived: {report:?}");
+  assert!(stranger_left && member_left, "the PID's new owner or its group was signalled: {report:?}");
+  assert!(!report.signalled.contains(&now_at_pid.pid) && !report.signalled.contains(&member.pid), "{report:?}");
 }
