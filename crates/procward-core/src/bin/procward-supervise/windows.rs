@@ -25,7 +25,9 @@
 //!   plus `"job":{"pid":…,"startTime":"…"}`, which names the job's process and so its Job
 //!   Object and the process group that takes Ctrl-Break (readers of the identity ignore it);
 //! - the job's stdin, with `--stdin-pipe <name>`, is a named pipe any host of the same user
-//!   may write to (see `stdinpipe`), else the NUL device;
+//!   may write to (see `stdinpipe`), else the NUL device. A pipe that cannot be created
+//!   (its name taken: pipe names are machine-wide) fails the start with exit code 127, so
+//!   no host writes the job's input to whoever holds the name;
 //! - one thread copies the output: an overlapped read of the job's output pipe and the job's
 //!   process handle are waited for together (`WaitForMultipleObjects`). After the exit it
 //!   drains by the same rule as Unix (idle 40 ms, at most 120 ms or 1 MiB), then writes the
@@ -64,8 +66,10 @@ pub fn main() {
     Some(name) => match StdinPipe::serve(name, args.exit.with_file_name("stdin-closed")) {
       Ok((served, job_end)) => (Some(served), StdinFrom::Handle(job_end)),
       Err(e) => {
-        notes.push(format!("cannot serve the stdin pipe {}: {e}; stdin is NUL", name.to_string_lossy()));
-        (None, StdinFrom::Null)
+        // Pipe names are machine-wide: a name we cannot create may be held by someone else,
+        // who would then get everything hosts write to this job. The job does not start.
+        notes.push(format!("cannot serve the stdin pipe {}: {e}; the job was not started", name.to_string_lossy()));
+        failed_start(&args, notes);
       }
     },
     None => (None, StdinFrom::Null),
