@@ -31,8 +31,9 @@
 //!    `TerminateJobObject` ends the job's members at once, and `TerminateProcess` every
 //!    snapshotted process outside the job (escapees: a process started with
 //!    `CREATE_BREAKAWAY_FROM_JOB`, or by something outside the tree). A job holding the host
-//!    or a refused process is never terminated whole: its members go one by one. The exit
-//!    code is [`TERMINATED_EXIT_CODE`].
+//!    or a refused process is never terminated whole: its members go one by one, and the
+//!    walk and termination are repeated while they find new processes. The exit code is
+//!    [`TERMINATED_EXIT_CODE`].
 //! 6. **Settle** and report: a process counts as gone once its handle is signalled. The
 //!    report has the Unix fields; `escalated` means termination followed the graceful step.
 //!
@@ -294,16 +295,28 @@ fn graceful_step(runs: &mut [Run], live: &[usize], opts: &KillOptions) {
   }
 }
 
-/// Walks the trees again (one Toolhelp32 snapshot for all), then terminates each.
+/// Most walk-and-terminate rounds of one termination step.
+const TERMINATE_ROUNDS: usize = 8;
+
+/// Walks the trees again (one Toolhelp32 snapshot for all), then terminates each; again
+/// while a walk finds processes the last one did not (children born between a walk and the
+/// termination of their parent: `TerminateJobObject` leaves none, but a job ended member by
+/// member, or an escapee's tree, may), at most [`TERMINATE_ROUNDS`] times.
 fn terminate(runs: &mut [Run], which: &[usize], host: &Host, escalation: bool) {
-  if let Ok(parents) = parent_map() {
-    let children = children_of(&parents);
-    for &i in which {
-      runs[i].walk(&children, host);
+  for round in 0..TERMINATE_ROUNDS {
+    let known: usize = which.iter().map(|&i| runs[i].known()).sum();
+    if let Ok(parents) = parent_map() {
+      let children = children_of(&parents);
+      for &i in which {
+        runs[i].walk(&children, host);
+      }
     }
-  }
-  for &i in which {
-    runs[i].terminate(escalation);
+    if round > 0 && which.iter().map(|&i| runs[i].known()).sum::<usize>() == known {
+      return;
+    }
+    for &i in which {
+      runs[i].terminate(escalation);
+    }
   }
 }
 

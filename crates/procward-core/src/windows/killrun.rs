@@ -153,17 +153,24 @@ impl<'a> Run<'a> {
     }
   }
 
-  /// The report's survivors: targets still running, and members of the job that could not
-  /// be opened while the job still lists them.
+  /// The report's survivors: targets still running, and members of the job still listed
+  /// that the kill could not open or never saw (born after its last walk): a kill never
+  /// reports success for a process it did not see die. Refused members stay out.
   pub(super) fn finish(&mut self) {
     for t in self.targets.iter().filter(|t| t.process.running()) {
       Self::note(&mut self.report.survivors, t.pid());
       self.report.survivor_identities.push(Identity { pid: t.pid(), start_time: t.start_time(), boot_id: self.root.boot_id.clone() });
     }
     let listed = self.job.as_ref().and_then(|j| j.members().ok()).unwrap_or_default();
-    for pid in self.unopened.iter().filter(|p| listed.contains(p)) {
-      Self::note(&mut self.report.survivors, *pid);
+    let unseen: Vec<i32> = listed.into_iter().filter(|&p| self.unopened.contains(&p) || !self.knows(p)).collect();
+    for pid in unseen {
+      Self::note(&mut self.report.survivors, pid);
     }
+  }
+
+  /// How many processes this kill has seen (targets, refusals, unopened members).
+  pub(super) fn known(&self) -> usize {
+    self.targets.len() + self.report.refused.len() + self.report.refused_reused.len() + self.unopened.len()
   }
 
   pub(super) fn note(list: &mut Vec<i32>, pid: i32) {
