@@ -16,9 +16,11 @@ use procward_core::status::ExitInfo;
 use procward_core::windows::jobobject::JobObject;
 use procward_core::{Identity, Verdict};
 use std::io::Write;
+use std::mem::size_of;
 use std::os::windows::io::AsRawHandle;
 use std::os::windows::process::CommandExt;
 use std::process::{Child, Command, Stdio};
+use std::ptr::null_mut;
 use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 use windows_sys::Win32::System::Threading::CREATE_NO_WINDOW;
@@ -100,7 +102,7 @@ fn events(opts: SpawnOptions) -> Vec<JobEvent> {
 fn output_and_exit(events: &[JobEvent]) -> (String, ExitInfo) {
   let text = events.iter().filter_map(|e| if let JobEvent::Output { text, .. } = e { Some(text.as_str()) } else { None }).collect();
   let Some(JobEvent::Exit(info)) = events.last() else { unreachable!("events end with the exit") };
-  (text, info.clone())
+  (text, *info)
 }
 
 mod kill_safety {
@@ -134,6 +136,34 @@ mod kill_safety {
     assert!(ends(&job.identity), "the root must end: {report:?}");
     assert!(alive(&stranger.id), "a stranger older than the root was killed with the job: {report:?}");
     assert!(report.refused_reused.contains(&stranger.id.pid), "the stranger should be reported as not the job's: {report:?}");
+  }
+
+  #[test]
+  fn a_job_that_keeps_starting_processes_beside_a_planted_stranger_is_emptied_or_reports_survivors() {
+    // The planted stranger forbids TerminateJobObject: the job's processes are ended one by
+    // one while the job starts more. Either none is left but the stranger, or the report
+    // names what is (a kill never reports success for a process it did not see die).
+    let stranger = sleeper();
+    std::thread::sleep(Duration::from_millis(20));
+    let job = spawn(SpawnOptions::new("for /l %i in (1,0,2) do @start /b ping -n 60 127.0.0.1 >NUL"), Box::new(|_| {})).expect("spawn");
+    let own = open_job(&job.identity);
+    own.assign(stranger_handle(&stranger)).expect("plant the stranger in the job");
+    let deadline = Instant::now() + HANG;
+    while own.members().len() < 4 {
+      assert!(Instant::now() < deadline, "the job never started its pings");
+      std::thread::sleep(Duration::from_millis(20));
+    }
+    let report = kill_tree(&job.identity, &terminate_now()).unwrap();
+    assert!(alive(&stranger.id), "{report:?}");
+    std::thread::sleep(Duration::from_millis(500));
+    let left: Vec<i32> = own.members().into_iter().filter(|&p| p != stranger.id.pid).collect();
+    let unreported: Vec<i32> = left.iter().copied().filter(|p| !report.survivors.contains(p)).collect();
+    assert!(unreported.is_empty(), "job members {unreported:?} outlived the kill unreported: {report:?}");
+    for pid in left {
+      if let Some(id) = identity(pid).unwrap() {
+        let _ = kill_tree(&id, &terminate_now());
+      }
+    }
   }
 
   #[test]
@@ -172,6 +202,20 @@ mod kill_safety {
   struct OpenedJob(std::os::windows::io::OwnedHandle);
 
   impl OpenedJob {
+    /// The PIDs in the job now (`JobObjectBasicProcessIdList`, room for 1024).
+    fn members(&self) -> Vec<i32> {
+      use windows_sys::Win32::System::JobObjects::{JobObjectBasicProcessIdList, QueryInformationJobObject};
+      let mut buf = vec![0usize; 1026];
+      let bytes = (buf.len() * size_of::<usize>()) as u32;
+      let ok = unsafe {
+        QueryInformationJobObject(self.0.as_raw_handle(), JobObjectBasicProcessIdList, buf.as_mut_ptr().cast(), bytes, null_mut())
+      };
+      assert_ne!(ok, 0, "{}", std::io::Error::last_os_error());
+      // Two u32 counts, then one usize per PID.
+      let listed = buf[0] >> 32;
+      buf[1..=listed].iter().map(|&p| p as i32).collect()
+    }
+
     fn assign(&self, process: std::os::windows::io::BorrowedHandle<'_>) -> std::io::Result<()> {
       use windows_sys::Win32::System::JobObjects::AssignProcessToJobObject;
       if unsafe { AssignProcessToJobObject(self.0.as_raw_handle(), process.as_raw_handle()) } == 0 {
@@ -271,6 +315,113 @@ mod hostile_output {
     let mut env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k != ROLE).collect();
     env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     env
+  }
+}
+
+mod durable_files {
+  use super::*;
+  use procward_core::job::Capture;
+  use std::path::{Path, PathBuf};
+
+  /// `<temp>/procward-attack-<name>-<pid>/sessions/proc_<12 hex>/`, created down to
+  /// `sessions` (the supervisor creates the session's own directory).
+  fn session_dir(name: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("procward-attack-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("sessions")).unwrap();
+    let salt = name.bytes().fold(7u64, |h, b| h.wrapping_mul(131).wrapping_add(b.into()));
+    root.join("sessions").join(format!("proc_{:012x}", (u64::from(std::process::id()) << 20 ^ salt) & 0xffff_ffff_ffff))
+  }
+
+  fn durable(command: &str, dir: &Path, stdin: bool) -> SpawnOptions {
+    let mut opts = SpawnOptions::new(command);
+    opts.capture = Capture::Durable {
+      log_path: dir.join("output.log"),
+      exit_path: dir.join("exit.json"),
+      supervisor: std::path::absolute(env!("CARGO_BIN_EXE_procward-supervise")).unwrap(),
+      log_part_bytes: 0,
+      stdin_fifo: stdin.then(|| dir.join("stdin")),
+    };
+    opts.session_record = Some(format!("{{\"id\":\"{}\",\"durable\":true}}", dir.file_name().unwrap().to_string_lossy()));
+    opts
+  }
+
+  /// A named pipe server under `name`, as anyone on the machine may create one (the default
+  /// security: its creator and admins write, everyone reads).
+  fn squat_pipe(name: &str) -> std::os::windows::io::OwnedHandle {
+    use std::os::windows::io::{FromRawHandle, OwnedHandle};
+    use windows_sys::Win32::Storage::FileSystem::PIPE_ACCESS_INBOUND;
+    use windows_sys::Win32::System::Pipes::{CreateNamedPipeW, PIPE_TYPE_BYTE, PIPE_WAIT};
+    let wide: Vec<u16> = name.encode_utf16().chain([0]).collect();
+    let h = unsafe { CreateNamedPipeW(wide.as_ptr(), PIPE_ACCESS_INBOUND, PIPE_TYPE_BYTE | PIPE_WAIT, 4, 4096, 4096, 0, std::ptr::null()) };
+    assert!(!h.is_null() && h != windows_sys::Win32::Foundation::INVALID_HANDLE_VALUE, "{}", std::io::Error::last_os_error());
+    unsafe { OwnedHandle::from_raw_handle(h) }
+  }
+
+  /// The job's output and exit when its stdin pipe cannot be served: it must not run (a
+  /// host would write its input to whoever holds the name, or to nobody).
+  fn start_without_its_pipe(dir: &Path) -> (String, ExitInfo) {
+    let (out, exit) = output_and_exit(&events(durable("echo ran", dir, true)));
+    assert!(!out.contains("ran\r\n"), "the job ran without its stdin pipe: {out:?}");
+    assert!(out.contains("stdin pipe"), "the log should say why: {out:?}");
+    (out, exit)
+  }
+
+  #[test]
+  fn a_squatted_stdin_pipe_name_fails_the_start_instead_of_running_the_job_without_its_stdin() {
+    // Someone on the machine (pipe names are machine-wide) holds the job's stdin pipe name
+    // before the supervisor makes it. Windows refuses the supervisor's
+    // FILE_FLAG_FIRST_PIPE_INSTANCE then; Wine 8 ignores that flag (and the instance
+    // count) and lets it join the squatter's pipe, so there the case cannot be made.
+    let dir = session_dir("squat");
+    let name = procward_core::windows::durable::stdin_pipe_name(&dir.join("stdin"));
+    let _squatter = squat_pipe(&name);
+    if !first_instance_is_enforced() {
+      eprintln!("this system lets a second server join a taken pipe name (Wine 8): the squatted case is not checked");
+      return;
+    }
+    assert_eq!(start_without_its_pipe(&dir).1, ExitInfo::exited(127));
+  }
+
+  #[test]
+  fn a_stdin_pipe_that_cannot_be_made_fails_the_start() {
+    // A session id so long that its pipe name passes the 256 characters a pipe name may
+    // have: any failure to serve the pipe fails the start, as a squatted name does.
+    let short = session_dir("long");
+    let dir = short.with_file_name(format!("proc_{}", "a".repeat(240)));
+    assert_eq!(start_without_its_pipe(&dir).1, ExitInfo::exited(127));
+  }
+
+  /// Whether creating a pipe with `FILE_FLAG_FIRST_PIPE_INSTANCE` fails on a taken name.
+  fn first_instance_is_enforced() -> bool {
+    use windows_sys::Win32::Storage::FileSystem::{FILE_FLAG_FIRST_PIPE_INSTANCE, PIPE_ACCESS_INBOUND};
+    use windows_sys::Win32::System::Pipes::{CreateNamedPipeW, PIPE_TYPE_BYTE, PIPE_WAIT};
+    let name = format!(r"\\.\pipe\procward-attack-probe-{}", std::process::id());
+    let _first = squat_pipe(&name);
+    let wide: Vec<u16> = name.encode_utf16().chain([0]).collect();
+    let flags = PIPE_ACCESS_INBOUND | FILE_FLAG_FIRST_PIPE_INSTANCE;
+    let h = unsafe { CreateNamedPipeW(wide.as_ptr(), flags, PIPE_TYPE_BYTE | PIPE_WAIT, 1, 4096, 4096, 0, std::ptr::null()) };
+    let refused = h.is_null() || h == windows_sys::Win32::Foundation::INVALID_HANDLE_VALUE;
+    if !refused {
+      unsafe { windows_sys::Win32::Foundation::CloseHandle(h) };
+    }
+    refused
+  }
+
+  #[test]
+  fn a_session_directory_that_is_a_link_is_refused() {
+    // The session directory replaced by a link to another directory: the supervisor
+    // writes nothing through it.
+    let dir = session_dir("link");
+    let elsewhere = dir.parent().unwrap().parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    if let Err(e) = std::os::windows::fs::symlink_dir(&elsewhere, &dir) {
+      eprintln!("no directory symlinks here ({e}): the case is not checked");
+      return;
+    }
+    let _ = output_and_exit(&events(durable("echo ran", &dir, false)));
+    let written: Vec<_> = std::fs::read_dir(&elsewhere).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(written.is_empty(), "files written through the link: {written:?}");
   }
 }
 
