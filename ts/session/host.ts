@@ -286,9 +286,11 @@ export abstract class HostSession extends BaseSession {
     if (report.survivors.length > 0) this.finishInBackground(report, graceMs);
     if (live.detached) await host.refresh(live);
     else await settle(live, 2000);
+    // Whatever became of the leader, the kill emptied the job's own cgroup (the core kills
+    // its members even behind a reused or unreadable leader PID): it goes now.
+    if (r.cgroup) native.removeCgroup(r.cgroup, r.id);
     // The leader had ended on its own (or its PID was reused) before the kill reached it.
     if (!reachedLeader) return result('already_exited');
-    if (r.cgroup) native.removeCgroup(r.cgroup, r.id);
     // Still not published (a slow reader): what we know is that our kill ended it.
     host.finish(live, { exitCode: null, signal: report.escalated ? 'SIGKILL' : 'SIGTERM', reason: 'killed', source: 'kill' });
     return result('killed');
