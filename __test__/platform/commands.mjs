@@ -7,15 +7,6 @@ import { fileURLToPath } from 'node:url';
 export const isWindows = process.platform === 'win32';
 
 /**
- * Reason for `{ skip }` on Windows only (never elsewhere): `skipOnWindows('...')` is the
- * reason string on win32 and `false` on every other platform, so a case can never be
- * skipped on Linux.
- */
-export function skipOnWindows(reason) {
-  return isWindows ? `not on Windows yet: ${reason}` : false;
-}
-
-/**
  * A test program of scripts/platforms/*.c, built by scripts/platforms/windows.sh into `bin/`
  * beside this file.
  */

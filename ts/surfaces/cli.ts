@@ -114,7 +114,7 @@ common(program.command('start'))
   .option('--cwd <dir>', 'working directory')
   .option('--task <id>', 'task id to record')
   .option('--session-key <key>', 'session key to record')
-  .option('--stdin', 'keep its stdin open for write/submit/close from later invocations (default: /dev/null)')
+  .option('--stdin', 'keep its stdin open for write/submit/close from later invocations (default: no input, the null device)')
   .action(async (words: string[], opts: Common & { cwd?: string; task?: string; sessionKey?: string; stdin?: boolean }) => {
     const command = words.length === 1 ? (words[0] as string) : process.platform === 'win32' ? cmdCommandLine(words) : shellQuote.quote(words);
     await withRegistry(opts, async (r) => {
@@ -254,7 +254,7 @@ common(program.command('close'))
   });
 
 common(program.command('probe'))
-  .description('identity and state of PIDs, from /proc/<pid>/stat (no state directory needed)')
+  .description('identity and state of PIDs, read from the kernel (/proc on Linux; no state directory needed)')
   .argument('<pid...>', 'process ids', (value: string, previous: number[] | undefined) => [...(previous ?? []), int('pid', 1)(value)])
   .action(async (pids: number[], opts: Common) => {
     const results = probe(pids);
