@@ -111,3 +111,77 @@ export abstract class BaseSession implements JobSession {
     this.host.finish(live, { ...end, signal, reason: killed ? 'killed' : known ? 'exited' : 'lost', source: killed ? 'kill' : known ? 'process' : 'recovery' });
   }
 }
+
+/**
+ * A session that answers as another kind of job (`inner`) except where a subclass says
+ * otherwise: an entry another live host owns (`foreign.ts`), an entry no host can follow
+ * (`kinds.ts`).
+ */
+export abstract class WrappingSession implements JobSession {
+  constructor(
+    protected readonly live: Live,
+    protected readonly host: SessionHost,
+    /** The kind of job the entry describes. */
+    protected readonly inner: JobSession,
+  ) {}
+
+  get owned(): boolean {
+    return this.inner.owned;
+  }
+
+  get onDisk(): boolean {
+    return this.inner.onDisk;
+  }
+
+  refresh(): Promise<void> {
+    return this.inner.refresh();
+  }
+
+  output(): Promise<OutputText> {
+    return this.inner.output();
+  }
+
+  readLog(opts: LogOptions, redactView: RedactView): Promise<LogPage> {
+    return this.inner.readLog(opts, redactView);
+  }
+
+  waitTick(): (() => void) | undefined {
+    return this.inner.waitTick();
+  }
+
+  kill(graceMs: number): Promise<KillResult> {
+    return this.inner.kill(graceMs);
+  }
+
+  write(data: string, opts?: WriteOptions): Promise<{ id: string; bytes: number }> {
+    return this.inner.write(data, opts);
+  }
+
+  closeStdin(): Promise<{ id: string; closed: true }> {
+    return this.inner.closeStdin();
+  }
+
+  resize(size: { cols: number; rows: number }): void {
+    this.inner.resize(size);
+  }
+
+  stopProbe(): StopProbe | null {
+    return this.inner.stopProbe();
+  }
+
+  recordEnd(): void {
+    this.inner.recordEnd();
+  }
+
+  ended(): void {
+    this.inner.ended();
+  }
+
+  close(): void {
+    this.inner.close();
+  }
+
+  pruned(): void {
+    this.inner.pruned();
+  }
+}

@@ -5,21 +5,11 @@
  * record, publishes its completion or prunes it. Once its writer has died the session is
  * adopted: it becomes the kind of job it is, owned here.
  */
-import type { KillResult, WriteOptions } from '../types.js';
-import type { JobSession, Live, LogOptions, LogPage, OutputText, RedactView, SessionHost, StopProbe } from './kind.js';
+import { WrappingSession } from './base.js';
 
-export class ForeignSession implements JobSession {
-  constructor(
-    private readonly live: Live,
-    private readonly host: SessionHost,
-    /** The kind of job the entry describes, which answers everything but ownership. */
-    private readonly inner: JobSession,
-  ) {}
-
-  readonly owned = false;
-
-  get onDisk(): boolean {
-    return this.inner.onDisk;
+export class ForeignSession extends WrappingSession {
+  get owned(): boolean {
+    return false;
   }
 
   /** Takes the entry's newer state from the checkpoint, or adopts it once its writer died; then refreshes it as its kind. */
@@ -40,51 +30,6 @@ export class ForeignSession implements JobSession {
     await this.inner.refresh();
   }
 
-  output(): Promise<OutputText> {
-    return this.inner.output();
-  }
-
-  readLog(opts: LogOptions, redactView: RedactView): Promise<LogPage> {
-    return this.inner.readLog(opts, redactView);
-  }
-
-  waitTick(): (() => void) | undefined {
-    return this.inner.waitTick();
-  }
-
-  kill(graceMs: number): Promise<KillResult> {
-    return this.inner.kill(graceMs);
-  }
-
-  write(data: string, opts?: WriteOptions): Promise<{ id: string; bytes: number }> {
-    return this.inner.write(data, opts);
-  }
-
-  closeStdin(): Promise<{ id: string; closed: true }> {
-    return this.inner.closeStdin();
-  }
-
-  resize(size: { cols: number; rows: number }): void {
-    this.inner.resize(size);
-  }
-
-  stopProbe(): StopProbe | null {
-    return this.inner.stopProbe();
-  }
-
   /** Its owner records the end. */
   recordEnd(): void {}
-
-  ended(): void {
-    this.inner.ended();
-  }
-
-  close(): void {
-    this.inner.close();
-  }
-
-  /** Never pruned here while its owner lives; adopted first otherwise. */
-  pruned(): void {
-    this.inner.pruned();
-  }
 }
