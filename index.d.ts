@@ -130,6 +130,16 @@ export interface JobEvent {
 }
 
 /**
+ * The live processes each ended job left, in order, with their identities: members of its
+ * own cgroup, and processes in its own session and process group (both equal to the
+ * leader's PID, `/proc/<pid>/stat` fields 6 and 5) that started no earlier than the leader
+ * (field 22) on this boot, while the leader's PID names no other process. Never the leader
+ * itself, a zombie, nor anything the kill guard refuses. One pass over the process table
+ * for all the queries. Empty on Windows. Errors: `EINVAL` for a malformed start time.
+ */
+export declare function jobLeftovers(queries: Array<LeftoverQuery>): Array<Array<Identity>>
+
+/**
  * Whether each job's own process is stopped (state `T`, `/proc/<pid>/stat` field 3: SIGSTOP,
  * or Ctrl-Z and the other stop signals it acted on), in order: `true`, `false`, or `null`
  * when that cannot be told (the process is gone or its PID reused, a supervisor has no job
@@ -245,6 +255,19 @@ export interface KillTreeRequest {
  * signal): `EINVAL` for a bad identity or option.
  */
 export declare function killTrees(requests: Array<KillTreeRequest>, options: KillOptions | undefined | null, callback: ((err: Error | null, arg: Array<KillTreeOutcome>) => unknown)): void
+
+/** An ended job to ask `jobLeftovers` about. */
+export interface LeftoverQuery {
+  /** The identity the job's leader was recorded with (a durable job's: its supervisor's). */
+  leader: Identity
+  /**
+   * The job's cgroup as recorded (its name or directory); used only when procward created
+   * it for `sessionId`. Linux only; ignored elsewhere.
+   */
+  cgroup?: string
+  /** The session the cgroup must be named for. Default: `cgroup` itself. */
+  sessionId?: string
+}
 
 /**
  * Takes the exclusive lock on `path` (created 0600) on a dedicated thread (never libuv's

@@ -840,6 +840,7 @@ module.exports.NativeJob = nativeBinding.NativeJob
 module.exports.WatchMatcher = nativeBinding.WatchMatcher
 module.exports.descendants = nativeBinding.descendants
 module.exports.identity = nativeBinding.identity
+module.exports.jobLeftovers = nativeBinding.jobLeftovers
 module.exports.jobsStopped = nativeBinding.jobsStopped
 module.exports.killTree = nativeBinding.killTree
 module.exports.killTrees = nativeBinding.killTrees

@@ -4,7 +4,8 @@
 //! One module per area of the API: `identity` and `probe` (who a process is, batched
 //! probes, descendants), `kill` (tree kill), `spawn` (options, events, the call) and `job`
 //! (the started job's handle), `watch` (watch patterns), `lockfile` (checkpoint locks),
-//! `cgroup` (cleaning up job cgroups). Errors all pass through [`map_error`] here.
+//! `cgroup` (cleaning up job cgroups), `leftovers` (what an ended job left running).
+//! Errors all pass through [`map_error`] here.
 
 #![deny(clippy::all)]
 
@@ -12,6 +13,7 @@ pub mod cgroup;
 pub mod identity;
 pub mod job;
 pub mod kill;
+pub mod leftovers;
 pub mod lockfile;
 pub mod probe;
 pub mod spawn;

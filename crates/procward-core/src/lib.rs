@@ -10,6 +10,7 @@
 //! - [`guard`]: what a kill refuses to signal (PID <= 1, the host, its group, session and
 //!   ancestors, a group whose leader does not lead its session), whatever a record says.
 //! - [`jobstate`]: whether a running job is stopped (its own process, a durable job's too).
+//! - [`leftovers`]: what an ended job left running, proved by its cgroup or its session and group.
 //! - [`job`]: what a job is — its options, its events, its launched child — shared by
 //!   `spawn`, `launch` and `reader`, so that none of the three imports another in a circle.
 //! - [`spawn`]: `<shell> -c <command>` in a new session, with pipe or durable file capture.
@@ -48,6 +49,7 @@ pub mod guard;
 pub mod identity;
 pub mod job;
 pub mod jobstate;
+pub mod leftovers;
 #[cfg(unix)]
 pub mod kill;
 #[cfg(windows)]
