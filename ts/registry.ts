@@ -33,6 +33,7 @@ import { ConfiguredEnvironments } from './remote/configured.js';
 import { resolveSessionId } from './session/ids.js';
 import type { Live, Outcome, SessionHost } from './session/kind.js';
 import { type StartableSession, sessionFor, sessionToStart } from './session/kinds.js';
+import { Leftovers } from './session/leftovers.js';
 import { newLive, stoppedFlags, summary, untilEnd } from './session/live.js';
 import { newSession } from './session/newsession.js';
 import type { SessionRecord } from './session/record.js';
@@ -78,6 +79,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   private readonly logs: DiskBudget;
   private readonly environments: ConfiguredEnvironments;
   private readonly watching: Watching;
+  /** What ended sessions left running (see `session/leftovers.ts`). */
+  private readonly leftovers = new Leftovers(this.sessions);
   /** What the sessions' kinds may ask of this registry. */
   private readonly host: SessionHost;
   private closed = false;
@@ -133,6 +136,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       this.sessions.set(record.id, live);
       await this.refresh(live);
     }
+    this.leftovers.check(this.sessions.values());
     // A state directory that cannot be written (a full disk) must not keep a host from
     // listing and killing what is there: the failed write is a diagnostic.
     if (changed) await this.store.persist().catch(this.store.reportWriteError);
@@ -227,6 +231,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     delete live.watcher;
     this.rebalance(live);
     live.kind.ended();
+    this.leftovers.soon(live);
     this.logs.ended(live);
     for (const w of live.waiters) w();
     live.waiters.clear();
@@ -264,7 +269,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
 
   /** The summary as of now, then the output preview (reading a log may take a while). */
   private async pollResult(live: Live): Promise<PollResult> {
-    const now = { ...summary(live, false, stoppedFlags([live])[0]), ...this.readOnlyFlag(live), ...this.logs.flag(live) };
+    const now = { ...summary(live, false, stoppedFlags([live])[0]), ...this.readOnlyFlag(live), ...this.logs.flag(live), ...this.leftovers.flag(live) };
     const out = await live.kind.output();
     return { ...now, outputPreview: preview(out.text, 2000, (t, k) => this.clean(t, k), out.startsInKeyBlock) };
   }
@@ -284,6 +289,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const live = this.get(id);
     await this.refresh(live);
     if (opts.acknowledge) this.consume(live);
+    this.leftovers.check([live]);
     return this.pollResult(live);
   }
 
@@ -372,7 +378,12 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     assertGraceMs(graceMs);
     const live = this.actOn(id);
     await this.refresh(live);
-    return live.kind.kill(graceMs);
+    try {
+      return await live.kind.kill(graceMs);
+    } finally {
+      // What the kill left of an ended job: nothing, unless a survivor is still dying.
+      this.leftovers.check([live]);
+    }
   }
 
   /**
@@ -448,7 +459,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     }
     // The running jobs' stop states in one native call.
     const stopped = stoppedFlags(listed.map((l) => l.live));
-    const out = listed.map(({ live, scoped }, i) => ({ ...summary(live, scoped, stopped[i]), ...this.readOnlyFlag(live), ...this.logs.flag(live) }));
+    const out = listed.map(({ live, scoped }, i) => ({ ...summary(live, scoped, stopped[i]), ...this.readOnlyFlag(live), ...this.logs.flag(live), ...this.leftovers.flag(live) }));
     return out.sort((a, b) => a.startedAt - b.startedAt);
   }
 
@@ -460,6 +471,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    */
   async close(): Promise<void> {
     if (this.closed) return;
+    this.leftovers.stop();
     for (const live of this.sessions.values()) live.kind.close();
     // Empty cgroups of ended jobs go now; one that still holds a process stays.
     if (this.options.containment !== false) native.sweepCgroups();
@@ -489,29 +501,48 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     return out.sort((a, b) => a.at - b.at);
   }
 
-  /** Kills every running session of `taskId` except `excludeIds`; one outcome per session, never throws for one failure. */
+  /**
+   * Kills every active session of `taskId` except `excludeIds`: running ones, and ended ones
+   * whose leftovers still run (their kill ends those: `already_exited` with them in
+   * `signalled`). One outcome per session, never throws for one failure.
+   */
   async killAll(opts: KillAllOptions): Promise<BulkKillOutcome[]> {
-    return scoping.killAll(this, checkOptions('killAll', opts, true));
+    const checked = checkOptions('killAll', opts, true);
+    this.checkLeftovers(checked?.taskId);
+    return scoping.killAll(this, checked);
   }
 
-  /** Ids of the task's running sessions: a baseline for {@link killStartedSince}. */
+  /** Ids of the task's active sessions (running, or ended with live leftovers): a baseline for {@link killStartedSince}. */
   snapshotRunningIds(taskId: string): Promise<string[]> {
+    this.checkLeftovers(taskId);
     return scoping.snapshotRunningIds(this, taskId);
   }
 
-  /** Kills the task's running sessions that are not in `baseline`. */
+  /** Kills the task's active sessions (as {@link killAll} counts them) that are not in `baseline`. */
   async killStartedSince(taskId: string, baseline: string[], opts: KillOptions = {}): Promise<BulkKillOutcome[]> {
+    this.checkLeftovers(taskId);
     return scoping.killStartedSince(this, taskId, baseline, checkOptions('killStartedSince', opts).graceMs);
   }
 
-  /** Whether the task has a running session (detached sessions are re-checked first). */
+  /** Whether the task has a running session, or an ended one whose leftovers still run (detached sessions are re-checked first). */
   hasActiveProcesses(taskId: string): Promise<boolean> {
+    this.checkLeftovers(taskId);
     return scoping.hasActiveProcesses(this, taskId);
   }
 
-  /** Whether a session with this key runs and started within `maxActiveAgeMs` (milliseconds). */
+  /** Whether a session with this key runs (or left processes running) and started within `maxActiveAgeMs` (milliseconds). */
   async hasActiveForSession(sessionKey: string, opts: ActiveForSessionOptions = {}): Promise<boolean> {
-    return scoping.hasActiveForSession(this, sessionKey, checkOptions('hasActiveForSession', opts));
+    const checked = checkOptions('hasActiveForSession', opts);
+    this.checkLeftovers(undefined, sessionKey);
+    return scoping.hasActiveForSession(this, sessionKey, checked);
+  }
+
+  /** Looks again at what the ended sessions of a task (or a session key) left running, before a scoped call counts them. */
+  private checkLeftovers(taskId?: unknown, sessionKey?: unknown): void {
+    if (this.closed) return;
+    const mine = (r: SessionRecord) => (taskId !== undefined && (r.taskId === taskId || r.ownerTaskId === taskId)) || (sessionKey !== undefined && r.sessionKey === sessionKey);
+    const ended = [...this.sessions.values()].filter((l) => l.record.status === 'exited' && mine(l.record));
+    this.leftovers.check(ended);
   }
 
   /**

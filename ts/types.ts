@@ -204,6 +204,13 @@ export interface ExitedSession extends SessionFields {
   signal: string | null;
   reason: CompletionReason;
   exitedAt: number;
+  /**
+   * Processes the job left running that are provably its own (in its cgroup, or in its
+   * session and process group, started after it on this boot): a server started with `&`
+   * by a script that exited. Absent when none are known. Such a session still counts for
+   * `hasActiveProcesses`, `killAll` and `killStartedSince`, and its `kill` ends them.
+   */
+  leftovers?: number;
 }
 
 /**

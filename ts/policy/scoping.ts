@@ -28,15 +28,18 @@ function named(id: string, list: string[]): boolean {
   });
 }
 
-const ownedBy = (s: SessionSummary, taskId: string) => !s.sessionScoped && s.status === 'running' && (s.taskId === taskId || s.ownerTaskId === taskId);
+/** A session is active while it runs, or once ended while processes it left run (its `leftovers`). */
+const active = (s: SessionSummary) => s.status === 'running' || (s.leftovers ?? 0) > 0;
 
-/** Ids of the task's running sessions (a baseline for {@link killStartedSince}). */
+const ownedBy = (s: SessionSummary, taskId: string) => !s.sessionScoped && active(s) && (s.taskId === taskId || s.ownerTaskId === taskId);
+
+/** Ids of the task's active sessions: running, or ended with live leftovers (a baseline for {@link killStartedSince}). */
 export async function snapshotRunningIds(host: ScopeHost, taskId: string): Promise<string[]> {
   need(taskId, 'taskId');
   return (await host.list({ taskId })).filter((s) => ownedBy(s, taskId)).map((s) => s.id);
 }
 
-/** Kills every running session of the task except `excludeIds`, in parallel; never throws. */
+/** Kills every active session of the task except `excludeIds`, in parallel; never throws. */
 export async function killAll(host: ScopeHost, opts: { taskId: string; excludeIds?: string[]; graceMs?: number }): Promise<BulkKillOutcome[]> {
   need(opts?.taskId, 'taskId');
   // Checked once up front: every kill would reject it, one outcome per session.
@@ -54,13 +57,13 @@ export async function killAll(host: ScopeHost, opts: { taskId: string; excludeId
   );
 }
 
-/** Kills the task's running sessions that are not in `baseline` (started after the snapshot). */
+/** Kills the task's active sessions that are not in `baseline` (started after the snapshot). */
 export async function killStartedSince(host: ScopeHost, taskId: string, baseline: string[], graceMs?: number): Promise<BulkKillOutcome[]> {
   if (!Array.isArray(baseline)) throw new ProcwardError('INVALID_ARGUMENT', 'baseline must be the array snapshotRunningIds returned');
   return killAll(host, { taskId, excludeIds: baseline, ...(graceMs !== undefined && { graceMs }) });
 }
 
-/** Whether the task has a running session (detached ones are re-checked first). */
+/** Whether the task has an active session (detached ones are re-checked first). */
 export async function hasActiveProcesses(host: ScopeHost, taskId: string): Promise<boolean> {
   return (await snapshotRunningIds(host, taskId)).length > 0;
 }
@@ -69,5 +72,5 @@ export async function hasActiveProcesses(host: ScopeHost, taskId: string): Promi
 export async function hasActiveForSession(host: ScopeHost, sessionKey: string, opts: { maxActiveAgeMs?: number } = {}): Promise<boolean> {
   need(sessionKey, 'sessionKey');
   const now = Date.now();
-  return (await host.list({ sessionKey })).some((s) => s.status === 'running' && (opts.maxActiveAgeMs === undefined || now - s.startedAt <= opts.maxActiveAgeMs));
+  return (await host.list({ sessionKey })).some((s) => active(s) && (opts.maxActiveAgeMs === undefined || now - s.startedAt <= opts.maxActiveAgeMs));
 }

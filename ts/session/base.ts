@@ -8,7 +8,7 @@ import { native } from '../native.js';
 import { pageTail } from '../output/paging.js';
 import { type JobFiles, killRequested, type RecordedExit, sessionFiles } from '../persist/jobfiles.js';
 import type { KillResult, WriteOptions } from '../types.js';
-import type { JobSession, Live, LogOptions, LogPage, OutputText, RedactView, SessionHost, StopProbe } from './kind.js';
+import type { JobSession, LeftoverQuery, Live, LogOptions, LogPage, OutputText, RedactView, SessionHost, StopProbe } from './kind.js';
 import { writeInput } from './input.js';
 import { inputOf } from './live.js';
 import { killClaimed } from './termination.js';
@@ -67,6 +67,11 @@ export abstract class BaseSession implements JobSession {
 
   /** No process of this machine to look at (a sandbox's runs elsewhere). */
   stopProbe(): StopProbe | null {
+    return null;
+  }
+
+  /** No process of this machine to look at (a sandbox's runs elsewhere). */
+  leftoverQuery(): LeftoverQuery | null {
     return null;
   }
 
@@ -167,6 +172,10 @@ export abstract class WrappingSession implements JobSession {
 
   stopProbe(): StopProbe | null {
     return this.inner.stopProbe();
+  }
+
+  leftoverQuery(): LeftoverQuery | null {
+    return this.inner.leftoverQuery();
   }
 
   recordEnd(): void {

@@ -12,7 +12,7 @@ import { shellCommand } from '../policy/environment.js';
 import { type KillReport, killTree, verdict } from '../processes.js';
 import type { KillResult } from '../types.js';
 import { BaseSession } from './base.js';
-import { EMPTY_REPORT, type Outcome, type StartSpec, type StopProbe } from './kind.js';
+import { EMPTY_REPORT, type LeftoverQuery, type Outcome, type StartSpec, type StopProbe } from './kind.js';
 import { settle } from './live.js';
 import { claimKillBatched, createKillMarker, createKillMarkerBatched, finishKillInBackground, killClaimed } from './termination.js';
 
@@ -115,6 +115,12 @@ export abstract class HostSession extends BaseSession {
   stopProbe(): StopProbe | null {
     const r = this.live.record;
     return r.status === 'running' && r.identity ? { identity: r.identity, supervised: r.durable } : null;
+  }
+
+  /** The recorded leader and cgroup: what the core proves the ended job's leftovers by. */
+  leftoverQuery(): LeftoverQuery | null {
+    const r = this.live.record;
+    return r.identity ? { leader: r.identity, ...(r.cgroup !== undefined && { cgroup: r.cgroup }), sessionId: r.id } : null;
   }
 
   /**

@@ -122,6 +122,8 @@ export interface JobSession {
   resize(size: { cols: number; rows: number }): void;
   /** The process whose stop state `stopped` reports while the job runs on this machine, or null (see `live.ts` `stoppedFlags`). */
   stopProbe(): StopProbe | null;
+  /** What to ask the core about the processes the ended job left on this machine, or null when it names none (see `leftovers.ts`). */
+  leftoverQuery(): LeftoverQuery | null;
   /** Writes the end where this kind keeps it besides the checkpoint; called once, as the end is published. */
   recordEnd(): void;
   /** Releases what the job held on this host (input side, cgroup) after its end is published. */
@@ -165,6 +167,14 @@ export interface SessionHost {
   recordsOnDisk(): Promise<Map<string, SessionRecord>>;
   /** Whether a live host other than this one wrote the record. */
   isForeign(record: SessionRecord): boolean;
+}
+
+/** An ended job's recorded leader (a durable job's: its supervisor) and cgroup, as `native.jobLeftovers` takes them. */
+export interface LeftoverQuery {
+  leader: Identity;
+  /** The cgroup as recorded, judged by the core against `sessionId`. */
+  cgroup?: string;
+  sessionId: string;
 }
 
 /** A running job's recorded identity, and whether it is a durable job's supervisor's (the job is then its child). */

@@ -8,7 +8,7 @@ import type { KillResult } from '../types.js';
 import { WrappingSession } from './base.js';
 import { DurableSession } from './durable.js';
 import { ForeignSession } from './foreign.js';
-import { EMPTY_REPORT, type JobSession, type Live, type SessionHost, type StartSpec, type StopProbe } from './kind.js';
+import { EMPTY_REPORT, type JobSession, type LeftoverQuery, type Live, type SessionHost, type StartSpec, type StopProbe } from './kind.js';
 import { LocalSession } from './local.js';
 import type { SessionRecord } from './record.js';
 import { SandboxSession } from './sandbox.js';
@@ -113,6 +113,11 @@ class Unfollowable extends WrappingSession {
 
   /** Nothing to look at: the record names no process of a job. */
   stopProbe(): StopProbe | null {
+    return null;
+  }
+
+  /** Nothing to look for: the record names no process of a job. */
+  leftoverQuery(): LeftoverQuery | null {
     return null;
   }
 }
