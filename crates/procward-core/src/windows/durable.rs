@@ -194,6 +194,26 @@ fn start_detached(
   Ok(unsafe { OwnedHandle::from_raw_handle(pi.hProcess) })
 }
 
+/// Most bytes of an exit file read (the supervisor writes a few dozen).
+const MAX_EXIT_BYTES: u64 = 4096;
+
+/// The job's end as the exit file records it: the file opened without following a link
+/// planted at its name (`FILE_FLAG_OPEN_REPARSE_POINT`, then only a regular file is read),
+/// and at most [`MAX_EXIT_BYTES`] of it, so that neither a link nor a huge file put in the
+/// session directory is taken for the job's end or read again at every look.
+fn read_exit(path: &Path) -> Option<ExitInfo> {
+  use std::io::Read;
+  use std::os::windows::fs::OpenOptionsExt;
+  use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT;
+  let file = std::fs::OpenOptions::new().read(true).custom_flags(FILE_FLAG_OPEN_REPARSE_POINT).open(path).ok()?;
+  if !file.metadata().ok()?.is_file() {
+    return None;
+  }
+  let mut text = String::new();
+  file.take(MAX_EXIT_BYTES).read_to_string(&mut text).ok()?;
+  ExitInfo::from_json(&text)
+}
+
 /// The thread that follows one durable job's files (see the module docs).
 struct Follower {
   log: LogFollower,
@@ -237,7 +257,7 @@ impl Follower {
       let news = self.pump(self.published, &mut buf);
       let gone = unsafe { WaitForSingleObject(supervisor.as_raw_handle(), 0) } == WAIT_OBJECT_0;
       if !self.published {
-        let recorded = std::fs::read_to_string(&self.exit_path).ok().and_then(|t| ExitInfo::from_json(&t));
+        let recorded = read_exit(&self.exit_path);
         // Without an exit file the job's end is unknown: the supervisor's own exit code
         // says nothing about the job.
         if let Some(info) = recorded.or(gone.then_some(ExitInfo { code: None, signal: None })) {
