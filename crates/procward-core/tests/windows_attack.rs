@@ -408,6 +408,55 @@ mod durable_files {
     refused
   }
 
+  /// Whether a symbolic link now stands at `at`. Wine 8's CreateSymbolicLinkW is a stub
+  /// that reports success and creates nothing: there the link cases are not checked.
+  fn linked(made: std::io::Result<()>, at: &Path) -> bool {
+    let there = made.is_ok() && std::fs::symlink_metadata(at).is_ok_and(|m| m.file_type().is_symlink());
+    if !there {
+      eprintln!("no symbolic link could be made at {} ({made:?}): the case is not checked", at.display());
+    }
+    there
+  }
+
+  #[test]
+  fn an_exit_file_planted_as_a_link_is_not_read_as_the_jobs_end() {
+    // A link at exit.json's name, to a file that says the job exited 0, planted while the
+    // job runs: the host must not take it for the job's end (files of the session directory
+    // are opened without following links); the supervisor's own end, 4, is the one.
+    let dir = session_dir("exitlink");
+    let (tx, rx) = channel();
+    let _job = spawn(durable("echo started & ping -n 3 127.0.0.1 >nul & exit /b 4", &dir, false), Box::new(move |ev| drop(tx.send(ev))))
+      .expect("spawn");
+    let first = rx.recv_timeout(HANG).expect("no output");
+    assert!(matches!(&first, JobEvent::Output { text, .. } if text.contains("started")), "{first:?}");
+    let fake = dir.parent().unwrap().join("fake-exit.json");
+    std::fs::write(&fake, "{\"code\":0,\"signal\":null}\n").unwrap();
+    if !linked(std::os::windows::fs::symlink_file(&fake, dir.join("exit.json")), &dir.join("exit.json")) {
+      return;
+    }
+    let exit = loop {
+      match rx.recv_timeout(HANG).expect("no exit within 60 s") {
+        JobEvent::Exit(info) => break info,
+        JobEvent::Output { .. } => {}
+      }
+    };
+    assert_eq!(exit, ExitInfo::exited(4), "the planted link was read as the job's end");
+  }
+
+  #[test]
+  fn a_lock_file_planted_as_a_link_is_refused() {
+    let dir = session_dir("lock");
+    let target = dir.parent().unwrap().join("target");
+    std::fs::write(&target, "keep").unwrap();
+    let lock = dir.parent().unwrap().join("checkpoint.lock");
+    if !linked(std::os::windows::fs::symlink_file(&target, &lock), &lock) {
+      return;
+    }
+    let err = procward_core::lockfile::try_lock(&lock).expect_err("a lock taken through a link");
+    assert!(err.to_string().contains("link"), "{err}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+  }
+
   #[test]
   fn a_session_directory_that_is_a_link_is_refused() {
     // The session directory replaced by a link to another directory: the supervisor
@@ -415,8 +464,7 @@ mod durable_files {
     let dir = session_dir("link");
     let elsewhere = dir.parent().unwrap().parent().unwrap().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
-    if let Err(e) = std::os::windows::fs::symlink_dir(&elsewhere, &dir) {
-      eprintln!("no directory symlinks here ({e}): the case is not checked");
+    if !linked(std::os::windows::fs::symlink_dir(&elsewhere, &dir), &dir) {
       return;
     }
     let _ = output_and_exit(&events(durable("echo ran", &dir, false)));
