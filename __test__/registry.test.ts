@@ -172,7 +172,8 @@ describe('the event loop', () => {
   }
 
   it('a running job does not keep the host alive (weak callbacks)', async () => {
-    const { code, stdout } = await host(`const r = await ProcessRegistry.open(); const s = await r.spawn('sleep 20'); console.log(s.pid);`);
+    // outliveHost: a job of an in-memory registry otherwise ends with its host (hostdeath.test.ts).
+    const { code, stdout } = await host(`const r = await ProcessRegistry.open(); const s = await r.spawn('sleep 20', { outliveHost: true }); console.log(s.pid);`);
     expect(code).toBe(0);
     const pid = Number(stdout.trim());
     cleanupGroup(pid);

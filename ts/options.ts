@@ -67,6 +67,7 @@ const spawnShape: Shape<SpawnOptions> = {
   ownerTaskId: optional.string,
   sessionKey: optional.string,
   durable: optional.boolean,
+  outliveHost: optional.boolean,
   allowEnv: optional.strings,
   notifyOnComplete: optional.boolean,
   watchPatterns: optional.strings,

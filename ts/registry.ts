@@ -467,7 +467,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * Flushes the checkpoint and stops accepting work; nothing is written after it. Never
    * rejects: a failed final write is added to `diagnostics`. Running
    * jobs are not killed: durable ones live on and the next host recovers them; pipe-mode
-   * jobs lose their reader when this process exits.
+   * jobs lose their reader when this process exits, and those of an in-memory registry end
+   * with this process (see `SpawnOptions.outliveHost`).
    */
   async close(): Promise<void> {
     if (this.closed) return;

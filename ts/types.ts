@@ -94,6 +94,15 @@ export interface SpawnOptions {
   sessionKey?: string;
   /** Log file + supervisor, so the job outlives the host with its output and exit status. Needs `stateDir`. */
   durable?: boolean;
+  /**
+   * Keep a job of an in-memory registry (no `stateDir`) running when the host process ends.
+   * By default such a job, which no other host can ever reach, ends with its host however
+   * the host ends (even by SIGKILL), its whole tree: a guardian process tree-kills it (Unix);
+   * on Windows the Job Object the host holds does, and this option has no effect there.
+   * Jobs of a registry with a `stateDir` (durable or not) are never ended with the host.
+   * Default false.
+   */
+  outliveHost?: boolean;
   /** Host variables to pass although they look like secrets (they are dropped by default). */
   allowEnv?: string[];
   /** Queue a completion event when the job ends (see `drainNotifications`). */

@@ -62,7 +62,7 @@ export abstract class HostSession extends BaseSession {
     host.register(live);
     // With a state directory the session is on disk already (session.json, written before
     // the spawn): checkpoint.json follows within 200 ms, shared by every spawn meanwhile.
-    this.started();
+    this.started(spec);
     if (files) host.persistSoon();
     else await host.persist();
   }
@@ -90,7 +90,7 @@ export abstract class HostSession extends BaseSession {
   protected prepare(_files: JobFiles | null, _spec: StartSpec): void {}
 
   /** Called once the job runs and the session is registered. */
-  protected started(): void {}
+  protected started(_spec: StartSpec): void {}
 
   /** Bytes of output fed to the watcher from output events (see `catchUpWatcher`). */
   private watchedBytes = 0;

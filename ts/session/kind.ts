@@ -197,6 +197,8 @@ export interface StartSpec {
   pty?: { cols?: number; rows?: number };
   /** Run durably (a host job with a supervisor and files). */
   durable: boolean;
+  /** A job of an in-memory registry that keeps running when its host ends (see `guardian.ts`). */
+  outliveHost?: boolean;
   /** Run on the far side of this environment (recorded under `name` when it has one). */
   sandbox?: { env: ExecutionEnvironment; name?: string };
 }

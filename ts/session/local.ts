@@ -11,6 +11,8 @@ import { readSessionFile } from '../persist/recovery.js';
 import { HostSession } from './host.js';
 import type { KillResult } from '../types.js';
 import type { Outcome, StartSpec } from './kind.js';
+import type { Identity } from '../processes.js';
+import { guardJob, releaseJob } from './guardian.js';
 import { endedUnreaped } from './termination.js';
 
 export class LocalSession extends HostSession {
@@ -18,9 +20,28 @@ export class LocalSession extends HostSession {
     return spec.stdin ? { stdin: true } : {};
   }
 
-  /** A pipe-mode job's identity goes into session.json now, so a host that dies before the checkpoint write can still be followed and killed by the next one. */
-  protected started(): void {
+  /**
+   * A pipe-mode job's identity goes into session.json now, so a host that dies before the
+   * checkpoint write can still be followed and killed by the next one. Without a state
+   * directory no other host can ever reach the job: it ends with this host (see
+   * `guardian.ts`), unless it was started with `outliveHost`.
+   */
+  protected started(spec: StartSpec): void {
     this.recordSessionFile();
+    const r = this.live.record;
+    if (this.host.stateDir !== null || spec.outliveHost || !r.identity) return;
+    this.guarded = r.identity;
+    const why = guardJob(r.identity, r.cgroup !== undefined ? r.id : null);
+    if (why !== null && !this.host.diagnostics.includes(why)) this.host.diagnostics.push(why);
+  }
+
+  /** The identity the guardian holds for this job, until it ends. */
+  private guarded: Identity | undefined;
+
+  ended(): void {
+    super.ended();
+    if (this.guarded) releaseJob(this.guarded);
+    this.guarded = undefined;
   }
 
   /** Kills of this session under way (see {@link kill}). */

@@ -77,6 +77,7 @@ export function newSession(command: string, opts: StartOptions, ctx: SpawnContex
     ...(opts.env && { vars: opts.env }),
     ...(opts.stdin && { stdin: true }),
     ...(opts.pty && { pty: opts.pty }),
+    ...(opts.outliveHost && { outliveHost: true }),
   };
   const now = Date.now();
   const record: SessionRecord = {

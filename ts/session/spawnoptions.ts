@@ -18,7 +18,7 @@ const kind = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? '
  * Throws `INVALID_ARGUMENT` unless: `taskId`, `ownerTaskId`, `sessionKey` are strings of at
  * most {@link MAX_LABEL_CHARS} characters; `cwd` is a non-empty string without NUL; `env` is
  * a plain object of strings; `allowEnv` an array of strings; `durable`, `stdin`,
- * `notifyOnComplete` booleans; `pty` an object. Absent (`undefined`) options pass.
+ * `notifyOnComplete`, `outliveHost` booleans; `pty` an object. Absent (`undefined`) options pass.
  */
 export function checkSpawnOptions(opts: unknown): void {
   if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) fail(`spawn options must be an object, got ${kind(opts)}`);
@@ -36,7 +36,7 @@ export function checkSpawnOptions(opts: unknown): void {
     for (const [name, value] of Object.entries(env as object)) if (typeof value !== 'string') fail(`env.${name} must be a string, got ${kind(value)}`);
   }
   if (o.allowEnv !== undefined && !(Array.isArray(o.allowEnv) && o.allowEnv.every((n) => typeof n === 'string'))) fail('allowEnv must be an array of variable names (strings)');
-  for (const key of ['durable', 'stdin', 'notifyOnComplete']) {
+  for (const key of ['durable', 'stdin', 'notifyOnComplete', 'outliveHost']) {
     if (o[key] !== undefined && typeof o[key] !== 'boolean') fail(`${key} must be a boolean, got ${kind(o[key])}`);
   }
   if (o.pty !== undefined && (o.pty === null || typeof o.pty !== 'object' || Array.isArray(o.pty))) fail(`pty must be an object ({ cols, rows }), got ${kind(o.pty)}`);

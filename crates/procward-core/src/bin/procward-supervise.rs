@@ -46,6 +46,9 @@
 //! the job runs in Job Objects the supervisor holds, its stdin is the named pipe of
 //! `--stdin-pipe` (`procward-supervise/stdinpipe.rs`; `--stdin-fifo` is Unix-only), and
 //! `--ctrl-break <pid>` is the tree kill's graceful step (`procward-supervise/ctrlbreak.rs`).
+//!
+//! `procward-supervise --guardian` (Unix, `procward-supervise/guardian.rs`) is another role:
+//! one per host, it tree-kills the host's in-memory jobs once the host has ended.
 
 #[cfg(not(any(unix, windows)))]
 fn main() {
@@ -55,8 +58,13 @@ fn main() {
 
 #[cfg(unix)]
 fn main() {
+  guardian::run_if_asked();
   unix::main()
 }
+
+#[cfg(unix)]
+#[path = "procward-supervise/guardian.rs"]
+mod guardian;
 
 #[cfg(windows)]
 fn main() {
