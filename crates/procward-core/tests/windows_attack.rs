@@ -23,7 +23,7 @@ use std::process::{Child, Command, Stdio};
 use std::ptr::null_mut;
 use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
-use windows_sys::Win32::System::Threading::CREATE_NO_WINDOW;
+use windows_sys::Win32::System::Threading::DETACHED_PROCESS;
 
 /// A generous bound that turns a hang into a failure (never a speed claim).
 const HANG: Duration = Duration::from_secs(60);
@@ -42,13 +42,15 @@ impl Drop for Proc {
   }
 }
 
-/// This test executable in a role, running (no console window, no standard handles).
+/// This test executable in a role, running (no console, no standard handles: without a
+/// console there is no conhost.exe beside it, whose termination together with its client's
+/// crashed Wine 8's wineserver now and then).
 fn role(name: &str, arg: &str) -> Proc {
   let child = Command::new(std::env::current_exe().unwrap())
     .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
     .env(ROLE, name)
     .env("PROCWARD_ATTACK_ARG", arg)
-    .creation_flags(CREATE_NO_WINDOW)
+    .creation_flags(DETACHED_PROCESS)
     .stdin(Stdio::null())
     .stdout(Stdio::null())
     .stderr(Stdio::null())
@@ -121,6 +123,7 @@ mod kill_safety {
     assert!(ends(&root.id), "the root itself must end: {report:?}");
     assert!(alive(&stranger.id), "a stranger in a squatted job was killed: {report:?}");
     assert!(!report.signalled.contains(&stranger.id.pid), "{report:?}");
+    end_stranger_then_close(stranger, squatted);
   }
 
   #[test]
@@ -136,6 +139,7 @@ mod kill_safety {
     assert!(ends(&job.identity), "the root must end: {report:?}");
     assert!(alive(&stranger.id), "a stranger older than the root was killed with the job: {report:?}");
     assert!(report.refused_reused.contains(&stranger.id.pid), "the stranger should be reported as not the job's: {report:?}");
+    end_stranger_then_close(stranger, own);
   }
 
   #[test]
@@ -164,6 +168,7 @@ mod kill_safety {
         let _ = kill_tree(&id, &terminate_now());
       }
     }
+    end_stranger_then_close(stranger, own);
   }
 
   #[test]
@@ -181,6 +186,15 @@ mod kill_safety {
     let report = kill_tree(&root_id, &terminate_now()).unwrap();
     assert!(alive(&stranger.id), "a stranger older than the recorded root was killed: {report:?}");
     assert!(!report.signalled.contains(&stranger.id.pid), "{report:?}");
+    end_stranger_then_close(stranger, squatted);
+  }
+
+  /// Ends the stranger, waits for it, then closes the test's handle to the job that held
+  /// it. The other order (closing a kill-on-close job around a process that is being
+  /// terminated) crashed Wine 8's wineserver now and then, which hangs every Wine process.
+  fn end_stranger_then_close<J>(stranger: Proc, job: J) {
+    drop(stranger);
+    drop(job);
   }
 
   fn stranger_handle(p: &Proc) -> std::os::windows::io::BorrowedHandle<'_> {
@@ -223,6 +237,23 @@ mod kill_safety {
       }
       Ok(())
     }
+  }
+
+  #[test]
+  fn a_pid_that_differs_from_the_hosts_or_a_jobs_in_its_two_low_bits_reaches_neither() {
+    // Windows' handle tables may ignore a PID's two low bits (OpenProcess(pid + 1) can open
+    // pid): a record naming the host's PID + 1..3, with the host's creation time, must not
+    // reach the host, nor a running job with its own.
+    let me = identity(std::process::id() as i32).unwrap().unwrap();
+    let other = sleeper();
+    for base in [&me, &other.id] {
+      for low in 1..4 {
+        let near = Identity { pid: base.pid + low, ..base.clone() };
+        let report = kill_tree(&near, &terminate_now()).unwrap();
+        assert!(!report.signalled.contains(&base.pid) && report.signalled.is_empty(), "{near:?}: {report:?}");
+      }
+    }
+    assert!(alive(&other.id), "a PID next to the job's reached it");
   }
 
   #[test]
@@ -305,6 +336,20 @@ mod hostile_output {
     assert_eq!(xs, 10 << 20, "every byte of the long line must arrive");
     // \xff, \xfe and the truncated \xe2\x9c at the end: one U+FFFD each.
     assert_eq!(replacement, 3, "invalid bytes become one U+FFFD each");
+  }
+
+  #[test]
+  fn lone_surrogates_written_to_a_pseudoconsole_come_out_as_text_and_the_exit_follows() {
+    // UTF-16 that is not: lone high and low surrogates typed to the console through
+    // WriteConsoleW. The pseudoconsole's UTF-8 stream must not stall or poison the capture.
+    let mut opts = SpawnOptions::new("surrogates");
+    opts.shell = std::env::current_exe().unwrap();
+    opts.shell_args = ["--exact", "child_role", "--nocapture", "--test-threads=1"].map(String::from).to_vec();
+    opts.env = Some(env_with(&[(ROLE, "surrogates")]));
+    opts.input = procward_core::job::Input::Pty(procward_core::job::PtySize { cols: 80, rows: 25 });
+    let (text, exit) = output_and_exit(&events(opts));
+    assert_eq!(exit, ExitInfo::exited(0), "{text:?}");
+    assert!(text.contains("a") && text.contains("end"), "the text around the surrogates must come out: {text:?}");
   }
 
   fn exe() -> String {
@@ -495,6 +540,22 @@ fn child_role() {
       }
       out.write_all(b"\xff\xfe\xe2\x9c").unwrap();
       out.flush().unwrap();
+      std::process::exit(0);
+    }
+    // Lone surrogates, then a line, to the console (CONOUT$: Wine 8 gives a pseudoconsole's
+    // first process no standard handles).
+    "surrogates" => {
+      use windows_sys::Win32::Foundation::{GENERIC_READ, GENERIC_WRITE};
+      use windows_sys::Win32::Storage::FileSystem::{CreateFileW, FILE_SHARE_READ, FILE_SHARE_WRITE, OPEN_EXISTING};
+      use windows_sys::Win32::System::Console::WriteConsoleW;
+      let name: Vec<u16> = "CONOUT$".encode_utf16().chain([0]).collect();
+      let share = FILE_SHARE_READ | FILE_SHARE_WRITE;
+      let out = unsafe { CreateFileW(name.as_ptr(), GENERIC_READ | GENERIC_WRITE, share, null_mut(), OPEN_EXISTING, 0, null_mut()) };
+      let mut text: Vec<u16> = vec![0xD800, u16::from(b'a'), 0xDC00, u16::from(b'b'), 0xDBFF];
+      text.extend("\r\nend\r\n".encode_utf16());
+      let mut written = 0u32;
+      unsafe { WriteConsoleW(out, text.as_ptr().cast(), text.len() as u32, &mut written, null_mut()) };
+      std::thread::sleep(Duration::from_millis(300));
       std::process::exit(0);
     }
     other => panic!("unknown role {other}"),
