@@ -127,7 +127,9 @@ musl_loader_step() {
   apt-get -qq "${opts[@]}" update
   (cd "$apt" && apt-get -qq "${opts[@]}" download musl/trixie)
   rm -rf "$PLATFORMS/musl/loader"
-  dpkg-deb -x "$(ls "$apt"/musl_*.deb | tail -1)" "$PLATFORMS/musl/loader"
+  mkdir -p "$PLATFORMS/musl/loader"
+  dpkg-deb -x "$(ls "$apt"/musl_*.deb | tail -1)" "$PLATFORMS/musl/loader" || return 1
+  [ -x "$MUSL_LOADER" ] || { echo "[$SCRIPT_NAME] musl loader missing after unpacking: $MUSL_LOADER" >&2; return 1; }
   echo "[$SCRIPT_NAME] musl $("$MUSL_LOADER" 2>&1 | sed -nE 's/^Version //p') loader unpacked into $PLATFORMS/musl/loader"
 }
 
