@@ -49,7 +49,6 @@ pub mod guard;
 pub mod identity;
 pub mod job;
 pub mod jobstate;
-pub mod leftovers;
 #[cfg(unix)]
 pub mod kill;
 #[cfg(windows)]
@@ -57,6 +56,7 @@ pub mod kill;
 pub mod kill;
 #[cfg(unix)]
 pub mod launch;
+pub mod leftovers;
 pub mod lockfile;
 pub mod logfile;
 pub mod patterns;
