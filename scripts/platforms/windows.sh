@@ -131,8 +131,26 @@ stage_suite() {
 js_suite() {
   # node --test prints TAP; its stdout and stderr go to files (EBADF on a Linux pipe), and
   # the run fails when a case fails (node's exit status).
-  local rc=0
-  (cd "$SUITE" && timeout 900 wine "$NODE_EXE" --test __test__/platform/*.test.mjs >suite.out 2>suite.err) || rc=$?
+  # A wineserver crash (see core_tests) is retried, up to twice more.
+  local rc attempt pid
+  for attempt in 1 2 3; do
+    rc=0
+    rm -f "$SUITE/suite.out" "$SUITE/suite.err"
+    (cd "$SUITE" && exec timeout 900 wine "$NODE_EXE" --test __test__/platform/*.test.mjs >suite.out 2>suite.err) &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+      if grep -q "wineserver crashed" "$SUITE/suite.err" 2>/dev/null; then
+        kill -KILL $(this_runs_wine) 2>/dev/null
+        kill "$pid" 2>/dev/null
+        rc=$WINESERVER_CRASHED
+        break
+      fi
+      sleep 2
+    done
+    if [ "$rc" -eq 0 ]; then wait "$pid" || rc=$?; else wait "$pid" 2>/dev/null || true; fi
+    [ "$rc" -eq "$WINESERVER_CRASHED" ] && [ "$attempt" -lt 3 ] || break
+    echo "[$SCRIPT_NAME] the wineserver crashed during the JS suite (a fault of Wine 8): running it again"
+  done
   grep -E "^# (tests|pass|fail|cancelled|skipped)|^not ok|^    not ok|# SKIP" "$SUITE/suite.out" || true
   if [ "$rc" -ne 0 ]; then
     echo "[$SCRIPT_NAME] JS suite exited $rc; failures in $SUITE/suite.out:" >&2
