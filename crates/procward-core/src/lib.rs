@@ -54,6 +54,8 @@ pub mod kill;
 #[cfg(windows)]
 #[path = "windows/kill.rs"]
 pub mod kill;
+#[cfg(any(unix, windows))]
+pub mod killreport;
 #[cfg(unix)]
 pub mod launch;
 pub mod leftovers;

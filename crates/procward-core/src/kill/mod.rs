@@ -46,6 +46,7 @@ mod tests;
 use crate::error::{Error, Result};
 use crate::guard::{session_of, Host, Refusal};
 use crate::identity::{Identity, Verdict};
+pub use crate::killreport::{CgroupClaim, KillReport, KillRequest, Refused};
 use crate::probe::ProcessInfo;
 use crate::sys;
 use nix::sys::signal::Signal;
@@ -78,24 +79,6 @@ pub struct KillOptions {
   pub require_session_leader: bool,
 }
 
-/// A cgroup as a record names it, and the session it must be named for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CgroupClaim {
-  /// The recorded value: the session id, or the directory an earlier version stored.
-  pub recorded: String,
-  /// The session id (`proc_` + 12 hex digits) the cgroup must be named for.
-  pub session: String,
-}
-
-impl CgroupClaim {
-  /// The claim of a record that names `recorded`, for `session` (default: `recorded`
-  /// itself, as records that name the session id do).
-  pub fn new(recorded: String, session: Option<String>) -> Self {
-    let session = session.unwrap_or_else(|| recorded.clone());
-    CgroupClaim { recorded, session }
-  }
-}
-
 /// The signal of a name (`SIGTERM`, `TERM`, case-insensitive), as [`KillOptions::signal`]
 /// takes it. Errors: `InvalidInput` for a name this platform has no signal for.
 pub fn signal_named(name: &str) -> Result<Signal> {
@@ -115,45 +98,6 @@ impl Default for KillOptions {
       require_session_leader: false,
     }
   }
-}
-
-/// Something a kill refused to signal: a PID (or the group it leads), or a cgroup.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refused {
-  /// The PID refused, or whose group was refused; `None` for a cgroup.
-  pub pid: Option<i32>,
-  /// The cgroup refused, as recorded; `None` for a PID.
-  pub cgroup: Option<String>,
-  pub reason: Refusal,
-}
-
-/// What a tree kill did. Each list holds PIDs; a PID appears in `signalled` if it received
-/// at least one signal, and in `survivors` if its identity was still `current` at the end.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KillReport {
-  /// Processes that were sent a signal (the group leader included when the group was).
-  pub signalled: Vec<i32>,
-  /// Processes that were already gone (or zombies) when their turn to be signalled came.
-  pub already_gone: Vec<i32>,
-  /// PIDs that were alive but belonged to another process: never signalled.
-  pub refused_reused: Vec<i32>,
-  /// Processes still alive at the end. Non-empty means the kill failed.
-  pub survivors: Vec<i32>,
-  /// The survivors' identities, so a caller can keep finishing the kill safely.
-  pub survivor_identities: Vec<Identity>,
-  /// Whether SIGKILL was sent.
-  pub escalated: bool,
-  /// What the guard refused to signal, with why. A refused PID is never in `signalled`,
-  /// `already_gone` or `survivors`; a refused root means the kill did nothing.
-  pub refused: Vec<Refused>,
-}
-
-/// One tree of a batch kill ([`kill_trees`]): its root, and the cgroup its record names
-/// (see [`KillOptions::cgroup`]).
-#[derive(Debug, Clone)]
-pub struct KillRequest {
-  pub root: Identity,
-  pub cgroup: Option<CgroupClaim>,
 }
 
 /// Kills the tree rooted at `root` (see the module docs for the steps). Blocks for up to

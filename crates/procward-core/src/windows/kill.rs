@@ -60,8 +60,9 @@ mod killrun;
 mod killsnapshot;
 
 use crate::error::{Error, Result};
-use crate::guard::{parent_map, Host, Refusal};
+use crate::guard::{parent_map, Host};
 use crate::identity::Identity;
+pub use crate::killreport::{CgroupClaim, KillReport, KillRequest, Refused};
 use crate::sys;
 use killconsole::{CtrlEvent, Delivery, GroupTarget};
 pub use killprocess::TERMINATED_EXIT_CODE;
@@ -121,21 +122,6 @@ impl Default for KillOptions {
   }
 }
 
-/// A cgroup as a record names it (Linux only; ignored on Windows).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CgroupClaim {
-  pub recorded: String,
-  pub session: String,
-}
-
-impl CgroupClaim {
-  /// The claim of a record that names `recorded`, for `session` (default: `recorded`).
-  pub fn new(recorded: String, session: Option<String>) -> Self {
-    let session = session.unwrap_or_else(|| recorded.clone());
-    CgroupClaim { recorded, session }
-  }
-}
-
 /// The step a name asks for: `SIGTERM`/`TERM`, `SIGINT`/`INT`, `SIGKILL`/`KILL`
 /// (case-insensitive). Errors: `InvalidInput` for any other name, saying which exist.
 pub fn signal_named(name: &str) -> Result<Signal> {
@@ -148,51 +134,6 @@ pub fn signal_named(name: &str) -> Result<Signal> {
       "signal {name:?} has no Windows counterpart: use SIGTERM (Ctrl-Break), SIGINT (Ctrl-C) or SIGKILL (terminate)"
     ))),
   }
-}
-
-/// Something a kill refused to touch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refused {
-  /// The PID refused.
-  pub pid: Option<i32>,
-  /// Always `None` on Windows (no cgroups).
-  pub cgroup: Option<String>,
-  pub reason: Refusal,
-}
-
-/// What a tree kill did. Each list holds PIDs; a PID is in `signalled` if it got the
-/// graceful event or was terminated, and in `survivors` if it still ran at the end.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KillReport {
-  /// Processes that got the console event (the root, and the processes on its console), or
-  /// were terminated.
-  pub signalled: Vec<i32>,
-  /// Processes that had already exited when their turn came.
-  pub already_gone: Vec<i32>,
-  /// PIDs that were alive but belonged to another process (another creation time), or
-  /// members of the root's Job Object created before the root (someone else's): never
-  /// touched.
-  pub refused_reused: Vec<i32>,
-  /// Processes still running at the end. Non-empty means the kill failed.
-  pub survivors: Vec<i32>,
-  /// The survivors' identities (creation times), so a caller can finish the kill safely.
-  /// A member of the Job Object this user may not open is a survivor without one.
-  pub survivor_identities: Vec<Identity>,
-  /// Whether termination followed the graceful step. Without a console helper, or where the
-  /// event cannot be sent (Wine 8's Ctrl-Break), there is no graceful step: a kill with a
-  /// grace period then terminates at once and reports `escalated`.
-  pub escalated: bool,
-  /// What the guard refused to touch, with why; never in the other lists. A refused root
-  /// means the kill did nothing.
-  pub refused: Vec<Refused>,
-}
-
-/// One tree of a batch kill ([`kill_trees`]).
-#[derive(Debug, Clone)]
-pub struct KillRequest {
-  pub root: Identity,
-  /// Ignored on Windows.
-  pub cgroup: Option<CgroupClaim>,
 }
 
 /// Kills the tree rooted at `root` (see the module docs for the steps). Blocks for up to
