@@ -5,15 +5,17 @@
 //! `scripts/platforms/windows.sh` (or `cargo test` on Windows).
 #![cfg(windows)]
 
+mod windows_common;
+
+use windows_common::{start, until_exit, HANG};
+
 use procward_core::job::{Capture, JobEvent, SpawnOptions};
 use procward_core::spawn::{spawn, Job};
 use procward_core::status::ExitInfo;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-/// A generous bound that turns a hang into a failure (never a speed claim).
-const HANG: Duration = Duration::from_secs(60);
 /// The test binary plays a host that starts a job and exits when this names a directory.
 const HOST_ROLE: &str = "PROCWARD_TEST_DURABLE_HOST";
 
@@ -45,23 +47,6 @@ fn durable(command: &str, dir: &Path, stdin: bool) -> SpawnOptions {
   let id = dir.file_name().unwrap().to_string_lossy();
   opts.session_record = Some(format!("{{\"id\":\"{id}\",\"durable\":true}}"));
   opts
-}
-
-fn start(opts: SpawnOptions) -> (Job, Receiver<JobEvent>) {
-  let (tx, rx) = channel();
-  let job = spawn(opts, Box::new(move |ev| drop(tx.send(ev)))).expect("spawn");
-  (job, rx)
-}
-
-/// Output until the exit, and the exit.
-fn until_exit(rx: &Receiver<JobEvent>) -> (String, ExitInfo) {
-  let mut out = String::new();
-  loop {
-    match rx.recv_timeout(HANG).expect("no exit within 60 s") {
-      JobEvent::Output { text, .. } => out.push_str(&text),
-      JobEvent::Exit(info) => return (out, info),
-    }
-  }
 }
 
 /// The file's text once `ready` accepts it (files are written whole, but may not exist yet).

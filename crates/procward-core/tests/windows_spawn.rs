@@ -3,32 +3,16 @@
 //! `scripts/platforms/windows.sh` (or `cargo test` on Windows).
 #![cfg(windows)]
 
+mod windows_common;
+
+use windows_common::{start, until_exit, HANG};
+
 use procward_core::job::{Input, JobEvent, PtySize, SpawnOptions};
 use procward_core::spawn::{spawn, Job};
 use procward_core::status::ExitInfo;
 use std::path::PathBuf;
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
-
-/// A generous bound that turns a hang into a failure (never a speed claim).
-const HANG: Duration = Duration::from_secs(60);
-
-fn start(opts: SpawnOptions) -> (Job, Receiver<JobEvent>) {
-  let (tx, rx) = channel();
-  let job = spawn(opts, Box::new(move |ev| drop(tx.send(ev)))).expect("spawn");
-  (job, rx)
-}
-
-/// Output until the exit, and the exit.
-fn until_exit(rx: &Receiver<JobEvent>) -> (String, ExitInfo) {
-  let mut out = String::new();
-  loop {
-    match rx.recv_timeout(HANG).expect("no exit within 60 s") {
-      JobEvent::Output { text, .. } => out.push_str(&text),
-      JobEvent::Exit(info) => return (out, info),
-    }
-  }
-}
 
 /// Reads output into `out` until it contains `needle` (an exit on the way fails).
 fn until_output(rx: &Receiver<JobEvent>, out: &mut String, needle: &str) {

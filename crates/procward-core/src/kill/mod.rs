@@ -42,6 +42,8 @@ mod signal;
 mod snapshot;
 #[cfg(all(test, target_os = "linux"))]
 mod tests;
+#[cfg(all(test, target_os = "linux"))]
+mod tests_stopped;
 
 use crate::error::{Error, Result};
 use crate::guard::{session_of, Host, Refusal};
