@@ -72,16 +72,8 @@ fn children(parent: &ProcessInfo) -> Vec<ProcessInfo> {
 mod tests {
   use super::*;
   use crate::identity::identity_of_child;
+  use crate::testwait::until;
   use std::process::Command;
-  use std::time::{Duration, Instant};
-
-  fn until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !cond() {
-      assert!(Instant::now() < deadline, "{what} within 10 s");
-      std::thread::sleep(Duration::from_millis(10));
-    }
-  }
 
   #[test]
   fn a_job_is_stopped_while_sigstop_holds_it_and_runs_again_after_sigcont() {

@@ -166,9 +166,9 @@ fn group_members(pgids: &[i32]) -> Vec<sys::ProcessInfo> {
 mod tests {
   use super::*;
   use crate::identity::{identity, identity_of_child};
+  use crate::testwait::until;
   use std::os::unix::process::CommandExt;
   use std::process::{Child, Command, Stdio};
-  use std::time::{Duration, Instant};
 
   /// `program args` in a session of its own (as every job starts), with its identity.
   fn in_new_session(program: &str, args: &[&str], stdout: Stdio) -> (Child, Identity) {
@@ -183,14 +183,6 @@ mod tests {
     let child = cmd.spawn().unwrap();
     let id = identity_of_child(child.id() as i32).unwrap();
     (child, id)
-  }
-
-  fn until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !cond() {
-      assert!(Instant::now() < deadline, "timed out waiting for {what}");
-      std::thread::sleep(Duration::from_millis(10));
-    }
   }
 
   #[test]

@@ -82,6 +82,8 @@ pub mod spawn;
 pub mod started;
 pub mod status;
 pub mod tail;
+#[cfg(test)]
+mod testwait;
 pub mod tree;
 #[cfg(unix)]
 mod unixpipe;
