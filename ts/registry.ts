@@ -509,41 +509,33 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    */
   async killAll(opts: KillAllOptions): Promise<BulkKillOutcome[]> {
     const checked = checkOptions('killAll', opts, true);
-    this.checkLeftovers(checked?.taskId);
+    this.leftovers.checkScope(checked?.taskId);
     return scoping.killAll(this, checked);
   }
 
   /** Ids of the task's active sessions (running, or ended with live leftovers): a baseline for {@link killStartedSince}. */
   snapshotRunningIds(taskId: string): Promise<string[]> {
-    this.checkLeftovers(taskId);
+    this.leftovers.checkScope(taskId);
     return scoping.snapshotRunningIds(this, taskId);
   }
 
   /** Kills the task's active sessions (as {@link killAll} counts them) that are not in `baseline`. */
   async killStartedSince(taskId: string, baseline: string[], opts: KillOptions = {}): Promise<BulkKillOutcome[]> {
-    this.checkLeftovers(taskId);
+    this.leftovers.checkScope(taskId);
     return scoping.killStartedSince(this, taskId, baseline, checkOptions('killStartedSince', opts).graceMs);
   }
 
   /** Whether the task has a running session, or an ended one whose leftovers still run (detached sessions are re-checked first). */
   hasActiveProcesses(taskId: string): Promise<boolean> {
-    this.checkLeftovers(taskId);
+    this.leftovers.checkScope(taskId);
     return scoping.hasActiveProcesses(this, taskId);
   }
 
   /** Whether a session with this key runs (or left processes running) and started within `maxActiveAgeMs` (milliseconds). */
   async hasActiveForSession(sessionKey: string, opts: ActiveForSessionOptions = {}): Promise<boolean> {
     const checked = checkOptions('hasActiveForSession', opts);
-    this.checkLeftovers(undefined, sessionKey);
+    this.leftovers.checkScope(undefined, sessionKey);
     return scoping.hasActiveForSession(this, sessionKey, checked);
-  }
-
-  /** Looks again at what the ended sessions of a task (or a session key) left running, before a scoped call counts them. */
-  private checkLeftovers(taskId?: unknown, sessionKey?: unknown): void {
-    if (this.closed) return;
-    const mine = (r: SessionRecord) => (taskId !== undefined && (r.taskId === taskId || r.ownerTaskId === taskId)) || (sessionKey !== undefined && r.sessionKey === sessionKey);
-    const ended = [...this.sessions.values()].filter((l) => l.record.status === 'exited' && mine(l.record));
-    this.leftovers.check(ended);
   }
 
   /**

@@ -34,6 +34,16 @@ export class Leftovers {
   ) {}
 
   /**
+   * Looks again at the ended sessions of a task (by `taskId` or `ownerTaskId`) or of a
+   * session key, before a scoped call counts them.
+   */
+  checkScope(taskId?: unknown, sessionKey?: unknown): void {
+    const mine = (l: Live) =>
+      (taskId !== undefined && (l.record.taskId === taskId || l.record.ownerTaskId === taskId)) || (sessionKey !== undefined && l.record.sessionKey === sessionKey);
+    this.check([...this.sessions.values()].filter((l) => l.record.status === 'exited' && mine(l)));
+  }
+
+  /**
    * Looks at the ended sessions among `lives` now, in one native call, and keeps the count
    * of each. Sessions that are running, or whose kind names no process of this machine, are
    * skipped. Never throws: a record the binding cannot take counts as none.
