@@ -22,6 +22,18 @@ pub(super) fn spawn_session(script: &str) -> (Child, Identity) {
   (child, id)
 }
 
+/// Whether `pid` ignores `sig` now (`/proc/<pid>/status`, `SigIgn`): a shell that was told
+/// to `trap '' TERM` has not necessarily run that line yet when the test sees its process.
+pub(super) fn ignores(pid: i32, sig: i32) -> bool {
+  let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+  let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:")).and_then(|m| u64::from_str_radix(m.trim(), 16).ok());
+  mask.is_some_and(|m| m & (1 << (sig - 1)) != 0)
+}
+
+pub(super) fn wait_until_ignored(pid: i32, sig: i32) {
+  crate::testwait::until(&format!("{pid} to ignore signal {sig}"), || ignores(pid, sig));
+}
+
 pub(super) fn wait_for_descendants(pid: i32, n: usize) -> Vec<ProcessInfo> {
   let deadline = Instant::now() + Duration::from_secs(5);
   loop {
@@ -50,7 +62,7 @@ fn kills_a_tree_including_an_escaped_setsid_member() {
 #[test]
 fn escalates_to_sigkill_when_sigterm_is_ignored() {
   let (mut child, id) = spawn_session("trap '' TERM; while :; do sleep 1; done");
-  std::thread::sleep(Duration::from_millis(100));
+  wait_until_ignored(id.pid, libc::SIGTERM);
   let report = kill_tree(&id, &KillOptions { grace: Duration::from_millis(200), ..Default::default() }).unwrap();
   assert!(report.escalated);
   assert!(report.survivors.is_empty());
@@ -348,7 +360,9 @@ fn a_group_member_the_walk_cannot_reach_is_escalated_when_the_root_dies() {
     let root = crate::sys::read_stat(id.pid).unwrap().unwrap();
     let walked = super::children::tree_of(&root, &[]).expect("children lists");
     let unreachable = |p: &&crate::probe::ProcessInfo| !walked.iter().any(|w| w.pid == p.pid);
-    if let Some(p) = members.iter().filter(unreachable).find(|p| p.pid != id.pid && !p.is_dead() && left_session(p.ppid)) {
+    if let Some(p) =
+      members.iter().filter(unreachable).find(|p| p.pid != id.pid && !p.is_dead() && left_session(p.ppid) && ignores(p.pid, libc::SIGTERM))
+    {
       break (identity(p.pid).unwrap().unwrap(), identity(p.ppid).unwrap().unwrap());
     }
     assert!(Instant::now() < deadline, "no member out of the walk's reach under a parent of another session in {members:?}");
