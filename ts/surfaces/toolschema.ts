@@ -1,0 +1,86 @@
+/**
+ * The LLM tools' input schemas (`process_start`, `process`), written once with zod and
+ * exported as JSON Schema (`z.toJSONSchema`). The handler that runs them is `tool.ts`.
+ */
+import { z } from 'zod';
+import { MAX_PAGE_BYTES, MIN_PAGE_BYTES } from '../output/paging.js';
+
+const sessionId = z
+  .union([z.string(), z.number()])
+  .describe('Session id (proc_ + 12 hex) or a unique prefix of at least 4 hex characters.');
+
+export const processInput = z
+  .object({
+    action: z.enum(['list', 'poll', 'log', 'wait', 'kill', 'write', 'submit', 'close']).describe('What to do.'),
+    session_id: sessionId.optional().describe('The session (every action but list).'),
+    timeout_ms: z.number().int().min(1).max(86_400_000).optional().describe('wait: give up after this many milliseconds (default 30000, at most a day).'),
+    offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional().describe('log: first line, 0-based (default: the last `limit` lines).'),
+    limit: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional().describe('log: number of lines (default 200).'),
+    max_bytes: z
+      .number()
+      .int()
+      .min(MIN_PAGE_BYTES)
+      .max(MAX_PAGE_BYTES)
+      .optional()
+      .describe('log: byte cap of the page (default 1048576, at most 4 MiB); lines that do not fit are left out (see showing), a longer line is cut with a marker.'),
+    grace_ms: z.number().int().min(0).max(3_600_000).optional().describe('kill: milliseconds between SIGTERM and SIGKILL (default 2000, at most an hour).'),
+    data: z.string().optional().describe('write: raw text to send to stdin.'),
+    text: z.string().optional().describe('submit: a line to send to stdin, followed by Enter.'),
+    acknowledge: z.boolean().optional().describe('poll: also consume the completion notification.'),
+    task_id: z.string().optional().describe('list: only this task.'),
+    session_key: z.string().optional().describe('list: sessions of this conversation.'),
+  })
+  .strict();
+
+export const startInput = z
+  .object({
+    command: z.string().min(1).describe('Shell command, run as `bash -c <command>` in the background.'),
+    workdir: z.string().optional().describe('Working directory.'),
+    env: z.record(z.string(), z.string()).optional().describe('Extra environment variables.'),
+    pty: z
+      .union([z.boolean(), z.object({ cols: z.number().int().min(1), rows: z.number().int().min(1) }).strict()])
+      .optional()
+      .describe('Run under a pseudo-terminal (for interactive programs).'),
+    stdin: z.boolean().optional().describe('Keep a stdin pipe open for write/submit/close.'),
+    notify_on_complete: z.boolean().optional().describe('Queue a notification when the command ends.'),
+    watch_patterns: z.array(z.string().min(1)).optional().describe('Regular expressions; a matching output line raises a notification.'),
+    task_id: z.string().optional(),
+    session_key: z.string().optional(),
+  })
+  .strict();
+
+/** A tool definition in the plain `{ name, description, input_schema }` shape (Anthropic-style). */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+function jsonSchema(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema) as Record<string, unknown>;
+  return rest;
+}
+
+/** The two tool definitions. */
+export function toolDefinitions(): ToolDefinition[] {
+  return [
+    {
+      name: 'process_start',
+      description:
+        'Start a shell command in the background (dev servers, builds, test runs). Returns its session_id at once; use the `process` tool to read its output, wait for it, or stop it.',
+      input_schema: jsonSchema(startInput),
+    },
+    {
+      name: 'process',
+      description:
+        'Manage background processes: list sessions; poll status and recent output; log (output lines, paged); wait for the end (with a timeout); kill the whole process tree; write/submit/close stdin.',
+      input_schema: jsonSchema(processInput),
+    },
+  ];
+}
+
+/** The same tools in OpenAI's `{ type: 'function', function: { name, description, parameters } }` shape. */
+export function openAiTools(): { type: 'function'; function: { name: string; description: string; parameters: Record<string, unknown> } }[] {
+  return toolDefinitions().map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.input_schema } }));
+}
+
