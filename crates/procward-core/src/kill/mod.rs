@@ -31,11 +31,13 @@
 //! submodules: `run` (one kill's targets and report, and the identity check), `snapshot`
 //! (the tree, the group, the cgroup, the walk before SIGKILL), `children` (the tree from
 //! the children lists), `signal` (who gets a signal), `settle` (waiting for the targets to
-//! die) and `exits` (waking at an exit).
+//! die) and `exits` (waking at an exit). One signal with no escalation (SIGINT, SIGHUP, ...)
+//! is `jobsignal`'s [`signal_job`].
 
 #[cfg(target_os = "linux")]
 mod children;
 mod exits;
+mod jobsignal;
 mod run;
 mod settle;
 mod signal;
@@ -51,6 +53,7 @@ use crate::identity::{Identity, Verdict};
 pub use crate::killreport::{CgroupClaim, KillReport, KillRequest, Refused};
 use crate::probe::ProcessInfo;
 use crate::sys;
+pub use jobsignal::signal_job;
 use nix::sys::signal::Signal;
 use run::{Run, Target};
 use settle::{settle_longer, wait_all};
@@ -63,7 +66,9 @@ pub struct KillOptions {
   /// First signal. Default SIGTERM.
   pub signal: Signal,
   /// How long members get to exit after the first signal before SIGKILL. Default 2 s.
-  /// Zero means no escalation: the first signal only, then the settle window.
+  /// Zero means SIGKILL right after the first signal (as `docker stop -t 0`): survivors of
+  /// the first signal are SIGKILLed at once. Sending one signal with no escalation is
+  /// [`signal_job`], not a kill with grace 0.
   pub grace: Duration,
   /// How long to wait for members to disappear after the last signal. Default 500 ms.
   pub settle: Duration,
@@ -191,7 +196,8 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
   let live: Vec<usize> = (0..runs.len()).filter(|&i| errors[i].is_none() && !runs[i].targets.is_empty()).collect();
   // The grace period runs from the last tree's first signal, so every tree gets all of it.
   let first_signal = Instant::now();
-  let escalate = opts.signal != Signal::SIGKILL && !opts.grace.is_zero();
+  // Grace 0 escalates at once (DESIGN section 3: one grace rule on every surface).
+  let escalate = opts.signal != Signal::SIGKILL;
   let wait_for = if escalate { opts.grace } else { opts.settle };
   let mut survivors = wait_all(&runs, &live, first_signal + wait_for, !escalate);
   // Members of a group that no walk found got the group signal: they survive it too.

@@ -1,5 +1,5 @@
 //! Tree kill of stopped processes (Linux): SIGCONT right after SIGTERM, so that a stopped
-//! job's TERM trap runs; never after SIGKILL or a stop signal.
+//! job's TERM trap runs; never after SIGKILL or a stop signal. Grace 0 escalates at once.
 
 use super::tests::{spawn_session, wait_for_descendants};
 use super::*;
@@ -82,16 +82,32 @@ fn a_stop_signal_is_not_followed_by_sigcont() {
   // `exec`: a shell that forks first (dash vforks) leaves its parent waiting for the child's
   // exec, where a stop signal stays pending.
   let (mut child, id) = spawn_session("exec sleep 30");
-  let report = kill_tree(
-    &id,
-    &KillOptions { signal: Signal::SIGSTOP, grace: Duration::ZERO, settle: Duration::from_millis(50), ..Default::default() },
-  )
-  .unwrap();
+  // Grace 0 would SIGKILL at once: the job is watched while the kill waits out its grace.
+  let root = id.clone();
+  let kill = std::thread::spawn(move || {
+    kill_tree(
+      &root,
+      &KillOptions { signal: Signal::SIGSTOP, grace: Duration::from_secs(3), settle: Duration::from_millis(50), ..Default::default() },
+    )
+    .unwrap()
+  });
   let stopped = std::panic::catch_unwind(|| wait_stopped(id.pid));
-  unsafe { libc::kill(-id.pid, libc::SIGKILL) };
+  let report = kill.join().unwrap();
   child.wait().unwrap();
   assert!(report.signalled.contains(&id.pid), "{report:?}");
+  assert!(report.escalated, "{report:?}");
   assert!(stopped.is_ok(), "the job did not stay stopped");
+}
+
+#[test]
+fn grace_zero_sigkills_a_job_deaf_to_sigterm_at_once() {
+  let (mut child, id) = spawn_session("trap '' TERM; while :; do sleep 1; done");
+  super::tests::wait_until_ignored(id.pid, libc::SIGTERM);
+  let report = kill_tree(&id, &KillOptions { grace: Duration::ZERO, ..Default::default() }).unwrap();
+  assert!(report.escalated, "{report:?}");
+  assert!(report.survivors.is_empty(), "{report:?}");
+  use std::os::unix::process::ExitStatusExt;
+  assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
 }
 
 #[test]

@@ -37,9 +37,9 @@
 //! 6. **Settle** and report: a process counts as gone once its handle is signalled. The
 //!    report has the Unix fields; `escalated` means termination followed the graceful step.
 //!
-//! `grace` 0 keeps the Unix meaning: the graceful step only, then the settle window. A first
-//! signal of SIGKILL terminates at once (not an escalation). Other signals have no Windows
-//! counterpart and [`signal_named`] refuses them.
+//! `grace` 0 keeps the Unix meaning: the graceful step, then termination at once (as
+//! `docker stop -t 0`). A first signal of SIGKILL terminates at once (not an escalation).
+//! Other signals have no Windows counterpart and [`signal_named`] refuses them.
 //!
 //! **Under Wine 8** (where the tests run): `GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, ..)`
 //! fails with `ERROR_INVALID_HANDLE` (wineserver answers `STATUS_NOT_IMPLEMENTED` for any
@@ -90,7 +90,7 @@ pub struct KillOptions {
   /// First step. Default SIGTERM (Ctrl-Break).
   pub signal: Signal,
   /// How long members get to exit after the graceful step before termination. Default 2 s.
-  /// Zero means no termination: the graceful step only, then the settle window.
+  /// Zero means termination right after the graceful step.
   pub grace: Duration,
   /// How long to wait for members to exit after the last step. Default 500 ms.
   pub settle: Duration,
@@ -103,8 +103,7 @@ pub struct KillOptions {
   /// named after its identity, as every job procward starts is. Default off.
   pub require_session_leader: bool,
   /// `procward-supervise.exe`, which sends the graceful step's console event (see the
-  /// module docs). `None` (the default): no graceful step; the tree is terminated at once
-  /// (after nothing, with `grace` 0).
+  /// module docs). `None` (the default): no graceful step; the tree is terminated at once.
   pub console_helper: Option<PathBuf>,
 }
 
@@ -180,21 +179,20 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
     terminate(&mut runs, &live, &host, false);
     last_termination = Some(Instant::now());
   } else {
+    // Grace 0 terminates right after the graceful step (one grace rule on every platform).
     graceful_step(&mut runs, &live, opts);
-    if !opts.grace.is_zero() {
-      // Nothing told the unreached ones to exit: they are terminated now.
-      let unreached: Vec<usize> = live.iter().copied().filter(|&i| !runs[i].delivered).collect();
-      if !unreached.is_empty() {
-        terminate(&mut runs, &unreached, &host, true);
-        last_termination = Some(Instant::now());
-      }
-      let reached: Vec<usize> = live.iter().copied().filter(|&i| runs[i].delivered).collect();
-      wait(&runs, &reached, first + opts.grace);
-      let left: Vec<usize> = reached.into_iter().filter(|&i| runs[i].targets.iter().any(|t| t.process.running())).collect();
-      if !left.is_empty() {
-        terminate(&mut runs, &left, &host, true);
-        last_termination = Some(Instant::now());
-      }
+    // Nothing told the unreached ones to exit: they are terminated now.
+    let unreached: Vec<usize> = live.iter().copied().filter(|&i| !runs[i].delivered).collect();
+    if !unreached.is_empty() {
+      terminate(&mut runs, &unreached, &host, true);
+      last_termination = Some(Instant::now());
+    }
+    let reached: Vec<usize> = live.iter().copied().filter(|&i| runs[i].delivered).collect();
+    wait(&runs, &reached, first + opts.grace);
+    let left: Vec<usize> = reached.into_iter().filter(|&i| runs[i].targets.iter().any(|t| t.process.running())).collect();
+    if !left.is_empty() {
+      terminate(&mut runs, &left, &host, true);
+      last_termination = Some(Instant::now());
     }
   }
   let from = last_termination.unwrap_or(first);
@@ -270,6 +268,13 @@ fn wait(runs: &[Run], which: &[usize], deadline: Instant) -> bool {
     all &= wait_all(running, deadline);
   }
   all
+}
+
+/// One signal to a job with no escalation (the Unix `signal_job`). Not implemented on
+/// Windows yet: a console event alone (Ctrl-C, Ctrl-Break) is the only counterpart, and
+/// the console helper sends it as part of a kill. Errors: always `Unsupported`.
+pub fn signal_job(_root: &Identity, _signal: Signal) -> Result<KillReport> {
+  Err(Error::Unsupported("sending one signal to a job on Windows (kill it instead)"))
 }
 
 /// The same I/O error again for each request of a batch (`io::Error` is not `Clone`).

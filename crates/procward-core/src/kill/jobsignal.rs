@@ -1,0 +1,99 @@
+//! One signal to a job's process group, with no escalation: what Ctrl-C (SIGINT), a reload
+//! (SIGHUP) or SIGUSR1 in a terminal does to its foreground job.
+//!
+//! The signal goes to the group the job's leader leads (`kill(-pgid, sig)`), as a terminal's
+//! line discipline sends Ctrl-C to the foreground group: a dev server's children get it too.
+//! Descendants that left the group (`setsid`, a daemon) are not reached; a tree kill is the
+//! operation that hunts those down. No SIGCONT follows (a stopped job keeps the signal
+//! pending until it is continued, as in a shell) and nothing is waited for.
+//!
+//! The kill path's rules hold: the leader's identity must be `current` right before the
+//! signal (never a reused PID), never PID <= 1, and the guard must pass the group (the
+//! leader leads its own session; the group spares the host, its group, session and
+//! ancestors).
+
+use super::KillReport;
+use crate::error::{Error, Result};
+use crate::guard::{session_of, Host, Refusal};
+use crate::identity::{judge, Identity, Verdict};
+use crate::probe::{probe_one, Probe};
+use crate::sys;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// What [`signal_job`] did, in the shape of a [`KillReport`]: the leader's PID in
+/// `signalled` (its group got the signal), `already_gone`, `refused_reused`, `survivors`
+/// (the verdict was `unknown`: nothing was sent) or `refused` (the guard's reason).
+/// `escalated` is always false.
+pub fn signal_job(root: &Identity, signal: Signal) -> Result<KillReport> {
+  let mut report = KillReport::default();
+  let pid = root.pid;
+  if pid <= 1 {
+    report.refused.push(super::Refused { pid: Some(pid), cgroup: None, reason: Refusal::PidLe1 });
+    return Ok(report);
+  }
+  let boot_id = sys::boot_id().map_err(|e| Error::io("reading the boot id", e))?;
+  let host = Host::current();
+  let judged = || {
+    let probe = probe_one(pid);
+    let verdict = judge(root, &boot_id, &probe);
+    match probe {
+      Probe::Found(info) if verdict == Verdict::Current => (verdict, Some(info)),
+      _ => (verdict, None),
+    }
+  };
+  match judged() {
+    (Verdict::Current, Some(info)) => {
+      if let Err(reason) = host.check_group(&info, session_of(pid)) {
+        report.refused.push(super::Refused { pid: Some(pid), cgroup: None, reason });
+        return Ok(report);
+      }
+      // Checked again right before the signal: the guard's reads took time. A session
+      // leader stays one for life, so the guard's verdict holds while the identity does.
+      match judged().0 {
+        Verdict::Current => match kill(Pid::from_raw(-pid), signal) {
+          Ok(()) => report.signalled.push(pid),
+          Err(nix::errno::Errno::ESRCH) => report.already_gone.push(pid),
+          Err(e) => return Err(Error::io(format!("sending {signal} to process group {pid}"), e.into())),
+        },
+        Verdict::Gone => report.already_gone.push(pid),
+        Verdict::Replaced => report.refused_reused.push(pid),
+        Verdict::Unknown => report.survivors.push(pid),
+      }
+    }
+    (Verdict::Current | Verdict::Gone, _) => report.already_gone.push(pid),
+    (Verdict::Replaced, _) => report.refused_reused.push(pid),
+    (Verdict::Unknown, _) => report.survivors.push(pid),
+  }
+  Ok(report)
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+  use super::*;
+  use crate::identity::identity;
+  use std::os::unix::process::CommandExt;
+
+  #[test]
+  fn the_host_and_pid_1_are_refused() {
+    let me = identity(std::process::id() as i32).unwrap().unwrap();
+    let report = signal_job(&me, Signal::SIGCONT).unwrap();
+    assert!(report.signalled.is_empty(), "{report:?}");
+    assert_eq!(report.refused.len(), 1, "{report:?}");
+    let one = Identity { pid: 1, ..me.clone() };
+    let report = signal_job(&one, Signal::SIGCONT).unwrap();
+    assert_eq!(report.refused[0].reason, Refusal::PidLe1);
+  }
+
+  #[test]
+  fn a_recorded_start_time_one_tick_off_is_never_signalled() {
+    let mut child = std::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+    let mut id = crate::identity::identity_of_child(child.id() as i32).unwrap();
+    id.start_time -= 1;
+    let report = signal_job(&id, Signal::SIGKILL).unwrap();
+    assert_eq!(report.refused_reused, vec![id.pid], "{report:?}");
+    assert!(child.try_wait().unwrap().is_none(), "the process was signalled");
+    child.kill().unwrap();
+    child.wait().unwrap();
+  }
+}
