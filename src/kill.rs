@@ -11,7 +11,8 @@ use std::time::Duration;
 /// Options of a tree kill. Milliseconds.
 #[napi(object)]
 pub struct KillOptions {
-  /// Grace period between the first signal and SIGKILL. Default 2000; 0 = never escalate.
+  /// Grace period between the first signal and SIGKILL. Default 2000; 0 = SIGKILL right
+  /// after the first signal.
   pub grace_ms: Option<u32>,
   /// First signal by name (`SIGTERM`, `TERM`, `SIGINT`, ...). Default `SIGTERM`.
   pub signal: Option<String>,
@@ -190,4 +191,16 @@ pub fn kill_trees(
       .collect();
     callback.call(Ok(outcomes), ThreadsafeFunctionCallMode::Blocking);
   })
+}
+
+/// One signal (by name, as `KillOptions.signal` takes it) to the process group of the job
+/// led by `identity`, with no escalation and no wait: checked as a kill is (identity
+/// `current` right before it, the guard), reported in a kill report's shape (`signalled`
+/// holds the leader's PID when its group got the signal). Errors: `EINVAL` for a bad
+/// identity or signal name; `ENOTSUP` on Windows.
+#[napi]
+pub fn signal_job(identity: Identity, signal: String) -> Result<KillReport> {
+  let root: core::Identity = identity.try_into()?;
+  let sig = core::kill::signal_named(&signal).map_err(map_error)?;
+  core::kill::signal_job(&root, sig).map(KillReport::from).map_err(map_error)
 }
