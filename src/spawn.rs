@@ -45,6 +45,13 @@ pub struct SpawnOptions {
   /// `session.json` beside the exit file, creating the directory, before the job starts.
   /// Default: the host wrote it.
   pub session_record: Option<String>,
+  /// Durable mode: the supervisor tree-kills the job this many milliseconds after it
+  /// started (SIGTERM, SIGKILL after `timeoutGraceMs`) and records `"timedOut":true` in the
+  /// exit file. Default: no deadline.
+  pub timeout_ms: Option<f64>,
+  /// Durable mode, with `timeoutMs`: milliseconds between the deadline's SIGTERM and SIGKILL.
+  /// Default 2000.
+  pub timeout_grace_ms: Option<f64>,
   /// After the direct child exits, publish once output has been idle this long. Default 40.
   pub drain_idle_ms: Option<u32>,
   /// ... and at the latest this long after the exit. Default 120.
@@ -130,6 +137,17 @@ fn spawn_options(o: SpawnOptions) -> Result<core::job::SpawnOptions> {
   }
   opts.forward_output = o.forward_output.unwrap_or(true);
   opts.session_record = o.session_record;
+  if let Some(after) = o.timeout_ms {
+    if !(after.is_finite() && after >= 1.0 && after <= u32::MAX as f64) {
+      return Err(invalid("timeoutMs must be a whole number of milliseconds from 1 to 4294967295"));
+    }
+    let grace = o.timeout_grace_ms.unwrap_or(2000.0);
+    if !(grace.is_finite() && (0.0..=u32::MAX as f64).contains(&grace)) {
+      return Err(invalid("timeoutGraceMs must be a whole number of milliseconds from 0 to 4294967295"));
+    }
+    let ms = |v: f64| std::time::Duration::from_millis(v as u64);
+    opts.deadline = Some(core::job::Deadline { after: ms(after), grace: ms(grace) });
+  }
   opts.input = match (&o.pty, o.stdin) {
     (Some(p), _) => core::job::Input::Pty(pty_size(p)?),
     (None, Some(true)) => core::job::Input::Pipe,

@@ -179,6 +179,26 @@ pub struct SpawnOptions {
   /// `procward-supervise`). At most 60 000 bytes (it goes through a pipe). Default `None`:
   /// the host wrote it.
   pub session_record: Option<String>,
+  /// Durable mode: the supervisor tree-kills the job this long after it started (see
+  /// [`Deadline`]), with or without a host. Default `None`: no deadline.
+  pub deadline: Option<Deadline>,
+}
+
+/// A durable job's kill-after deadline, enforced by its supervisor (`--timeout-ms`,
+/// `--timeout-grace-ms`): once `after` has passed since the job started (the supervisor's
+/// monotonic clock), SIGTERM to the job's tree, SIGKILL to what is left after `grace`, and
+/// `"timedOut":true` in the exit file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadline {
+  pub after: std::time::Duration,
+  pub grace: std::time::Duration,
+}
+
+impl Deadline {
+  /// The supervisor's arguments that carry it.
+  pub fn supervisor_args(&self) -> [String; 4] {
+    ["--timeout-ms".into(), self.after.as_millis().to_string(), "--timeout-grace-ms".into(), self.grace.as_millis().to_string()]
+  }
 }
 
 impl SpawnOptions {
@@ -197,6 +217,7 @@ impl SpawnOptions {
       tail_limit: 200_000,
       forward_output: true,
       session_record: None,
+      deadline: None,
     }
   }
 }

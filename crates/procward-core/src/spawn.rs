@@ -178,6 +178,9 @@ fn command_line(opts: &SpawnOptions, shell: &std::path::Path, by_descriptor: boo
       if opts.session_record.is_some() {
         args.extend(["--session-record".into(), exit_path.with_file_name("session.json").into()]);
       }
+      if let Some(deadline) = &opts.deadline {
+        args.extend(deadline.supervisor_args().map(OsString::from));
+      }
       args.extend([exit_path.into(), shell.into()]);
       supervisor.clone()
     }

@@ -103,6 +103,9 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   if record.is_some() {
     args.extend(["--session-record".into(), text(&exit_path.with_file_name("session.json"))]);
   }
+  if let Some(deadline) = &opts.deadline {
+    args.extend(deadline.supervisor_args());
+  }
   args.extend([text(exit_path), text(&shell)]);
   args.extend(opts.shell_args.iter().cloned());
   let mut line = command_line(supervisor, &args, &opts.command)?;
