@@ -150,7 +150,10 @@ export declare function jobsStopped(jobs: Array<StoppedQuery>): Array<boolean | 
 
 /** Options of a tree kill. Milliseconds. */
 export interface KillOptions {
-  /** Grace period between the first signal and SIGKILL. Default 2000; 0 = never escalate. */
+  /**
+   * Grace period between the first signal and SIGKILL. Default 2000; 0 = SIGKILL right
+   * after the first signal.
+   */
   graceMs?: number
   /** First signal by name (`SIGTERM`, `TERM`, `SIGINT`, ...). Default `SIGTERM`. */
   signal?: string
@@ -338,6 +341,15 @@ export interface PtySize {
  */
 export declare function removeCgroup(cgroup: string, sessionId?: string | undefined | null): boolean
 
+/**
+ * One signal (by name, as `KillOptions.signal` takes it) to the process group of the job
+ * led by `identity`, with no escalation and no wait: checked as a kill is (identity
+ * `current` right before it, the guard), reported in a kill report's shape (`signalled`
+ * holds the leader's PID when its group got the signal). Errors: `EINVAL` for a bad
+ * identity or signal name; `ENOTSUP` on Windows.
+ */
+export declare function signalJob(identity: Identity, signal: string): KillReport
+
 /** The conventional name of a signal number (`SIGKILL` for 9). */
 export declare function signalName(signal: number): string
 
@@ -395,6 +407,17 @@ export interface SpawnOptions {
    * Default: the host wrote it.
    */
   sessionRecord?: string
+  /**
+   * Durable mode: the supervisor tree-kills the job this many milliseconds after it
+   * started (SIGTERM, SIGKILL after `timeoutGraceMs`) and records `"timedOut":true` in the
+   * exit file. Default: no deadline.
+   */
+  timeoutMs?: number
+  /**
+   * Durable mode, with `timeoutMs`: milliseconds between the deadline's SIGTERM and SIGKILL.
+   * Default 2000.
+   */
+  timeoutGraceMs?: number
   /** After the direct child exits, publish once output has been idle this long. Default 40. */
   drainIdleMs?: number
   /** ... and at the latest this long after the exit. Default 120. */
