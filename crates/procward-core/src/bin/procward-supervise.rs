@@ -88,6 +88,10 @@ mod output;
 #[path = "procward-supervise/ended.rs"]
 mod ended;
 
+#[cfg(any(unix, windows))]
+#[path = "procward-supervise/deadline.rs"]
+mod deadline;
+
 #[cfg(unix)]
 #[path = "procward-supervise/copy.rs"]
 mod copy;
@@ -102,6 +106,7 @@ mod stdinpipe;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// The command line, the same on every platform (each takes the stdin flag it knows).
 pub struct Args {
@@ -114,19 +119,27 @@ pub struct Args {
   #[cfg_attr(not(windows), allow(dead_code))]
   stdin_pipe: Option<OsString>,
   session_record: Option<PathBuf>,
+  /// `--timeout-ms`: the job's kill-after deadline, from its start (see `deadline`).
+  #[cfg_attr(not(any(unix, windows)), allow(dead_code))]
+  timeout: Option<Duration>,
+  /// `--timeout-grace-ms`: between the deadline's SIGTERM and SIGKILL. Default 2 s.
+  #[cfg_attr(not(any(unix, windows)), allow(dead_code))]
+  timeout_grace: Duration,
   pub exit: PathBuf,
   program: OsString,
   rest: Vec<OsString>,
 }
 
 fn usage() -> ! {
-  eprintln!("usage: procward-supervise --log <output.log> [--part-bytes <n>] [--stdin-fifo <path>] [--stdin-pipe <name>] [--session-record <session.json>] <exit-file> <program> [args...]");
+  eprintln!("usage: procward-supervise --log <output.log> [--part-bytes <n>] [--stdin-fifo <path>] [--stdin-pipe <name>] [--session-record <session.json>] [--timeout-ms <n> [--timeout-grace-ms <n>]] <exit-file> <program> [args...]");
   std::process::exit(64);
 }
 
 fn parse() -> Args {
   let mut args = std::env::args_os().skip(1).peekable();
   let (mut log, mut part_bytes, mut stdin_fifo, mut stdin_pipe, mut session_record) = (None, 0u64, None, None, None);
+  let (mut timeout, mut timeout_grace) = (None, Duration::from_secs(2));
+  let millis = |v: &OsString| v.to_str().and_then(|v| v.parse::<u64>().ok()).map(Duration::from_millis).unwrap_or_else(|| usage());
   while let Some(flag) = args.peek().and_then(|a| a.to_str()).filter(|a| a.starts_with("--")).map(str::to_owned) {
     args.next();
     let value = args.next().unwrap_or_else(|| usage());
@@ -136,11 +149,24 @@ fn parse() -> Args {
       "--stdin-pipe" => stdin_pipe = Some(value),
       "--session-record" => session_record = Some(PathBuf::from(value)),
       "--part-bytes" => part_bytes = value.to_str().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage()),
+      "--timeout-ms" => timeout = Some(millis(&value)).filter(|d| !d.is_zero()).or_else(|| usage()),
+      "--timeout-grace-ms" => timeout_grace = millis(&value),
       _ => usage(),
     }
   }
   let (Some(log), Some(exit), Some(program)) = (log, args.next(), args.next()) else { usage() };
-  Args { log, part_bytes, stdin_fifo, stdin_pipe, session_record, exit: PathBuf::from(exit), program, rest: args.collect() }
+  Args {
+    log,
+    part_bytes,
+    stdin_fifo,
+    stdin_pipe,
+    session_record,
+    timeout,
+    timeout_grace,
+    exit: PathBuf::from(exit),
+    program,
+    rest: args.collect(),
+  }
 }
 
 /// With `--session-record`, writes `session.json` (with our identity) before anything
@@ -299,12 +325,22 @@ mod unix {
         failed_start(&args, notes);
       }
     };
-    // Written once the job runs, so the file system's latency overlaps the job's start.
-    if let Err(note) = files::record_identity(&args.exit, identity.as_deref()) {
+    // Written once the job runs, so the file system's latency overlaps the job's start. It
+    // names the job too (its zombie still has its start time if it ended already).
+    let job_start = match procward_core::probe::probe_one(job) {
+      procward_core::probe::Probe::Found(p) => Some(p.start_time),
+      _ => None,
+    };
+    let recorded = match job_start {
+      Some(start) => files::with_job(identity.as_deref(), job as u32, start),
+      None => identity.clone(),
+    };
+    if let Err(note) = files::record_identity(&args.exit, recorded.as_deref()) {
       notes.push(note);
     }
     let out = Output::new(&args, notes);
-    let code = copy::run(&args, job, out_r, children, out);
+    let deadline = args.timeout.map(|after| crate::deadline::Deadline::new(after, args.timeout_grace));
+    let code = copy::run(&args, job, out_r, children, out, deadline);
     std::process::exit(code)
   }
 }

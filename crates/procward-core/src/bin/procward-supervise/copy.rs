@@ -2,6 +2,7 @@
 //! orphans it adopted as a subreaper) when SIGCHLD says so, and writes the exit file once
 //! the output has settled after the job's end.
 
+use crate::deadline::{kill_descendants, sooner, Deadline};
 use crate::ended::End;
 use crate::output::Output;
 use crate::unix::{close_stdin, Args};
@@ -77,15 +78,18 @@ fn ready(fd: &PollFd) -> bool {
 }
 
 /// Runs until the job has ended, its exit file is written and the last holder of the output
-/// pipe has closed it. Returns the supervisor's exit code: 0, or 70 when the exit file could
-/// not be written because the session directory is gone.
-pub fn run(args: &Args, job: libc::pid_t, pipe: OwnedFd, mut children: Children, mut out: Output) -> i32 {
+/// pipe has closed it. With a `deadline` that falls before the job's end, the job's tree is
+/// killed (see `deadline`). Returns the supervisor's exit code: 0, or 70 when the exit file
+/// could not be written because the session directory is gone.
+pub fn run(args: &Args, job: libc::pid_t, pipe: OwnedFd, mut children: Children, mut out: Output, mut deadline: Option<Deadline>) -> i32 {
   let mut pipe = Some(File::from(pipe));
   let mut buf = vec![0u8; 256 * 1024];
   let mut end = End::default();
   loop {
-    let wait = match end.left() {
-      Some(left) => PollTimeout::try_from(left.as_millis() as i32).unwrap_or(PollTimeout::ZERO),
+    let due = deadline.as_ref().filter(|_| !end.known()).and_then(Deadline::left);
+    let wait = match sooner(end.left(), due) {
+      // Rounded up: a wake-up just before the deadline would spin until it.
+      Some(left) => PollTimeout::try_from(left.as_millis().saturating_add(1).min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::ZERO),
       None => PollTimeout::NONE,
     };
     let (mut pipe_ready, mut child_ready) = (false, false);
@@ -102,6 +106,12 @@ pub fn run(args: &Args, job: libc::pid_t, pipe: OwnedFd, mut children: Children,
         Err(nix::errno::Errno::EINTR) => {}
         // A failed poll: let the read below report the pipe's error.
         Err(_) => pipe_ready = pipe.is_some(),
+      }
+    }
+    if let Some(d) = deadline.as_mut().filter(|_| !end.known()) {
+      if d.due() {
+        end.timed_out();
+        kill_descendants(d.grace);
       }
     }
     if child_ready && !end.known() {

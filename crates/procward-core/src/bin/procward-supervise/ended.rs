@@ -26,6 +26,8 @@ pub struct End {
   drain: DrainOptions,
   ended: Option<Ended>,
   written: bool,
+  /// The job's deadline fell before its end (see `deadline`): the exit file says so.
+  timed_out: bool,
 }
 
 impl End {
@@ -45,6 +47,13 @@ impl End {
       let at_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
       let now = Instant::now();
       self.ended = Some(Ended { info, at_ms, at: now, quiet_since: now, after: 0 });
+    }
+  }
+
+  /// The job's deadline fell while it ran: its end, whatever it is, is recorded as timed out.
+  pub fn timed_out(&mut self) {
+    if self.ended.is_none() {
+      self.timed_out = true;
     }
   }
 
@@ -72,7 +81,28 @@ impl End {
     if pipe_open && e.quiet_since.elapsed() < d.idle && e.after < d.byte_cap && e.at.elapsed() < d.max_wait {
       return true;
     }
-    self.written = files::write_exit(exit, &e.info.to_json_at(e.at_ms));
+    self.written = files::write_exit(exit, &exit_text(&e.info.to_json_at(e.at_ms), self.timed_out));
     self.written
+  }
+}
+
+/// The exit file's text: `json` (one object and a newline), with `"timedOut":true` as its
+/// last key when the deadline ended the job.
+fn exit_text(json: &str, timed_out: bool) -> String {
+  match json.trim_end().strip_suffix('}') {
+    Some(head) if timed_out => format!("{head},\"timedOut\":true}}\n"),
+    _ => json.to_owned(),
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::exit_text;
+
+  #[test]
+  fn a_timed_out_end_says_so_as_its_last_key() {
+    let json = "{\"code\":null,\"signal\":15,\"exitedAt\":7}\n";
+    assert_eq!(exit_text(json, true), "{\"code\":null,\"signal\":15,\"exitedAt\":7,\"timedOut\":true}\n");
+    assert_eq!(exit_text(json, false), json);
   }
 }

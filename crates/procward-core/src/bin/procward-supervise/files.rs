@@ -39,6 +39,17 @@ pub fn own_identity() -> Option<String> {
   Some(format!("{{\"pid\":{},\"startTime\":\"{}\",\"bootId\":\"{}\"}}", me.pid, me.start_time, me.boot_id))
 }
 
+/// `identity` (ours, as [`own_identity`] gives it) with the job's own identity added as
+/// `"job":{"pid":…,"startTime":"…","bootId":"…"}`: the process a durable session's `pid`
+/// names and signals reach (readers of our identity alone ignore the key). `None` when our
+/// identity is unknown; without a boot id the job's key is left out.
+pub fn with_job(identity: Option<&str>, job_pid: u32, job_start: u64) -> Option<String> {
+  let id = identity?;
+  let Ok(boot) = procward_core::identity::boot_id() else { return Some(id.to_owned()) };
+  let head = id.trim_end().strip_suffix('}')?;
+  Some(format!("{head},\"job\":{{\"pid\":{job_pid},\"startTime\":\"{job_start}\",\"bootId\":\"{boot}\"}}}}"))
+}
+
 /// The host's record (a JSON object without `pid` and `identity`) with ours added as its
 /// last keys: a host that recovers the session from `session.json` alone knows at once
 /// which process to follow, with no window where the record exists and our identity does
@@ -149,6 +160,15 @@ pub fn write_exit(path: &Path, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
   use super::with_identity;
+
+  #[test]
+  fn the_jobs_identity_is_the_supervisors_last_key() {
+    let id = r#"{"pid":42,"startTime":"7","bootId":"b"}"#;
+    let boot = procward_core::identity::boot_id().unwrap();
+    let out = super::with_job(Some(id), 43, 8).unwrap();
+    assert_eq!(out, format!(r#"{{"pid":42,"startTime":"7","bootId":"b","job":{{"pid":43,"startTime":"8","bootId":"{boot}"}}}}"#));
+    assert_eq!(super::with_job(None, 43, 8), None);
+  }
 
   #[test]
   fn the_identity_becomes_the_records_last_keys() {

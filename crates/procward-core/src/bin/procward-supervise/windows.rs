@@ -89,17 +89,15 @@ pub fn main() {
     }
   };
   // Written once the job runs, naming it (see the module docs).
-  let with_job = identity.as_deref().map(|id| {
-    let head = id.trim_end().trim_end_matches('}');
-    format!("{head},\"job\":{{\"pid\":{},\"startTime\":\"{}\"}}}}", launched.pid, launched.start_time)
-  });
+  let with_job = files::with_job(identity.as_deref(), launched.pid, launched.start_time);
   if let Err(note) = files::record_identity(&args.exit, with_job.as_deref()) {
     notes.push(note);
   }
   let Launched { process, job, output, .. } = launched;
   let pipe = OverlappedPipe::new(output, CHUNK).map_err(|e| notes.push(format!("cannot read the job's output: {e}"))).ok();
   let out = Output::new(&args, notes);
-  std::process::exit(run(&args, Job { process, job, pipe }, stdin_pipe, out))
+  let deadline = args.timeout.map(|after| crate::deadline::Deadline::new(after, args.timeout_grace));
+  std::process::exit(run(&args, Job { process, job, pipe }, stdin_pipe, out, deadline))
 }
 
 /// The Job Object `Local\procward-job-<our pid>-<our start time>`, with us in it: every
@@ -139,7 +137,8 @@ struct Job {
 /// Runs until the job has ended, its exit file is written, the output pipe is closed by its
 /// last holder and no process is left in the job. Returns the supervisor's exit code: 0, or
 /// 70 when the exit file could not be written because the session directory is gone.
-fn run(args: &Args, running: Job, stdin: Option<StdinPipe>, mut out: Output) -> i32 {
+/// A `deadline` that falls first terminates the job's Job Object (see `deadline`).
+fn run(args: &Args, running: Job, stdin: Option<StdinPipe>, mut out: Output, mut deadline: Option<crate::deadline::Deadline>) -> i32 {
   let Job { process, job, mut pipe } = running;
   let mut end = End::default();
   loop {
@@ -155,8 +154,9 @@ fn run(args: &Args, running: Job, stdin: Option<StdinPipe>, mut out: Output) -> 
     if !end.known() {
       handles.push(process.as_raw_handle());
     }
-    let wait = match end.left() {
-      Some(left) => left.as_millis() as u32,
+    let due = deadline.as_ref().filter(|_| !end.known()).and_then(crate::deadline::Deadline::left);
+    let wait = match crate::deadline::sooner(end.left(), due) {
+      Some(left) => left.as_millis().saturating_add(1).min(u128::from(INFINITE - 1)) as u32,
       None if end.written() && pipe.is_none() => {
         if empty(&job) {
           out.finish();
@@ -170,6 +170,12 @@ fn run(args: &Args, running: Job, stdin: Option<StdinPipe>, mut out: Output) -> 
       std::thread::sleep(Duration::from_millis(wait.into()));
     } else {
       unsafe { WaitForMultipleObjects(handles.len() as u32, handles.as_ptr(), 0, wait) };
+    }
+    if let Some(d) = deadline.as_mut().filter(|_| !end.known()) {
+      if d.due() {
+        end.timed_out();
+        unsafe { windows_sys::Win32::System::JobObjects::TerminateJobObject(job.handle().as_raw_handle() as HANDLE, 1) };
+      }
     }
     if !end.known() && signalled(process.as_raw_handle()) {
       let info = exit_of(&process);
