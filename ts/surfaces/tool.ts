@@ -14,6 +14,7 @@
 import { z } from 'zod';
 import { type ProcwardErrorCode, ProcwardError } from '../errors.js';
 import { checkStrict, didYouMean, type Shape } from '../optioncheck.js';
+import { normalizeToolArgs } from './toolargs.js';
 import { processInput, startInput } from './toolschema.js';
 
 export { openAiTools, type ToolDefinition, toolDefinitions } from './toolschema.js';
@@ -107,7 +108,7 @@ export async function handleToolCall(
 }
 
 async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext) {
-  const input = startInput.parse(raw);
+  const input = startInput.parse(normalizeToolArgs('process_start', raw));
   const s = await registry.spawn(input.command, {
     ...(input.workdir !== undefined && { cwd: input.workdir }),
     ...(input.env !== undefined && { env: input.env }),
@@ -124,7 +125,7 @@ async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext) 
 }
 
 async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext) {
-  const input = processInput.parse(raw);
+  const input = processInput.parse(normalizeToolArgs('process', raw));
   if (input.action === 'list') {
     const taskId = ctx.taskId ?? input.task_id;
     const sessionKey = ctx.sessionKey ?? input.session_key;
