@@ -1,0 +1,151 @@
+/**
+ * The MCP server's tools: the library's `process` tool split by what an action does to the
+ * machine, so an MCP client can tell the safe calls from the others by their annotations.
+ *
+ * - `process_start` starts a command (it can do anything: destructive, open world).
+ * - `process_read` runs the actions that only look: `list`, `poll`, `log`, `wait`,
+ *   `notifications` (and `screen` when the tool has it). `readOnlyHint: true`. They do
+ *   change procward's own bookkeeping: a result delivers the pending events of its scope
+ *   once, and `wait` or `poll` with `acknowledge` consume a completion event.
+ * - `process_control` runs every other action of `process` (`kill`, `write`, `submit`,
+ *   `close`, and any action added later: a new action is taken for one that acts until it
+ *   is listed as read-only here). `destructiveHint: true`.
+ *
+ * Input schemas are derived from the library's `process` schema (`toolschema.ts`) at each
+ * `tools/list`, so a property added there appears here: each tool lists the action names
+ * it runs and the properties whose description does not name only the other tool's actions.
+ * The library's tool surface (`toolDefinitions`, `handleToolCall`) keeps its single
+ * `process` tool; only the MCP surface splits it.
+ */
+import { toolDefinitions } from '../toolschema.js';
+import { outputSchemas } from './outputschema.js';
+
+/** The MCP tool names. */
+export type McpToolName = 'process_start' | 'process_read' | 'process_control';
+
+/** Actions of `process` that change nothing outside procward's bookkeeping. */
+const READ_ACTIONS: readonly string[] = ['list', 'poll', 'log', 'wait', 'notifications', 'screen'];
+
+/** An MCP `Tool` as `tools/list` returns it. */
+export interface McpTool {
+  name: McpToolName;
+  title: string;
+  description: string;
+  inputSchema: { type: 'object'; properties?: Record<string, object>; required?: string[]; [key: string]: unknown };
+  outputSchema: { type: 'object'; [key: string]: unknown };
+  annotations: { title: string; readOnlyHint: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint: boolean };
+}
+
+type JsonObject = Record<string, unknown>;
+
+function processSchema(): JsonObject {
+  const def = toolDefinitions().find((t) => t.name === 'process');
+  if (!def) throw new Error('the library has no process tool');
+  return structuredClone(def.input_schema);
+}
+
+/** The action names of the library's `process` schema. */
+export function processActions(): string[] {
+  const action = (processSchema().properties as JsonObject | undefined)?.action as { enum?: unknown } | undefined;
+  return Array.isArray(action?.enum) ? action.enum.filter((a): a is string => typeof a === 'string') : [];
+}
+
+/** The actions each split tool runs, from the library's action list. */
+export function actionsOf(tool: 'process_read' | 'process_control'): string[] {
+  return processActions().filter((a) => READ_ACTIONS.includes(a) === (tool === 'process_read'));
+}
+
+/**
+ * The actions a property's description names in its prefix (`'log: byte cap ...'`,
+ * `'write/submit: ...'`), or null when it names none (the property is kept in both tools).
+ */
+function actionsNamedBy(description: unknown, known: string[]): string[] | null {
+  if (typeof description !== 'string') return null;
+  const m = /^([a-z_]+(?:\s*[,/]\s*[a-z_]+|\s+and\s+[a-z_]+)*)\s*:/.exec(description);
+  if (!m) return null;
+  const names = m[1]!.split(/\s*[,/]\s*|\s+and\s+/);
+  return names.every((n) => known.includes(n)) ? names : null;
+}
+
+function splitSchema(tool: 'process_read' | 'process_control'): McpTool['inputSchema'] {
+  const schema = processSchema();
+  const mine = actionsOf(tool);
+  const known = processActions();
+  const properties = { ...((schema.properties as Record<string, JsonObject> | undefined) ?? {}) };
+  for (const [key, prop] of Object.entries(properties)) {
+    if (key === 'action') {
+      properties[key] = { ...prop, enum: mine };
+      continue;
+    }
+    const named = actionsNamedBy(prop.description, known);
+    if (named && !named.some((a) => mine.includes(a))) delete properties[key];
+  }
+  const required = Array.isArray(schema.required) ? schema.required.filter((k): k is string => typeof k === 'string' && k in properties) : undefined;
+  return { ...schema, type: 'object', properties, ...(required && { required }) };
+}
+
+function startSchema(): McpTool['inputSchema'] {
+  const def = toolDefinitions().find((t) => t.name === 'process_start');
+  if (!def) throw new Error('the library has no process_start tool');
+  return { ...structuredClone(def.input_schema), type: 'object' };
+}
+
+/** The three MCP tools, schemas derived from the library's tool definitions now. */
+export function mcpTools(): McpTool[] {
+  const read = actionsOf('process_read');
+  const control = actionsOf('process_control');
+  const startDescription = toolDefinitions().find((t) => t.name === 'process_start')?.description ?? '';
+  return [
+    {
+      name: 'process_start',
+      title: 'Start a background command',
+      description: `${startDescription} Read it with process_read; stop it or talk to its stdin with process_control.`,
+      inputSchema: startSchema(),
+      outputSchema: outputSchemas.process_start,
+      annotations: { title: 'Start a background command', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+    },
+    {
+      name: 'process_read',
+      title: 'Read background processes',
+      description:
+        `Look at background sessions without acting on them. Actions: ${read.join(', ')}. ` +
+        'list: the sessions you may see; poll: status and recent output; log: output lines (paged; pass back the last result\'s cursor, when it has one, for only new output); ' +
+        'wait: until the job ends or timeout_ms passes (a result still running means: call wait again); notifications: pending completion and watch-pattern events.',
+      inputSchema: splitSchema('process_read'),
+      outputSchema: outputSchemas.process_read,
+      annotations: { title: 'Read background processes', readOnlyHint: true, openWorldHint: false },
+    },
+    {
+      name: 'process_control',
+      title: 'Control background processes',
+      description:
+        `Act on a background session. Actions: ${control.join(', ')}. ` +
+        'kill: end the whole process tree (SIGTERM, then SIGKILL after grace_ms); write: raw text to stdin; submit: a line followed by Enter; close: end of input (stdin needs a job started with stdin or pty).',
+      inputSchema: splitSchema('process_control'),
+      outputSchema: outputSchemas.process_control,
+      annotations: { title: 'Control background processes', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    },
+  ];
+}
+
+/**
+ * Which library tool call an MCP call is: `process_start` as is; `process_read` and
+ * `process_control` become `process` once their `action` is one of theirs. Returns an
+ * error message for a call this server does not run (unknown tool, an action of the other
+ * tool), so a read-only tool can never kill.
+ */
+export function routeCall(name: string, args: unknown): { tool: 'process_start' | 'process'; action?: string } | { error: string } {
+  if (name === 'process_start') return { tool: 'process_start' };
+  if (name !== 'process_read' && name !== 'process_control') {
+    return { error: `unknown tool ${JSON.stringify(name.slice(0, 100))}; the tools are process_start, process_read and process_control` };
+  }
+  const action = args && typeof args === 'object' && !Array.isArray(args) ? (args as JsonObject).action : undefined;
+  const mine = actionsOf(name);
+  if (typeof action !== 'string' || !mine.includes(action)) {
+    const other = name === 'process_read' ? 'process_control' : 'process_read';
+    const hint = typeof action === 'string' && actionsOf(other).includes(action) ? `; ${action} is an action of ${other}` : '';
+    const shown = action === undefined ? 'no action' : `action ${JSON.stringify(String(action).slice(0, 100))}`;
+    return { error: `${name} got ${shown}: its actions are ${mine.join(', ')}${hint}` };
+  }
+  return { tool: 'process', action };
+}
