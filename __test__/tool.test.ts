@@ -1,10 +1,7 @@
-// DESIGN section 8: the LLM tool surface and the MCP server (driven by the SDK's client).
-import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+// DESIGN section 8: the LLM tool surface (the MCP server's tests are __test__/mcp*.test.ts).
 import { describe, expect, it } from 'vitest';
 import { handleToolCall, openAiTools, toolDefinitions } from '../dist/index.mjs';
-import { cleanupGroup, ROOT, tempDir, perTestRegistry } from './support.js';
+import { cleanupGroup, perTestRegistry } from './support.js';
 
 const ctx = perTestRegistry();
 
@@ -68,34 +65,4 @@ describe('LLM tool', () => {
     expect(JSON.stringify(s)).not.toContain(token);
     expect(JSON.stringify(w)).not.toContain(token);
   });
-});
-
-describe('MCP server', () => {
-  it('a real MCP client lists the tools, starts a job, polls, waits, reads the log and kills', async () => {
-    const state = tempDir();
-    const transport = new StdioClientTransport({ command: process.execPath, args: [join(ROOT, 'dist', 'cli.mjs'), 'mcp', '--state-dir', state], stderr: 'pipe' });
-    const client = new Client({ name: 'procward-test', version: '1.0.0' });
-    await client.connect(transport);
-    try {
-      const tools = await client.listTools();
-      expect(tools.tools.map((t) => t.name).sort()).toEqual(['process', 'process_start']);
-      const text = async (name: string, args: Record<string, unknown>) => {
-        const r = await client.callTool({ name, arguments: args });
-        return JSON.parse((r.content as { text: string }[])[0]!.text);
-      };
-      const quick = await text('process_start', { command: 'echo from-mcp; exit 3' });
-      cleanupGroup(quick.pid);
-      const w = await text('process', { action: 'wait', session_id: quick.session_id, timeout_ms: 10_000 });
-      expect(w).toMatchObject({ status: 'exited', exit_code: 3 });
-      expect((await text('process', { action: 'log', session_id: quick.session_id })).lines).toEqual(['from-mcp']);
-      const slow = await text('process_start', { command: 'sleep 30' });
-      cleanupGroup(slow.pid);
-      expect(await text('process', { action: 'poll', session_id: slow.session_id })).toMatchObject({ status: 'running' });
-      expect(await text('process', { action: 'kill', session_id: slow.session_id, grace_ms: 300 })).toMatchObject({ outcome: 'killed' });
-      const bad = await client.callTool({ name: 'process', arguments: { action: 'poll', session_id: 'proc_000000000000' } });
-      expect(bad.isError).toBe(true);
-    } finally {
-      await client.close();
-    }
-  }, 30_000);
 });
