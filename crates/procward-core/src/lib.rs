@@ -20,6 +20,8 @@
 //! - [`script`]: long commands handed to the shell through an inherited descriptor.
 //! - [`launch`]: starting a job's first process (`clone(CLONE_VM | CLONE_VFORK)` on Linux).
 //! - [`pty`]: pseudo-terminals and the job's input side (stdin pipe or PTY master).
+//! - [`terminal`]: the emulator a PTY job's output goes through: its screen, and the
+//!   answers to its terminal queries (cursor position, device attributes).
 //! - `writer` (crate-private): one thread finishes the writes to jobs' inputs that a job
 //!   could not take at once, in order, with a timeout.
 //! - [`utf8`]: incremental UTF-8 decoding of output chunks.
@@ -82,6 +84,7 @@ pub mod spawn;
 pub mod started;
 pub mod status;
 pub mod tail;
+pub mod terminal;
 #[cfg(test)]
 mod testwait;
 pub mod tree;

@@ -8,6 +8,7 @@
 
 use crate::error::{Error, Result};
 use crate::job::{WriteDone, WriteError, WriteFailure, DEFAULT_WRITE_TIMEOUT};
+use crate::terminal::{Answerer, SharedTerminal};
 use crate::writer::Input;
 use nix::fcntl::{fcntl, FcntlArg, FdFlag};
 use nix::pty::{openpty, Winsize};
@@ -59,6 +60,8 @@ pub enum InputKind {
 pub struct JobInput {
   input: Arc<Input>,
   kind: InputKind,
+  /// A PTY's emulator, resized with it (see `terminal`).
+  terminal: Option<SharedTerminal>,
 }
 
 impl std::fmt::Debug for Input {
@@ -70,7 +73,22 @@ impl std::fmt::Debug for Input {
 impl JobInput {
   pub(crate) fn new(fd: OwnedFd, kind: InputKind) -> Result<Self> {
     crate::unixpipe::nonblocking(&fd).map_err(|e| Error::io("making the input non-blocking", e))?;
-    Ok(JobInput { input: Input::new(fd), kind })
+    Ok(JobInput { input: Input::new(fd), kind, terminal: None })
+  }
+
+  /// The emulator that follows this PTY's size from now on.
+  pub(crate) fn attach_terminal(&mut self, terminal: SharedTerminal) {
+    self.terminal = Some(terminal);
+  }
+
+  /// Writes a terminal's answers to this input, after the writes before them, without
+  /// keeping the input open: once the host released it, they fail as `Closed`.
+  pub(crate) fn answerer(&self) -> Answerer {
+    let input = Arc::downgrade(&self.input);
+    Box::new(move |data, done| match input.upgrade() {
+      Some(input) => input.write(data, DEFAULT_WRITE_TIMEOUT, done),
+      None => done(Err(WriteError { written: 0, failure: WriteFailure::Closed })),
+    })
   }
 
   pub fn kind(&self) -> InputKind {
@@ -122,7 +140,8 @@ impl JobInput {
     }
   }
 
-  /// Resizes the terminal (PTY only).
+  /// Resizes the terminal (PTY only), and its emulator with it (`TIOCSWINSZ`: the job gets
+  /// `SIGWINCH`).
   pub fn resize(&self, size: PtySize) -> Result<()> {
     if self.kind != InputKind::Pty {
       return Err(Error::InvalidInput("resize needs a PTY session".into()));
@@ -137,7 +156,11 @@ impl JobInput {
       .map_err(|e| match e.raw_os_error() {
         Some(libc::EBADF) => Error::InvalidInput("stdin is closed".into()),
         _ => Error::io("resizing the terminal", e),
-      })
+      })?;
+    if let Some(t) = &self.terminal {
+      crate::terminal::lock(t).resize(size);
+    }
+    Ok(())
   }
 }
 

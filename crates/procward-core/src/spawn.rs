@@ -24,7 +24,7 @@ use crate::pty::{self, InputKind, JobInput};
 use crate::reactor::{self, Followed};
 use crate::reader::{LogCapture, PipeCapture};
 use crate::script;
-use crate::started::recording_sink;
+use crate::started::{pty_sink, recording_sink};
 use crate::tail::Tail;
 use std::ffi::OsString;
 use std::fs::OpenOptions;
@@ -68,7 +68,7 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   let dup = |fd: &OwnedFd, what: &str| fd.try_clone().map_err(|e| Error::io(format!("duplicating the {what}"), e));
 
   // The job's stdin, stdout and stderr, and the host's ends of them.
-  let (stdin, input, pty_master) = match opts.input {
+  let (stdin, mut input, pty_master) = match opts.input {
     // The supervisor reads the session record from its stdin (and gives the job /dev/null).
     Input::Null if matches!(opts.capture, Capture::Durable { .. }) && opts.session_record.is_some() => {
       (record_pipe(opts.session_record.as_deref().unwrap_or_default())?, None, None)
@@ -142,6 +142,8 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   let tail = Tail::shared(opts.tail_limit);
   let exit = Arc::new(Mutex::new(None));
   let sink = recording_sink(tail.clone(), exit.clone(), opts.forward_output, sink);
+  // A PTY's output goes through its emulator, which answers the job's queries.
+  let (sink, terminal) = pty_sink(opts.input, input.as_mut(), sink);
 
   let followed: Box<dyn Followed> = match (read_end, opts.capture) {
     (Some(r), _) => {
@@ -161,7 +163,7 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     abandon(&mut Launched::new(pid));
     return Err(Error::io("starting the reactor", e));
   }
-  Ok(Job { pid, identity, input, tail, exit })
+  Ok(Job { pid, identity, input, tail, exit, terminal })
 }
 
 /// The program and its arguments: `<shell> <shell_args...> <command>` (or the stub that

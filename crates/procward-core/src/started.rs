@@ -1,13 +1,15 @@
-//! A started job as `spawn` returns it ([`Job`]), and the sink wrapper that records its
-//! output tail and its end as the reader hands them on ([`recording_sink`]). Shared by the
+//! A started job as `spawn` returns it ([`Job`]), the sink wrapper that records its
+//! output tail and its end as the reader hands them on ([`recording_sink`]), and the one
+//! that runs a PTY job's output through its terminal emulator (`pty_sink`). Shared by the
 //! Unix and Windows spawns; kept apart from [`job`](crate::job) (what a job is) so that the
 //! input side ([`pty`](crate::pty)) can use `job`'s types without a cycle.
 
 use crate::identity::Identity;
-use crate::job::{EventSink, JobEvent};
+use crate::job::{EventSink, Input, JobEvent};
 use crate::pty::JobInput;
 use crate::status::ExitInfo;
 use crate::tail::SharedTail;
+use crate::terminal::{answering_sink, SharedTerminal, Terminal};
 use std::sync::{Arc, Mutex};
 
 /// The job's end once the reader published it, shared with the job's handle.
@@ -31,6 +33,8 @@ pub struct Job {
   /// The job's end once the reader published it (set just before the exit event is handed
   /// to the sink), so a host whose event loop has not run the event yet can still see it.
   pub exit: SharedExit,
+  /// A PTY job's terminal emulator (its screen), fed by the reader; `None` without a PTY.
+  pub terminal: Option<SharedTerminal>,
 }
 
 /// Wraps `sink` so that every output event is appended to `tail` first (and handed on
@@ -55,4 +59,18 @@ pub(crate) fn recording_sink(tail: SharedTail, exit: SharedExit, forward: bool, 
     }
     sink(ev)
   })
+}
+
+/// For a PTY job (`input` is `Input::Pty` and the job has an input side): its terminal
+/// emulator, resized with the PTY from now on, and `sink` wrapped to feed it and answer the
+/// job's queries through its input (see `terminal`). Other jobs keep `sink` as it is.
+pub(crate) fn pty_sink(input: Input, side: Option<&mut JobInput>, sink: EventSink) -> (EventSink, Option<SharedTerminal>) {
+  match (input, side) {
+    (Input::Pty(size), Some(side)) => {
+      let terminal = Terminal::shared(size);
+      side.attach_terminal(terminal.clone());
+      (answering_sink(terminal.clone(), side.answerer(), sink), Some(terminal))
+    }
+    _ => (sink, None),
+  }
 }

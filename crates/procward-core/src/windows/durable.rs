@@ -152,7 +152,7 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
     .name("procward-durable".into())
     .spawn(move || follower.run(handle))
     .map_err(|e| abandon(Error::io("starting the log thread", e)))?;
-  Ok(Job { pid, identity, input: None, tail, exit })
+  Ok(Job { pid, identity, input: None, tail, exit, terminal: None })
 }
 
 fn process_id(process: &OwnedHandle) -> i32 {

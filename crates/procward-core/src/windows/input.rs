@@ -14,6 +14,7 @@
 //! of a line, then Enter, as it: `close` of a PTY job types `\x1a\r`.
 
 use crate::error::{Error, Result};
+use crate::terminal::{Answerer, SharedTerminal};
 use crate::windows::conpty::PseudoConsole;
 use std::io;
 use std::os::windows::io::{AsRawHandle, OwnedHandle};
@@ -55,10 +56,14 @@ struct Shared {
 #[derive(Debug)]
 pub struct JobInput {
   kind: InputKind,
-  tx: Option<Sender<Message>>,
+  /// The writer thread's queue; the thread ends once every sender is gone, so the
+  /// terminal's answerer holds it weakly.
+  tx: Option<Arc<Sender<Message>>>,
   shared: Arc<Mutex<Shared>>,
   /// A PTY job's pseudoconsole, shared with the writer thread, which closes it last.
   console: Option<Arc<Mutex<Option<PseudoConsole>>>>,
+  /// A PTY's emulator, resized with it (see `terminal`).
+  terminal: Option<SharedTerminal>,
 }
 
 impl JobInput {
@@ -96,7 +101,7 @@ impl JobInput {
         }
       })
       .map_err(|e| Error::io("starting the input thread", e))?;
-    Ok(JobInput { kind, tx: Some(tx), shared, console })
+    Ok(JobInput { kind, tx: Some(Arc::new(tx)), shared, console, terminal: None })
   }
 
   pub fn kind(&self) -> InputKind {
@@ -108,17 +113,28 @@ impl JobInput {
   /// more than [`MAX_QUEUED`] bytes would wait (the job is not reading its input).
   pub fn write(&self, data: &[u8]) -> Result<()> {
     let tx = self.tx.as_ref().ok_or_else(|| Error::InvalidInput("stdin is closed".into()))?;
-    let mut s = self.shared.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(why) = &s.failed {
-      return Err(Error::io("writing to the job's input", io::Error::new(io::ErrorKind::BrokenPipe, why.clone())));
-    }
-    if s.queued + data.len() > MAX_QUEUED {
-      let why = format!("the job is not reading its input ({} bytes wait already)", s.queued);
-      return Err(Error::io("writing to the job's input", io::Error::new(io::ErrorKind::WouldBlock, why)));
-    }
-    s.queued += data.len();
-    drop(s);
-    tx.send(Message::Data(data.to_vec())).map_err(|_| Error::io("writing to the job's input", io::ErrorKind::BrokenPipe.into()))
+    queue(tx, &self.shared, data)
+  }
+
+  /// The emulator that follows this pseudoconsole's size from now on.
+  pub(crate) fn attach_terminal(&mut self, terminal: SharedTerminal) {
+    self.terminal = Some(terminal);
+  }
+
+  /// Writes a terminal's answers to this input, after the writes before them, without
+  /// keeping the input open: once the host dropped it or closed it, they fail as `Closed`.
+  pub(crate) fn answerer(&self) -> Answerer {
+    use crate::job::{WriteError, WriteFailure};
+    let tx = self.tx.as_ref().map(Arc::downgrade);
+    let shared = self.shared.clone();
+    Box::new(move |data, done| {
+      let len = data.len();
+      let result = match tx.as_ref().and_then(std::sync::Weak::upgrade) {
+        Some(tx) => queue(&tx, &shared, &data).map(|()| len).map_err(|_| WriteFailure::Exited),
+        None => Err(WriteFailure::Closed),
+      };
+      done(result.map_err(|failure| WriteError { written: 0, failure }))
+    })
   }
 
   /// [`JobInput::write`] with its outcome handed to `done` at once, the Unix API's shape
@@ -160,10 +176,31 @@ impl JobInput {
       Some(c) => c.resize(size).map_err(|e| match e.kind() {
         io::ErrorKind::Unsupported => Error::Unsupported("resizing a pseudoconsole (this system's ConPTY does not implement it)"),
         _ => Error::io("resizing the terminal", e),
-      }),
-      None => Err(Error::InvalidInput("the terminal is closed".into())),
+      })?,
+      None => return Err(Error::InvalidInput("the terminal is closed".into())),
     }
+    if let Some(t) = &self.terminal {
+      crate::terminal::lock(t).resize(size);
+    }
+    Ok(())
   }
+}
+
+/// Queues `data` for the writer thread behind `tx`. Errors: `Io` when an earlier write
+/// failed (the job exited or closed its stdin), or when more than [`MAX_QUEUED`] bytes
+/// would wait (the job is not reading its input).
+fn queue(tx: &Sender<Message>, shared: &Mutex<Shared>, data: &[u8]) -> Result<()> {
+  let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
+  if let Some(why) = &s.failed {
+    return Err(Error::io("writing to the job's input", io::Error::new(io::ErrorKind::BrokenPipe, why.clone())));
+  }
+  if s.queued + data.len() > MAX_QUEUED {
+    let why = format!("the job is not reading its input ({} bytes wait already)", s.queued);
+    return Err(Error::io("writing to the job's input", io::Error::new(io::ErrorKind::WouldBlock, why)));
+  }
+  s.queued += data.len();
+  drop(s);
+  tx.send(Message::Data(data.to_vec())).map_err(|_| Error::io("writing to the job's input", io::ErrorKind::BrokenPipe.into()))
 }
 
 /// Writes all of `bytes` with blocking writes. Errors: `ERROR_NO_DATA` or

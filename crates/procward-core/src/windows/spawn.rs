@@ -20,7 +20,7 @@
 use crate::error::{Error, Result};
 use crate::identity::{self, Identity};
 use crate::pty::JobInput;
-use crate::started::{recording_sink, SharedExit};
+use crate::started::{pty_sink, recording_sink, SharedExit};
 use crate::tail::Tail;
 use crate::windows::process::{launch, StdinFrom, Stdio};
 use crate::windows::reader::{self, Capture as ReaderCapture};
@@ -54,14 +54,17 @@ pub fn spawn(opts: SpawnOptions, sink: EventSink) -> Result<Job> {
   // From here on the job runs: an error drops its Job Object, which terminates it.
   let boot_id = identity::boot_id().map_err(|e| Error::io("reading the boot id", e))?;
   let identity = Identity { pid, start_time: launched.start_time, boot_id };
-  let input = match launched.input {
+  let mut input = match launched.input {
     Some(handle) => Some(JobInput::new(pid, handle, launched.console)?),
     None => None,
   };
   let tail = Tail::shared(opts.tail_limit);
   let exit: SharedExit = Arc::new(Mutex::new(None));
   let sink = recording_sink(tail.clone(), exit.clone(), opts.forward_output, sink);
+  // A pseudoconsole's screen goes through the emulator too: conhost answers most queries
+  // itself, and the ones it passes on are answered into its input.
+  let (sink, terminal) = pty_sink(opts.input, input.as_mut(), sink);
   let capture = ReaderCapture { pid, process: launched.process, job: launched.job, output: launched.output, drain: opts.drain, sink };
   reader::follow(capture).map_err(|e| Error::io("starting the output thread", e))?;
-  Ok(Job { pid, identity, input, tail, exit })
+  Ok(Job { pid, identity, input, tail, exit, terminal })
 }

@@ -1,0 +1,169 @@
+//! The terminal a PTY job writes to: a headless emulator that keeps its screen and answers
+//! the queries programs send a terminal.
+//!
+//! A program on a PTY may ask its terminal for the cursor position (`ESC[6n`) or for the
+//! terminal's attributes (`ESC[c`) and wait for the answer, as line editors and TUIs do
+//! before they draw a prompt. With nobody to answer, it waits forever. So every byte a PTY
+//! job writes also goes through this emulator, which answers into the job's input (the PTY
+//! master; the answers never reach the recorded output) and keeps the screen a person
+//! would see now ([`Screen`]), which is what an agent driving a TUI needs.
+//!
+//! The emulator is the `vt100` crate: it parses with `vte` (the state machine of
+//! alacritty, which keeps a sequence split across reads), keeps the grid, cursor and modes,
+//! and hands what it does not draw to callbacks, where the queries are answered
+//! (`terminal/queries.rs` lists them). `alacritty_terminal` answers the same queries
+//! itself but brings its own PTY, event loop and config layers (polling, signal-hook,
+//! rustix-openpty, parking_lot, serde, miow on Windows) that procward has already;
+//! `vt100` is the grid and the parser only (`vte`, `itoa`, `unicode-width`).
+//!
+//! Limits: the emulated screen is at most [`MAX_COLS`] × [`MAX_ROWS`] cells (a larger PTY
+//! is emulated at that size; its screen shows the top-left part) and keeps no scrollback,
+//! so one session costs at most 4 MiB here whatever size a caller asks for. A panic in the
+//! emulator (hostile output) resets it instead of ending the job's output capture.
+
+mod queries;
+
+use crate::job::{EventSink, JobEvent, PtySize, WriteDone};
+use queries::Answers;
+use std::num::NonZeroU16;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Widest screen emulated, in columns.
+pub const MAX_COLS: u16 = 512;
+/// Tallest screen emulated, in rows.
+pub const MAX_ROWS: u16 = 256;
+
+/// What a PTY's screen shows now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Screen {
+  /// The text of each row, top to bottom (`rows` of them), without trailing blanks; a wide
+  /// character takes one `char` for its two cells.
+  pub lines: Vec<String>,
+  /// The cursor's row, 0-based from the top.
+  pub cursor_row: u16,
+  /// The cursor's column, 0-based from the left (`cols` when it waits to wrap after the
+  /// last column).
+  pub cursor_col: u16,
+  /// Height in cells (the PTY's, at most [`MAX_ROWS`]).
+  pub rows: u16,
+  /// Width in cells (the PTY's, at most [`MAX_COLS`]).
+  pub cols: u16,
+  /// The program has not hidden the cursor (DECTCEM, `CSI ? 25 l` hides it).
+  pub cursor_visible: bool,
+  /// The program switched to the alternate screen (`CSI ? 1049 h`, as full-screen TUIs do).
+  pub alternate_screen: bool,
+}
+
+/// A PTY job's terminal emulator: fed with the job's output, it keeps the screen and
+/// collects the answers to the job's queries.
+pub struct Terminal {
+  parser: vt100::Parser<Answers>,
+}
+
+impl std::fmt::Debug for Terminal {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    f.write_str("Terminal")
+  }
+}
+
+/// A terminal shared by the job's output reader and its handle.
+pub type SharedTerminal = Arc<Mutex<Terminal>>;
+
+fn cells(size: PtySize) -> (NonZeroU16, NonZeroU16) {
+  let clamp = |v: u16, max: u16| NonZeroU16::new(v.clamp(1, max)).expect("clamped to at least 1");
+  (clamp(size.rows, MAX_ROWS), clamp(size.cols, MAX_COLS))
+}
+
+impl Terminal {
+  /// A blank screen of `size` (clamped to 1..=[`MAX_COLS`] × 1..=[`MAX_ROWS`]), the cursor
+  /// at the top left.
+  pub fn new(size: PtySize) -> Self {
+    let (rows, cols) = cells(size);
+    Terminal { parser: vt100::Parser::new_with_callbacks(rows, cols, 0, Answers::default()) }
+  }
+
+  /// A terminal shared between the reader that feeds it and the handle that reads it.
+  pub fn shared(size: PtySize) -> SharedTerminal {
+    Arc::new(Mutex::new(Terminal::new(size)))
+  }
+
+  /// Takes the job's output (any bytes, any split) and returns the answers to the queries
+  /// it completed, in order: the bytes to write to the job's input (at most 4 KiB a feed;
+  /// queries past that go unanswered).
+  pub fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
+    let parser = &mut self.parser;
+    if catch_unwind(AssertUnwindSafe(|| parser.process(bytes))).is_err() {
+      // The emulator's state is suspect after a panic: start over with a blank screen.
+      let (rows, cols) = self.parser.screen().size();
+      *self = Terminal::new(PtySize { rows: rows.get(), cols: cols.get() });
+      return Vec::new();
+    }
+    self.parser.callbacks_mut().take()
+  }
+
+  /// Follows a resize of the PTY (clamped as in [`Terminal::new`]).
+  pub fn resize(&mut self, size: PtySize) {
+    let (rows, cols) = cells(size);
+    self.parser.set_size(rows, cols);
+  }
+
+  /// What the screen shows now.
+  pub fn screen(&self) -> Screen {
+    let s = self.parser.screen();
+    let (rows, cols) = s.size();
+    let (cursor_row, cursor_col) = s.cursor_position();
+    Screen {
+      lines: s.rows(0, cols.get()).collect(),
+      cursor_row,
+      cursor_col,
+      rows: rows.get(),
+      cols: cols.get(),
+      cursor_visible: !s.hide_cursor(),
+      alternate_screen: s.alternate_screen(),
+    }
+  }
+}
+
+/// Locks a shared terminal; a poisoned lock is taken as it is (the emulator recovers from
+/// its own panics, see [`Terminal::feed`]).
+pub fn lock(terminal: &SharedTerminal) -> MutexGuard<'_, Terminal> {
+  terminal.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Writes answers to the job's input, after the writes before them, and reports through
+/// the [`WriteDone`] (see `JobInput::answerer`).
+pub(crate) type Answerer = Box<dyn Fn(Vec<u8>, WriteDone) + Send>;
+
+/// Most answer bytes on their way to the job's input at once: a job that asks and never
+/// reads (its input full) gets no more answers queued in the host, as a terminal whose
+/// input is full gets none to it.
+const MAX_IN_FLIGHT: usize = 4096;
+
+/// Wraps `sink` so that every output event (late output too) is fed to `terminal` first,
+/// and the answers it gives go to `answer`. A failed answer (the input is closed, the job
+/// is gone) is dropped: a terminal does not fail because its program stopped reading.
+pub(crate) fn answering_sink(terminal: SharedTerminal, answer: Answerer, mut sink: EventSink) -> EventSink {
+  let in_flight = Arc::new(AtomicUsize::new(0));
+  Box::new(move |ev: JobEvent| {
+    if let JobEvent::Output { text, .. } = &ev {
+      let answers = lock(&terminal).feed(text.as_bytes());
+      let len = answers.len();
+      if len > 0 && in_flight.load(Ordering::Acquire) + len <= MAX_IN_FLIGHT {
+        in_flight.fetch_add(len, Ordering::AcqRel);
+        let done = in_flight.clone();
+        answer(
+          answers,
+          Box::new(move |_| {
+            done.fetch_sub(len, Ordering::AcqRel);
+          }),
+        );
+      }
+    }
+    sink(ev)
+  })
+}
+
+#[cfg(test)]
+mod tests;

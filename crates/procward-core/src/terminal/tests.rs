@@ -1,0 +1,172 @@
+use super::*;
+use std::sync::mpsc;
+
+fn term() -> Terminal {
+  Terminal::new(PtySize { cols: 80, rows: 24 })
+}
+
+/// The answers to `input` fed in one piece, as text.
+fn ask(t: &mut Terminal, input: &str) -> String {
+  String::from_utf8(t.feed(input.as_bytes())).unwrap()
+}
+
+#[test]
+fn the_cursor_position_is_reported_one_based_where_the_program_moved_it() {
+  let mut t = term();
+  assert_eq!(ask(&mut t, "\x1b[2J\x1b[5;10Hhello"), "");
+  assert_eq!(ask(&mut t, "\x1b[6n"), "\x1b[5;15R");
+  assert_eq!(ask(&mut t, "\x1b[?6n"), "\x1b[?5;15;1R");
+  // A fresh screen: the top left.
+  assert_eq!(ask(&mut term(), "\x1b[6n"), "\x1b[1;1R");
+  // Text that ends on the last column waits to wrap: the last column is reported.
+  let mut t = term();
+  assert_eq!(ask(&mut t, &format!("\x1b[3;1H{}\x1b[6n", "x".repeat(80))), "\x1b[3;80R");
+}
+
+#[test]
+fn a_query_split_across_reads_is_answered_once_it_is_whole() {
+  let mut t = term();
+  assert_eq!(ask(&mut t, "ab\x1b"), "");
+  assert_eq!(ask(&mut t, "[6n"), "\x1b[1;3R");
+  assert_eq!(ask(&mut t, "\x1b["), "");
+  assert_eq!(ask(&mut t, "?"), "");
+  assert_eq!(ask(&mut t, "6"), "");
+  assert_eq!(ask(&mut t, "n"), "\x1b[?1;3;1R");
+  assert_eq!(ask(&mut t, "\x1b]11;"), "");
+  // vte ends an OSC string at the ESC of its ST.
+  assert_eq!(ask(&mut t, "?\x1b"), "\x1b]11;rgb:ffff/ffff/ffff\x1b\\");
+  assert_eq!(ask(&mut t, "\\"), "");
+}
+
+/// Asks each query in turn of one terminal and checks its answer.
+fn answers(t: &mut Terminal, table: &[(&str, &str)]) {
+  for (query, answer) in table {
+    assert_eq!(ask(t, query), *answer, "{query:?}");
+  }
+}
+
+#[test]
+fn status_attributes_version_and_sizes_are_answered() {
+  let version = format!("\x1bP>|procward({})\x1b\\", env!("CARGO_PKG_VERSION"));
+  answers(
+    &mut term(),
+    &[
+      ("\x1b[5n", "\x1b[0n"),
+      ("\x1b[c", "\x1b[?62;22c"),
+      ("\x1b[0c", "\x1b[?62;22c"),
+      ("\x1b[>c", "\x1b[>1;0;0c"),
+      ("\x1b[>0c", "\x1b[>1;0;0c"),
+      ("\x1b[=c", "\x1bP!|00000000\x1b\\"),
+      ("\x1b[>q", &version),
+      ("\x1b[18t", "\x1b[8;24;80t"),
+      ("\x1b[19t", "\x1b[9;24;80t"),
+      ("\x1b]10;?\x07", "\x1b]10;rgb:0000/0000/0000\x1b\\"),
+      // Several queries in one read are answered in order.
+      ("\x1b[5n\x1b[6n\x1b[c", "\x1b[0n\x1b[1;1R\x1b[?62;22c"),
+    ],
+  );
+}
+
+#[test]
+fn modes_are_reported_as_they_stand() {
+  let mut t = term();
+  answers(
+    &mut t,
+    &[
+      ("\x1b[?2004$p", "\x1b[?2004;2$y"),
+      ("\x1b[?2004h\x1b[?2004$p", "\x1b[?2004;1$y"),
+      ("\x1b[?25$p", "\x1b[?25;1$y"),
+      ("\x1b[?25l\x1b[?25$p", "\x1b[?25;2$y"),
+      ("\x1b[?1049h\x1b[?1049$p", "\x1b[?1049;1$y"),
+      ("\x1b[?1000h\x1b[?1000$p\x1b[?1003$p", "\x1b[?1000;1$y\x1b[?1003;2$y"),
+      ("\x1b[?7$p", "\x1b[?7;3$y"),
+      // Unknown modes, and ANSI modes, are "not recognised".
+      ("\x1b[?31337$p", "\x1b[?31337;0$y"),
+      ("\x1b[4$p", "\x1b[4;0$y"),
+    ],
+  );
+  let s = t.screen();
+  assert!(!s.cursor_visible && s.alternate_screen, "{s:?}");
+}
+
+#[test]
+fn queries_that_would_echo_text_the_job_chose_or_that_have_no_honest_answer_stay_unanswered() {
+  let mut t = term();
+  for q in
+    ["\x1b]2;evil\x07\x1b[21t", "\x1b]52;c;?\x07", "\x1b[14t", "\x1b[?u", "\x1bP+q544e\x1b\\", "\x1b]4;1;?\x07", "\x1b[7n", "\x1b[1c"]
+  {
+    assert_eq!(ask(&mut t, q), "", "{q:?}");
+  }
+}
+
+#[test]
+fn a_flood_of_queries_gets_at_most_4_kib_of_answers_a_feed() {
+  let mut t = term();
+  let answers = t.feed("\x1b[6n".repeat(10_000).as_bytes());
+  assert!(answers.len() <= queries::MAX_ANSWER_BYTES && answers.len() > 4000, "{}", answers.len());
+  assert!(answers.starts_with(b"\x1b[1;1R"));
+  // The next feed is answered again.
+  assert_eq!(ask(&mut t, "\x1b[5n"), "\x1b[0n");
+}
+
+#[test]
+fn the_screen_holds_what_a_person_would_see() {
+  let mut t = term();
+  t.feed(b"first line\r\nsecond\x1b[2J\x1b[5;10Hhello\x1b[1;1H\xe4\xb8\xad|");
+  let s = t.screen();
+  assert_eq!((s.rows, s.cols, s.lines.len()), (24, 80, 24));
+  assert_eq!(s.lines[4], "         hello");
+  assert_eq!(s.lines[0], "中|");
+  assert!(s.lines[1..4].iter().all(String::is_empty), "{:?}", s.lines);
+  assert_eq!((s.cursor_row, s.cursor_col), (0, 3));
+  assert!(s.cursor_visible && !s.alternate_screen);
+}
+
+#[test]
+fn resize_follows_the_pty_within_the_limits() {
+  let mut t = term();
+  t.feed(b"\x1b[2;2Hab");
+  t.resize(PtySize { cols: 100, rows: 30 });
+  let s = t.screen();
+  assert_eq!((s.rows, s.cols, s.lines.len()), (30, 100, 30));
+  assert_eq!(s.lines[1], " ab");
+  assert_eq!(ask(&mut t, "\x1b[18t"), "\x1b[8;30;100t");
+  t.resize(PtySize { cols: u16::MAX, rows: u16::MAX });
+  assert_eq!((t.screen().rows, t.screen().cols), (MAX_ROWS, MAX_COLS));
+  let t = Terminal::new(PtySize { cols: 0, rows: 0 });
+  assert_eq!((t.screen().rows, t.screen().cols), (1, 1));
+}
+
+#[test]
+fn the_answering_sink_feeds_the_terminal_answers_once_and_passes_output_on_unchanged() {
+  let terminal = Terminal::shared(PtySize { cols: 80, rows: 24 });
+  let (answers_tx, answers_rx) = mpsc::channel::<Vec<u8>>();
+  let (events_tx, events_rx) = mpsc::channel();
+  // Answers are never completed: the in-flight cap holds the rest back.
+  let held = Arc::new(Mutex::new(Vec::new()));
+  let keep = held.clone();
+  let answer: Answerer = Box::new(move |bytes, done| {
+    answers_tx.send(bytes).unwrap();
+    keep.lock().unwrap().push(done);
+  });
+  let mut sink = answering_sink(terminal.clone(), answer, Box::new(move |ev| events_tx.send(ev).unwrap()));
+  sink(JobEvent::Output { text: "x\x1b".into(), late: false });
+  sink(JobEvent::Output { text: "[6n".into(), late: true });
+  assert_eq!(answers_rx.try_recv().unwrap(), b"\x1b[1;2R");
+  assert!(answers_rx.try_recv().is_err());
+  let texts: Vec<JobEvent> = events_rx.try_iter().collect();
+  assert_eq!(texts, [JobEvent::Output { text: "x\x1b".into(), late: false }, JobEvent::Output { text: "[6n".into(), late: true }]);
+  // Unanswered writes pile up to the cap, then answers are dropped.
+  for _ in 0..2000 {
+    sink(JobEvent::Output { text: "\x1b[6n".into(), late: false });
+  }
+  let queued: usize = answers_rx.try_iter().map(|a| a.len()).sum::<usize>() + 6;
+  assert!(queued <= MAX_IN_FLIGHT, "{queued}");
+  // Once the job takes them, answers flow again.
+  for done in held.lock().unwrap().drain(..) {
+    done(Ok(0));
+  }
+  sink(JobEvent::Output { text: "\x1b[5n".into(), late: false });
+  assert_eq!(answers_rx.try_recv().unwrap(), b"\x1b[0n");
+  assert_eq!(lock(&terminal).screen().lines[0], "x");
+}
