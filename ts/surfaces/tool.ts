@@ -1,13 +1,19 @@
 /**
  * The LLM tool surface: JSON Schemas and one handler for two tools.
  *
- * - `process_start` starts a background command.
+ * - `process_start` starts a background command (with `yield_ms`, its result inline when it
+ *   ends that soon).
  * - `process` manages sessions: actions `list`, `poll`, `log`, `wait`, `kill`, `write`,
- *   `submit`, `close`.
+ *   `submit`, `close`, `notifications`.
  *
  * Inputs and results use snake_case keys. Every output and command in a result is already
- * redacted by the registry. The handler never throws: unknown tools or actions, missing
- * ids and bad argument types come back as `{ error: { code, message } }`.
+ * redacted by the registry, whole, before this surface cuts or filters it. Output is cut to
+ * a character budget (`toolbudget.ts`), read after a cursor (`toolcursor.ts`,
+ * `tooloutput.ts`) and filtered by a linear-time regex (`toolfilter.ts`); every result
+ * carries the pending events of its scope (`toolnotify.ts`); a call with a context acts
+ * only on the sessions that context sees (`toolscope.ts`); waits follow the host's abort
+ * signal and progress (`toolwait.ts`). The handler never throws: unknown tools or actions,
+ * missing ids and bad argument types come back as `{ error: { code, message } }`.
  *
  * The schemas live in `toolschema.ts` (re-exported here).
  */
@@ -19,7 +25,13 @@ import { processInput, startInput } from './toolschema.js';
 
 export { openAiTools, type ToolDefinition, toolDefinitions } from './toolschema.js';
 import type { ProcessRegistry } from '../registry.js';
-import type { KillResult, LogResult, PollResult, SessionSummary, Snake, WaitResult } from '../types.js';
+import type { SessionSummary } from '../types.js';
+import { DEFAULT_MAX_CHARS } from './toolbudget.js';
+import { compileFilter } from './toolfilter.js';
+import { type ToolEvent, takeNotifications } from './toolnotify.js';
+import { readOutput, type ToolOutput } from './tooloutput.js';
+import { type Access, ToolScope } from './toolscope.js';
+import { waitForHost } from './toolwait.js';
 
 /** A failed tool call: procward's error code (or `UNKNOWN_TOOL`, or `ERROR` for a foreign error), its message and details. */
 export interface ToolError {
@@ -27,19 +39,18 @@ export interface ToolError {
 }
 
 /**
- * A tool result: the registry's result with snake_case keys (a session's `id` is
- * `session_id`), one shape per action, or a {@link ToolError}. Narrow with `'error' in result`.
+ * A successful tool result: a JSON object with snake_case keys (a session's `id` is
+ * `session_id`), one shape per action (see the schemas' descriptions), plus the pending
+ * `notifications` of the call's scope and `notifications_pending` when some did not fit.
  */
-export type ToolResult =
-  | ToolError
-  | { session_id: string; pid: number | null; status: SessionSummary['status']; command: string }
-  | { sessions: Snake<SessionSummary>[] }
-  | Snake<PollResult>
-  | Snake<WaitResult>
-  | Snake<LogResult>
-  | Snake<KillResult>
-  | { session_id: string; bytes: number }
-  | { session_id: string; closed: true };
+export interface ToolSuccess {
+  [key: string]: unknown;
+  notifications?: ToolEvent[];
+  notifications_pending?: number;
+}
+
+/** A tool result, or a {@link ToolError}. Narrow with `'error' in result`. */
+export type ToolResult = ToolError | ToolSuccess;
 
 /** snake_case keys; a session's `id` is `session_id`, the name the model sends back. */
 function snake(value: unknown): unknown {
@@ -70,36 +81,61 @@ function describeIssues(err: z.ZodError, schema: z.ZodObject): string {
 
 /** What a host applies to every call (the agent's task and conversation); it overrides the model's `task_id`/`session_key`. */
 export interface ToolContext {
+  /** The agent's task: the call sees this task's sessions (and, with `sessionKey`, its conversation's, read-only). */
   taskId?: string;
+  /** The conversation: the call sees the sessions with this key. */
   sessionKey?: string;
+  /** `false`: results do not carry pending notifications (the host drains them itself). Default true. */
+  notifications?: boolean;
 }
 
 /** The host's context, strict: a misspelt key would silently widen what the agent may see. */
-const toolContext = z.strictObject({ taskId: z.string().optional(), sessionKey: z.string().optional() } satisfies Shape<ToolContext>);
+const toolContext = z.strictObject({
+  taskId: z.string().optional(),
+  sessionKey: z.string().optional(),
+  notifications: z.boolean().optional(),
+} satisfies Shape<ToolContext>);
 
 /** Per-call options from the host or the MCP server (not from the model). */
 export interface ToolCallOptions {
-  /** Aborts a running `wait` (and any other waiting the call does): the call then ends with what it has. */
+  /** Aborts a running `wait` (and `yield_ms`): the call then returns at once with the job still running and `aborted: true`. */
   signal?: AbortSignal;
-  /** Called while a `wait` runs (about once a second), for MCP progress notifications. */
-  onProgress?: (progress: { elapsedMs: number; message: string }) => void;
+  /**
+   * Called about once a second while a `wait` (or `yield_ms`) runs, for MCP progress
+   * notifications: milliseconds waited, the wait's whole length, a line for people. With
+   * it, a wait lasts its whole `timeout_ms`; without it, at most 50 s (see `toolwait.ts`).
+   */
+  onProgress?: (progress: { elapsedMs: number; totalMs: number; message: string }) => void;
+}
+
+/** What an action returns before notifications are added: its result, its budget, and whether it delivered events itself. */
+interface Done {
+  result: object;
+  maxChars: number;
+  delivered?: true;
 }
 
 /**
  * Handles one tool call. Never throws: every failure is `{ error: { code, message } }`.
+ * `context` scopes the call (see {@link ToolContext}); `options` carry the host's abort
+ * signal and progress callback.
  */
 export async function handleToolCall(
   registry: ProcessRegistry,
   name: string,
   input: unknown,
   context: ToolContext = {},
-  _options: ToolCallOptions = {},
+  options: ToolCallOptions = {},
 ): Promise<ToolResult> {
   try {
     checkStrict('tool context', toolContext, context);
-    if (name === 'process_start') return snake(await start(registry, input, context)) as ToolResult;
-    if (name === 'process') return snake(await manage(registry, input, context)) as ToolResult;
-    return errorResult('UNKNOWN_TOOL', `unknown tool ${JSON.stringify(name)}; the tools are process_start and process`);
+    let done: Done;
+    if (name === 'process_start') done = await start(registry, input, context, options);
+    else if (name === 'process') done = await manage(registry, input, context, options);
+    else return errorResult('UNKNOWN_TOOL', `unknown tool ${JSON.stringify(name)}; the tools are process_start and process`);
+    const result = snake(done.result) as ToolSuccess;
+    if (!done.delivered && context.notifications !== false) await attachNotifications(registry, context, result, done.maxChars);
+    return result;
   } catch (err) {
     if (err instanceof z.ZodError) return errorResult('INVALID_ARGUMENT', describeIssues(err, name === 'process' ? processInput : startInput));
     const e = err as { code?: ProcwardErrorCode; message?: string; details?: Record<string, unknown> };
@@ -107,8 +143,30 @@ export async function handleToolCall(
   }
 }
 
-async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext) {
+/**
+ * Adds the scope's pending events to a result, in the room its output left (at least 2500
+ * characters: one completion event). A failure to take them leaves them queued.
+ */
+async function attachNotifications(registry: ProcessRegistry, ctx: ToolContext, result: ToolSuccess, maxChars: number): Promise<void> {
+  const used = typeof result.text === 'string' ? result.text.length : typeof result.output === 'string' ? result.output.length : 0;
+  try {
+    const { events, pending } = await takeNotifications(registry, await ToolScope.of(registry, ctx), Math.max(2500, maxChars - used));
+    if (events.length > 0) result.notifications = events;
+    if (pending > 0) result.notifications_pending = pending;
+  } catch {
+    // A closed registry or a failed checkpoint write: the events stay queued for the next call.
+  }
+}
+
+/** The output fields a result carries when it returns output (`output`, not `text`, beside a poll's fields). */
+function outputFields(out: ToolOutput, key: 'text' | 'output'): Record<string, unknown> {
+  const { session_id: _id, status: _status, text, ...rest } = out;
+  return { [key]: text, ...rest };
+}
+
+async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext, options: ToolCallOptions): Promise<Done> {
   const input = startInput.parse(normalizeToolArgs('process_start', raw));
+  const maxChars = input.max_chars ?? DEFAULT_MAX_CHARS;
   const s = await registry.spawn(input.command, {
     ...(input.workdir !== undefined && { cwd: input.workdir }),
     ...(input.env !== undefined && { env: input.env }),
@@ -121,39 +179,79 @@ async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext) 
     ...((ctx.taskId ?? input.task_id) !== undefined && { taskId: ctx.taskId ?? input.task_id }),
     ...((ctx.sessionKey ?? input.session_key) !== undefined && { sessionKey: ctx.sessionKey ?? input.session_key }),
   });
-  return { sessionId: s.id, pid: s.pid, status: s.status, command: s.command };
+  const started = { sessionId: s.id, pid: s.pid, status: s.status, command: s.command };
+  if (!input.yield_ms) return { result: started, maxChars };
+  // The job's own end, inline: the wait consumes its completion (this result delivers it).
+  const { result: w, aborted } = await waitForHost(registry, s.id, input.yield_ms, options);
+  const out = await readOutput(registry, s.id, { from: 'start', maxChars });
+  const ended = w.status === 'exited' ? { exitCode: w.exitCode, signal: w.signal, reason: w.reason } : {};
+  const note = w.status === 'running' ? `still running after ${aborted ? 'the call was aborted' : `${input.yield_ms} ms`}: use the process tool (wait, poll or log with this session_id and cursor)` : undefined;
+  return { result: { ...started, status: w.status, ...ended, ...outputFields(out, 'output'), ...(aborted && { aborted: true }), ...(note && { note: out.note ? `${note}; ${out.note}` : note }) }, maxChars };
 }
 
-async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext) {
+/** Actions that only read a session; the others act on it. */
+const READS: ReadonlySet<string> = new Set(['poll', 'log', 'wait']);
+
+async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext, options: ToolCallOptions): Promise<Done> {
   const input = processInput.parse(normalizeToolArgs('process', raw));
+  const maxChars = input.max_chars ?? DEFAULT_MAX_CHARS;
   if (input.action === 'list') {
     const taskId = ctx.taskId ?? input.task_id;
     const sessionKey = ctx.sessionKey ?? input.session_key;
-    const sessions = await registry.list({ ...(taskId !== undefined && { taskId }), ...(sessionKey !== undefined && { sessionKey }) });
-    return { sessions };
+    const sessions: SessionSummary[] = await registry.list({ ...(taskId !== undefined && { taskId }), ...(sessionKey !== undefined && { sessionKey }) });
+    return { result: { sessions }, maxChars };
+  }
+  if (input.action === 'notifications') {
+    const { events, pending } = await takeNotifications(registry, await ToolScope.of(registry, ctx), maxChars);
+    return { result: { notifications: events, ...(pending > 0 && { notificationsPending: pending }) }, maxChars, delivered: true };
   }
   if (input.session_id === undefined) throw new ProcwardError('INVALID_ARGUMENT', `action ${input.action} needs session_id`);
-  const id = String(input.session_id);
+  const access: Access = READS.has(input.action) ? 'read' : 'act';
+  const id = (await ToolScope.of(registry, ctx)).resolve(String(input.session_id), access);
+  if (input.filter !== undefined && input.action !== 'log' && input.cursor === undefined) {
+    throw new ProcwardError('INVALID_ARGUMENT', `filter applies to log, or to ${input.action} with a cursor`);
+  }
+  const filter = input.filter !== undefined ? compileFilter(input.filter) : undefined;
+  const since = async (sessionId: string) =>
+    input.cursor === undefined ? {} : outputFields(await readOutput(registry, sessionId, { from: { cursor: input.cursor }, maxChars, ...(filter && { filter }) }), 'output');
+  const endCursor = async (sessionId: string) => ({ cursor: (await readOutput(registry, sessionId, { from: { limit: 1 }, maxChars })).cursor });
   switch (input.action) {
-    case 'poll':
-      return registry.poll(id, { acknowledge: input.acknowledge === true });
-    case 'log':
-      return registry.readLog(id, {
-        ...(input.offset !== undefined && { offset: input.offset }),
-        ...(input.limit !== undefined && { limit: input.limit }),
-        ...(input.max_bytes !== undefined && { maxBytes: input.max_bytes }),
-      });
-    case 'wait':
-      return registry.wait(id, { timeoutMs: input.timeout_ms ?? 30_000 });
+    case 'poll': {
+      const polled = await registry.poll(id, { acknowledge: input.acknowledge === true });
+      if (input.cursor === undefined) return { result: { ...polled, ...(await endCursor(polled.id)) }, maxChars };
+      const { outputPreview: _preview, ...rest } = polled;
+      return { result: { ...rest, ...(await since(polled.id)) }, maxChars };
+    }
+    case 'log': {
+      if (input.cursor !== undefined && (input.offset !== undefined || input.limit !== undefined)) {
+        throw new ProcwardError('INVALID_ARGUMENT', 'log takes either a cursor or offset/limit, not both');
+      }
+      const from = input.cursor !== undefined ? { cursor: input.cursor } : { ...(input.offset !== undefined && { offset: input.offset }), ...(input.limit !== undefined && { limit: input.limit }) };
+      const out = await readOutput(registry, id, { from, maxChars, ...(input.max_bytes !== undefined && { maxBytes: input.max_bytes }), ...(filter && { filter }) });
+      return { result: { ...out }, maxChars };
+    }
+    case 'wait': {
+      const { result: w, aborted, clamped } = await waitForHost(registry, id, input.timeout_ms ?? 30_000, options);
+      const note = aborted
+        ? 'the call was aborted; the job is still running: call wait again'
+        : clamped
+          ? 'still running, call again: a wait lasts at most 50 s when the host takes no progress notifications'
+          : w.processRunning
+            ? 'still running after timeout_ms: call wait again, or poll'
+            : undefined;
+      const { outputPreview, ...rest } = w;
+      const output = input.cursor === undefined ? { outputPreview, ...(await endCursor(w.id)) } : await since(w.id);
+      return { result: { ...rest, ...output, ...(aborted && { aborted: true }), ...(note && { note }) }, maxChars };
+    }
     case 'kill':
-      return registry.kill(id, input.grace_ms !== undefined ? { graceMs: input.grace_ms } : {});
+      return { result: await registry.kill(id, input.grace_ms !== undefined ? { graceMs: input.grace_ms } : {}), maxChars };
     case 'write':
       if (input.data === undefined) throw new ProcwardError('INVALID_ARGUMENT', 'write needs data');
-      return registry.write(id, input.data);
+      return { result: await registry.write(id, input.data), maxChars };
     case 'submit':
       if (input.text === undefined) throw new ProcwardError('INVALID_ARGUMENT', 'submit needs text');
-      return registry.submit(id, input.text);
+      return { result: await registry.submit(id, input.text), maxChars };
     case 'close':
-      return registry.closeStdin(id);
+      return { result: await registry.closeStdin(id), maxChars };
   }
 }

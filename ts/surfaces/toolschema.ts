@@ -4,6 +4,17 @@
  */
 import { z } from 'zod';
 import { MAX_PAGE_BYTES, MIN_PAGE_BYTES } from '../output/paging.js';
+import { DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS } from './toolbudget.js';
+import { UNREPORTED_WAIT_MS } from './toolwait.js';
+
+const maxChars = z
+  .number()
+  .int()
+  .min(MIN_MAX_CHARS)
+  .max(MAX_MAX_CHARS)
+  .describe(
+    `Character budget of the result's output and notifications (default ${DEFAULT_MAX_CHARS}, ${MIN_MAX_CHARS} to ${MAX_MAX_CHARS}); longer output keeps its head and tail and says what was cut and how to read it.`,
+  );
 
 const sessionId = z
   .union([z.string(), z.number()])
@@ -11,10 +22,32 @@ const sessionId = z
 
 export const processInput = z
   .object({
-    action: z.enum(['list', 'poll', 'log', 'wait', 'kill', 'write', 'submit', 'close']).describe('What to do.'),
+    action: z
+      .enum(['list', 'poll', 'log', 'wait', 'kill', 'write', 'submit', 'close', 'notifications'])
+      .describe('What to do. notifications: the pending completion and watch events (every result also carries them).'),
     session_id: sessionId.optional().describe('The session (every action but list).'),
-    timeout_ms: z.number().int().min(1).max(86_400_000).optional().describe('wait: give up after this many milliseconds (default 30000, at most a day).'),
-    offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional().describe('log: first line, 0-based (default: the last `limit` lines).'),
+    timeout_ms: z
+      .number()
+      .int()
+      .min(1)
+      .max(86_400_000)
+      .optional()
+      .describe(
+        `wait: give up after this many milliseconds (default 30000, at most a day; at most ${UNREPORTED_WAIT_MS} when the host takes no progress notifications: the result then says the job is still running, call again).`,
+      ),
+    cursor: z
+      .string()
+      .max(200)
+      .optional()
+      .describe('poll/log/wait: the cursor of an earlier result of this session; the result then holds only the output after it (as `output` for poll and wait, `text` for log).'),
+    filter: z
+      .string()
+      .min(1)
+      .max(512)
+      .optional()
+      .describe('log (and poll/wait with a cursor): only output lines matching this regular expression (Rust regex syntax, linear time: no look-around or backreferences), each led by its line number.'),
+    max_chars: maxChars.optional(),
+    offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional().describe('log: first line, 0-based: 0 is the first line (default: the last `limit` lines).'),
     limit: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional().describe('log: number of lines (default 200).'),
     max_bytes: z
       .number()
@@ -44,6 +77,16 @@ export const startInput = z
     stdin: z.boolean().optional().describe('Keep a stdin pipe open for write/submit/close.'),
     notify_on_complete: z.boolean().optional().describe('Queue a notification when the command ends.'),
     watch_patterns: z.array(z.string().min(1)).optional().describe('Regular expressions; a matching output line raises a notification.'),
+    yield_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(UNREPORTED_WAIT_MS)
+      .optional()
+      .describe(
+        `Wait up to this many milliseconds (at most ${UNREPORTED_WAIT_MS}) for the command to end: if it does, the result holds its exit code and output at once; else the session_id and the output so far. Default 0: return at once.`,
+      ),
+    max_chars: maxChars.optional(),
     task_id: z.string().optional(),
     session_key: z.string().optional(),
   })
@@ -67,13 +110,13 @@ export function toolDefinitions(): ToolDefinition[] {
     {
       name: 'process_start',
       description:
-        'Start a shell command in the background (dev servers, builds, test runs). Returns its session_id at once; use the `process` tool to read its output, wait for it, or stop it.',
+        'Start a shell command in the background (dev servers, builds, test runs). Returns its session_id at once (or, with yield_ms, its result when it ends that soon); use the `process` tool to read its output, wait for it, or stop it.',
       input_schema: jsonSchema(startInput),
     },
     {
       name: 'process',
       description:
-        'Manage background processes: list sessions; poll status and recent output; log (output lines, paged); wait for the end (with a timeout); kill the whole process tree; write/submit/close stdin.',
+        'Manage background processes: list sessions; poll status and recent output; log (output lines, paged, optionally filtered by a regex); wait for the end (with a timeout); kill the whole process tree; write/submit/close stdin; notifications. Results carry a cursor: pass it back to get only the output after it. Output is cut to max_chars (head and tail, with a note on how to read what was cut). Every result carries the pending notifications (completions, watch hits) of your sessions.',
       input_schema: jsonSchema(processInput),
     },
   ];
