@@ -45,7 +45,7 @@ export { redact, isEnvDumpCommand } from './policy/redact.js';
 export type { RedactOptions } from './policy/redact.js';
 export { defaultStateDir } from './persist/statedir.js';
 export { handleToolCall, toolDefinitions, openAiTools } from './surfaces/tool.js';
-export type { ToolDefinition, ToolResult, ToolError, ToolContext } from './surfaces/tool.js';
+export type { ToolDefinition, ToolResult, ToolError, ToolSuccess, ToolContext, ToolCallOptions } from './surfaces/tool.js';
 export { toolDefinitionsFor, type ToolProvider, type ProviderToolDefinitions } from './surfaces/providers/index.js';
 export { createMcpServer } from './surfaces/mcp.js';
 export { localShell, SshEnvironment, dockerExec, kubectlExec, environmentFrom, CommandEnvironment } from './remote/environments.js';
