@@ -27,6 +27,7 @@ export type {
   ExitedSession,
   SessionFields,
   TerminalSize,
+  TerminalScreen,
   PollOptions,
   WaitOptions,
   ReadLogOptions,
@@ -37,8 +38,11 @@ export type {
   ActiveForSessionOptions,
   Snake,
 } from './types.js';
-export { identity, verdict, probe, descendants, killTree } from './processes.js';
-export type { Identity, Verdict, ProbeResult, ProcessEntry, KillReport, KillRefusal, KillRefusalReason, KillTreeOptions } from './processes.js';
+export { identity, verdict, probe, descendants, killTree, signalJob, JOB_SIGNALS } from './processes.js';
+export type { Identity, Verdict, ProbeResult, ProcessEntry, KillReport, KillRefusal, KillRefusalReason, KillTreeOptions, JobSignal } from './processes.js';
+export type { SignalResult, SpawnResult } from './types.js';
+export { DEFAULT_DENIED_ENV } from './policy/spawnpolicy.js';
+export type { SpawnPolicy, SpawnRequest, SpawnDecision } from './policy/spawnpolicy.js';
 export { ProcwardError } from './errors.js';
 export type { ProcwardErrorCode, ErrnoCode } from './errors.js';
 export { redact, isEnvDumpCommand } from './policy/redact.js';
@@ -46,7 +50,7 @@ export type { RedactOptions } from './policy/redact.js';
 export { defaultStateDir } from './persist/statedir.js';
 export { handleToolCall, toolDefinitions, openAiTools } from './surfaces/tool.js';
 export type { ToolDefinition, ToolResult, ToolError, ToolSuccess, ToolContext, ToolCallOptions } from './surfaces/tool.js';
-export { toolDefinitionsFor, type ToolProvider, type ProviderToolDefinitions } from './surfaces/providers/index.js';
+export { toolDefinitionsFor, type ToolProvider, type ProviderToolDefinitions } from './surfaces/providers.js';
 export { createMcpServer } from './surfaces/mcp.js';
 export { localShell, SshEnvironment, dockerExec, kubectlExec, environmentFrom, CommandEnvironment } from './remote/environments.js';
 export type { ExecutionEnvironment, EnvironmentDescription, ExecResult } from './remote/environments.js';

@@ -3,12 +3,12 @@
  * {@link toolDefinitionsFor}. Built from the live base schemas (`toolschema.ts`) by the
  * generic transformer (`strictschema.ts`), so they follow every field added there.
  */
-import { type ToolDefinition, toolDefinitions } from '../toolschema.js';
-import { DIALECTS, type StrictProvider } from './dialect.js';
-import { type JsonSchema, type OptionalBudget, toStrictSchema } from './strictschema.js';
+import { type ToolDefinition, toolDefinitions } from './toolschema.js';
+import { DIALECTS, type StrictProvider } from './providers/dialect.js';
+import { type JsonSchema, type OptionalBudget, toStrictSchema } from './providers/strictschema.js';
 
-export type { StrictProvider } from './dialect.js';
-export type { JsonSchema } from './strictschema.js';
+export type { StrictProvider } from './providers/dialect.js';
+export type { JsonSchema } from './providers/strictschema.js';
 
 /** The targets of {@link toolDefinitionsFor}. */
 export type ToolProvider = 'openai-chat' | 'openai-responses' | 'anthropic' | 'gemini' | 'default';

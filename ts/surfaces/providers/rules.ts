@@ -4,7 +4,7 @@
  * from the providers' documentation, apart from the transformer, so a test can tell a
  * transformer bug from a rule change (and a host can check its own tools).
  */
-import type { ToolProvider } from './index.js';
+import type { ToolProvider } from '../providers.js';
 
 /** One broken rule: the tool, the JSON pointer of the node (`/properties/env`), and the rule in words. */
 export interface Violation {
