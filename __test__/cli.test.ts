@@ -40,7 +40,7 @@ describe('CLI round trip across processes', () => {
     const state = tempDir();
     const s = JSON.parse((await cli(['start', '--state-dir', state, '--json', '--', 'sleep 30 & sleep 30; wait'])).stdout);
     cleanupGroup(s.pid);
-    const k = await cli(['kill', s.id, '--state-dir', state, '--json', '--grace', '500']);
+    const k = await cli(['kill', s.id, '--state-dir', state, '--json', '--grace', '500ms']);
     expect(k.code).toBe(0);
     expect(JSON.parse(k.stdout)).toMatchObject({ outcome: 'killed', survivors: [] });
     await until(() => !isAlive(s.pid), 3000, 'supervisor exit');
@@ -49,18 +49,18 @@ describe('CLI round trip across processes', () => {
     expect(p.signal).toMatch(/^SIG(TERM|KILL)$/);
   });
 
-  it('wait --timeout exits 124 while the job runs; unknown ids exit 1 with a clear error', async () => {
+  it('wait --timeout exits 124 while the job runs; unknown ids exit 1 with a clear error; a bad timeout is a usage error (2)', async () => {
     const state = tempDir();
     const s = JSON.parse((await cli(['start', '--state-dir', state, '--json', '--', 'sleep 20'])).stdout);
     cleanupGroup(s.pid);
-    const w = await cli(['wait', s.id, '--state-dir', state, '--timeout', '200']);
+    const w = await cli(['wait', s.id, '--state-dir', state, '--timeout', '200ms']);
     expect(w.code).toBe(124);
     const bad = await cli(['poll', 'proc_000000000000', '--state-dir', state, '--json']);
     expect(bad.code).toBe(1);
     expect(JSON.parse(bad.stdout).error.code).toBe('UNKNOWN_SESSION');
-    const badTimeout = await cli(['wait', s.id, '--state-dir', state, '--timeout', '0']);
-    expect(badTimeout.code).not.toBe(0);
-    expect(badTimeout.stderr).toMatch(/timeout must be an integer >= 1/);
+    const badTimeout = await cli(['wait', s.id, '--state-dir', state, '--timeout', '0ms']);
+    expect(badTimeout.code).toBe(2);
+    expect(badTimeout.stderr).toMatch(/timeout must be a duration of at least 1ms/);
   });
 
   it('several words after -- keep their argument boundaries', async () => {
@@ -162,11 +162,11 @@ describe('CLI inspection commands', () => {
     expect(live[0].startTime).toMatch(/^\d+$/);
     expect(live[1]).toMatchObject({ pid: 999999999, alive: false, exists: false });
     const bad = await cli(['probe', 'abc']);
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/pid must be an integer/);
     // Usage errors honour --json too, and hex or padded numbers are not PIDs.
     const usage = await cli(['probe', '0x10', '--json']);
-    expect(usage.code).toBe(1);
+    expect(usage.code).toBe(2);
     expect(JSON.parse(usage.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/pid must be an integer/) } });
     const missing = await cli(['write', '--json']);
     expect(JSON.parse(missing.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENT', message: "missing required argument 'id'" } });

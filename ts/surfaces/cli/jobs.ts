@@ -1,41 +1,70 @@
-/** Commands that act on jobs: `start`, `kill`, and the job's input (`write`, `submit`, `close`). */
+/** Commands that act on jobs: `start`, `kill` (alias `stop`), and the job's input (`write`, `submit`, `close`). */
 import type { Command } from 'commander';
 import type { ProcessRegistry } from '../../registry.js';
-import { int } from './args.js';
+import type { KillResult } from '../../types.js';
+import { duration, envNames, envPair, size } from './args.js';
 import { commandLine } from './cmdline.js';
 import { common } from './common.js';
 import { withRegistry } from './host.js';
 import { type Common, print } from './output.js';
 
+interface StartOpts extends Common {
+  cwd?: string;
+  task?: string;
+  sessionKey?: string;
+  stdin?: boolean;
+  env?: Record<string, string>;
+  allowEnv?: string[];
+  logMaxBytes?: number;
+  quiet?: boolean;
+}
+
+/** `killed (3 processes signalled, escalated to SIGKILL)`: what the kill did, nothing it did not. */
+function killText(k: KillResult): string {
+  const n = k.signalled.length;
+  const what = `${n} process${n === 1 ? '' : 'es'} signalled${k.escalated ? ', escalated to SIGKILL' : ''}`;
+  return k.outcome === 'already_exited' ? `${k.id}: had already exited${n > 0 ? ` (its leftovers: ${what})` : ''}` : `${k.id}: killed (${what})`;
+}
+
 export function registerJobs(program: Command): void {
   common(program.command('start'))
-    .description('start a command in the background (durable: survives this process) and print its session id')
+    .description('start a command in the background (durable: it outlives this process, with its output and exit code) and print its session id')
     .argument('<command...>', 'the shell command (one quoted string, or words after --)')
     .option('--cwd <dir>', 'working directory')
+    .option('-e, --env <NAME=VALUE>', 'set a variable for the job (repeatable)', envPair)
+    .option('--allow-env <NAME>', "pass the caller's variable NAME although it looks like a secret (repeatable; by default such variables are withheld)", envNames)
+    .option('--log-max-bytes <size>', 'disk cap of the output log (64KiB, 10MiB; default 64MiB); it rotates at half and keeps the newest output', size('log-max-bytes', 4096))
     .option('--task <id>', 'task id to record')
     .option('--session-key <key>', 'session key to record')
     .option('--stdin', 'keep its stdin open for write/submit/close from later invocations (default: no input, the null device)')
-    .action(async (words: string[], opts: Common & { cwd?: string; task?: string; sessionKey?: string; stdin?: boolean }) => {
-      await withRegistry(opts, async (r) => {
-        const s = await r.spawn(commandLine(words), {
-          ...(opts.cwd !== undefined && { cwd: opts.cwd }),
-          ...(opts.task !== undefined && { taskId: opts.task }),
-          ...(opts.sessionKey !== undefined && { sessionKey: opts.sessionKey }),
-          ...(opts.stdin && { stdin: true }),
-        });
-        print(opts, s, s.id);
-      });
+    .option('-q, --quiet', 'print only the session id (no note of withheld variables)')
+    .action(async (words: string[], opts: StartOpts) => {
+      await withRegistry(
+        opts,
+        async (r) => {
+          const s = await r.spawn(commandLine(words), {
+            ...(opts.cwd !== undefined && { cwd: opts.cwd }),
+            ...(opts.task !== undefined && { taskId: opts.task }),
+            ...(opts.sessionKey !== undefined && { sessionKey: opts.sessionKey }),
+            ...(opts.stdin && { stdin: true }),
+            ...(opts.env !== undefined && { env: opts.env }),
+            ...(opts.allowEnv !== undefined && { allowEnv: opts.allowEnv }),
+          });
+          await print(opts, s, s.id);
+        },
+        opts.logMaxBytes !== undefined ? { logMaxBytes: opts.logMaxBytes } : {},
+      );
     });
 
   common(program.command('kill'))
-    .description('stop a session and its whole process tree (SIGTERM, grace period, SIGKILL)')
+    .alias('stop')
+    .description('stop a session and its whole process tree: SIGTERM, a grace period, then SIGKILL to what is left')
     .argument('<id>', 'session id or unique prefix')
-    .option('--grace <ms>', 'grace period before SIGKILL (0 = never escalate)', int('grace', 0))
+    .option('-t, --grace <duration>', 'time between SIGTERM and SIGKILL (500ms, 5s; default 2s; 0 = SIGKILL right after SIGTERM, as docker stop -t 0)', duration('grace', 0))
     .action(async (id: string, opts: Common & { grace?: number }) => {
       await withRegistry(opts, async (r) => {
         const k = await r.kill(id, opts.grace !== undefined ? { graceMs: opts.grace } : {});
-        const what = `${k.signalled.length} process(es) signalled${k.escalated ? ', escalated to SIGKILL' : ''}`;
-        print(opts, k, k.outcome === 'already_exited' ? `${k.id}: already exited (leftovers: ${what})` : `${k.id}: killed (${what})`);
+        await print(opts, k, killText(k));
       });
     });
 
@@ -51,7 +80,7 @@ export function registerJobs(program: Command): void {
       .action(async (id: string, text: string, opts: Common) => {
         await withRegistry(opts, async (r) => {
           const w = await send(r, id, text);
-          print(opts, w, `${w.id}: ${w.bytes} byte(s) written`);
+          await print(opts, w, `${w.id}: ${w.bytes} byte(s) written`);
         });
       });
   }
@@ -62,7 +91,7 @@ export function registerJobs(program: Command): void {
     .action(async (id: string, opts: Common) => {
       await withRegistry(opts, async (r) => {
         const c = await r.closeStdin(id);
-        print(opts, c, `${c.id}: stdin closed`);
+        await print(opts, c, `${c.id}: stdin closed`);
       });
     });
 }

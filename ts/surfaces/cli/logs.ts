@@ -1,69 +1,73 @@
-/** `log` and `wait`: a session's output on stdout. */
-import { once } from 'node:events';
+/** `log` (alias `logs`) and `wait`: a session's output on stdout, streamed. */
 import { constants as osConstants } from 'node:os';
 import type { Command } from 'commander';
-import { MAX_PAGE_BYTES, MIN_PAGE_BYTES } from '../../output/paging.js';
-import type { ProcessRegistry } from '../../registry.js';
-import { int } from './args.js';
+import { duration, int } from './args.js';
 import { common } from './common.js';
 import { describeEnd } from './format.js';
-import { withRegistry } from './host.js';
-import { type Common, print } from './output.js';
+import { interrupted, withRegistry } from './host.js';
+import { type Common, note, print } from './output.js';
+import { type StreamReport, streamOutput } from './stream.js';
 
-function signalNumber(name: string): number {
-  return osConstants.signals[name as keyof typeof osConstants.signals] ?? 0;
+/** Exit status of `wait` for a job ended by signal N: 128 + N, as a shell reports it. */
+function signalExit(name: string): number {
+  return 128 + (osConstants.signals[name as keyof typeof osConstants.signals] ?? 0);
 }
 
-/**
- * Writes a session's whole output to stdout, one capped page (1 MiB) at a time and waiting
- * for stdout to drain between pages, so a log of any size streams in bounded memory. A job
- * still running (a timed-out wait) is shown up to the lines it had written at the first page.
- */
-async function streamLog(r: ProcessRegistry, id: string): Promise<void> {
-  let offset = 0;
-  let end = Number.POSITIVE_INFINITY;
-  while (offset < end) {
-    const page = await r.readLog(id, { offset, limit: Math.min(100_000, end - offset) });
-    end = Math.min(end, page.totalLines);
-    if (page.lines.length > 0 && !process.stdout.write(`${page.text}\n`)) await once(process.stdout, 'drain');
-    if (page.lines.length === 0) return;
-    offset = page.offset + page.lines.length;
-  }
+/** What a stream left out, on stderr: output the log cap dropped, an evicted log. Nothing when it showed all. */
+function reportGaps(id: string, s: StreamReport): void {
+  if (s.logEvicted) note(`procward: ${id}: the log was evicted to keep the state directory within its disk budget: ${s.showing}`);
+  else if (s.droppedChars > 0) note(`procward: ${id}: not all output was kept: ${s.showing}`);
+}
+
+interface LogOpts extends Common {
+  follow?: boolean;
+  tail?: number;
+  offset?: number;
+  limit?: number;
+  raw?: boolean;
 }
 
 export function registerLogs(program: Command): void {
   common(program.command('log'))
-    .description('output lines of a session (default: the last 200)')
+    .alias('logs')
+    .description('print the output of a session (all of it by default), or follow it while the job runs')
     .argument('<id>', 'session id or unique prefix')
-    .option('--offset <n>', 'first line, 0-based', int('offset', 0))
-    .option('--limit <n>', 'number of lines', int('limit', 1))
-    .option('--max-bytes <n>', 'byte cap of the page (default 1 MiB, at most 4 MiB; a longer line is cut with a marker)', int('max-bytes', MIN_PAGE_BYTES, MAX_PAGE_BYTES))
-    .action(async (id: string, opts: Common & { offset?: number; limit?: number; maxBytes?: number }) => {
-      await withRegistry(opts, async (r) => {
-        const page = await r.readLog(id, {
-          ...(opts.offset !== undefined && { offset: opts.offset }),
-          ...(opts.limit !== undefined && { limit: opts.limit }),
-          ...(opts.maxBytes !== undefined && { maxBytes: opts.maxBytes }),
-        });
-        print(opts, page, page.lines.length ? `${page.text}\n` : '');
-        if (!opts.json) process.stderr.write(`[${page.showing}]\n`);
+    .option('-f, --follow', 'keep printing new output until the job ends (Ctrl-C stops following, the job keeps running); follows across log rotations')
+    .option('-n, --tail <n>', 'only the last N lines', int('tail', 0))
+    .option('--offset <n>', 'start at line N (0-based, counted from the first line the job wrote)', int('offset', 0))
+    .option('--limit <n>', 'at most N lines', int('limit', 1))
+    .option('--raw', 'output as the job wrote it, colour escapes included (default: escape sequences removed, progress bars as their last frame)')
+    .addHelpText('after', '\nWith --json: one page (the last 200 lines, or --offset/--limit) as a JSON object.')
+    .action(async (id: string, opts: LogOpts) => {
+      await withRegistry(opts, async (r, signal) => {
+        const view = opts.raw ? 'raw' : 'plain';
+        if (opts.json) {
+          const page = await r.readLog(id, { ...(opts.offset !== undefined && { offset: opts.offset }), limit: opts.limit ?? opts.tail ?? 200, view });
+          await print(opts, page, '');
+          return;
+        }
+        const from = opts.tail !== undefined ? { tail: opts.tail } : (opts.offset ?? 0);
+        const s = await streamOutput(r, id, { from, view, follow: opts.follow === true, signal, ...(opts.limit !== undefined && { limit: opts.limit }) });
+        reportGaps(id, s);
+        if (interrupted()) note(`procward: ${id}: stopped following; the job keeps running`);
       });
     });
 
   common(program.command('wait'))
-    .description("wait for a session to end; print its output (stdout) and how it ended (stderr); exit with the job's exit code, 128+N for signal N, 124 on timeout")
+    .description("wait for a session to end; print its whole output (stdout) and how it ended (stderr); exit with the job's exit code")
     .argument('<id>', 'session id or unique prefix')
-    .option('--timeout <ms>', 'give up after this many milliseconds', int('timeout', 1))
-    .action(async (id: string, opts: Common & { timeout?: number }) => {
-      await withRegistry(opts, async (r) => {
-        const w = await r.wait(id, opts.timeout !== undefined ? { timeoutMs: opts.timeout } : {});
-        if (opts.json) print(opts, w, '');
+    .option('--timeout <duration>', 'give up after this long (500ms, 30s, 5m): exit 124, the job keeps running', duration('timeout', 1))
+    .option('-q, --quiet', 'do not print the output, only wait')
+    .addHelpText('after', '\nExit status: the job\'s exit code; 128+N when signal N ended it; 124 on timeout; 130 when interrupted (the job keeps running); 1 when the exit code is unknown (lost).')
+    .action(async (id: string, opts: Common & { timeout?: number; quiet?: boolean }) => {
+      await withRegistry(opts, async (r, signal) => {
+        const w = await r.wait(id, { ...(opts.timeout !== undefined && { timeoutMs: opts.timeout }), signal });
+        if (opts.json) await print(opts, w, '');
         else {
-          await streamLog(r, w.id);
-          process.stderr.write(`${w.id}: ${w.timedOut ? 'still running (timed out)' : describeEnd(w)}\n`);
+          if (!opts.quiet) reportGaps(w.id, await streamOutput(r, w.id, { from: 0 }));
+          note(`${w.id}: ${w.timedOut ? 'still running (timed out)' : describeEnd(w)}`);
         }
-        if (w.timedOut) process.exitCode = 124;
-        else process.exitCode = w.exitCode ?? (w.signal ? 128 + signalNumber(w.signal) : 1);
+        process.exitCode = w.timedOut ? 124 : (w.exitCode ?? (w.signal ? signalExit(w.signal) : 1));
       });
     });
 }

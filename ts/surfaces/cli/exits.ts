@@ -1,0 +1,60 @@
+/**
+ * The CLI's exit statuses and how an error becomes one line on stderr (`procward: CODE:
+ * message`), or with `--json` an `{ "error": { code, message, details } }` object on stdout.
+ */
+import { CommanderError } from 'commander';
+import { Interrupted } from './host.js';
+import { EXIT_PIPE_CLOSED, OutputClosed } from './output.js';
+
+/** Usage errors (unknown command or option, a bad or missing argument), as getopt-style tools exit. */
+export const EXIT_USAGE = 2;
+
+/** The table `--help` ends with (the README has the same). */
+export const EXIT_STATUS_HELP = `Exit status:
+  0        success
+  1        the operation failed (unknown session, kill survivors, ...): "procward: CODE: message" on stderr
+  2        usage error (unknown command or option, bad or missing argument)
+  124      wait --timeout passed; the job keeps running
+  128+N    wait: the job was ended by signal N (137 = SIGKILL, 143 = SIGTERM)
+  130      interrupted by Ctrl-C (wait, log -f, top); the job keeps running
+  141      stdout's reader went away (| head)
+  wait exits with the job's own exit code.`;
+
+/** The exit status for `err`, after printing it (nothing for help, version and a closed stdout). */
+export function exitFor(err: unknown, json: boolean): number {
+  if (err instanceof OutputClosed) return EXIT_PIPE_CLOSED;
+  if (err instanceof CommanderError) {
+    // Help and version (exit 0); help shown because no command was given (stderr, usage).
+    if (err.exitCode === 0) return 0;
+    if (err.code === 'commander.help') return EXIT_USAGE;
+    const message = err.message.replace(/^error: /, '');
+    report('INVALID_ARGUMENT', message, undefined, json, err.code === 'commander.unknownCommand' ? '' : commandOf());
+    return EXIT_USAGE;
+  }
+  if (err instanceof Interrupted || (err instanceof Error && err.name === 'AbortError' && err.cause instanceof Interrupted)) {
+    const signal = err instanceof Interrupted ? err.signal : (err.cause as Interrupted).signal;
+    process.stderr.write(`procward: interrupted (${signal}); the job keeps running\n`);
+    return signal === 'SIGINT' ? 130 : 143;
+  }
+  const e = err as { code?: unknown; message?: unknown; details?: unknown };
+  const code = typeof e?.code === 'string' ? e.code : 'ERROR';
+  const message = err instanceof Error ? err.message : String(err);
+  report(code, message, e?.details, json, null);
+  return 1;
+}
+
+/** Prints the error; `helpFor`: the command whose help the hint names (`''`: the program's), null for no hint. */
+function report(code: string, message: string, details: unknown, json: boolean, helpFor: string | null): void {
+  if (json) {
+    process.stdout.write(`${JSON.stringify({ error: { code, message, ...(details !== undefined && details !== null && { details }) } }, null, 2)}\n`);
+    return;
+  }
+  const hint = helpFor !== null ? ` (see procward ${helpFor}--help)` : '';
+  process.stderr.write(`procward: ${code}: ${message.replace(/\s*\n\s*/g, ' ')}${hint}\n`);
+}
+
+/** The command named on the command line, for the help hint (`start `), or nothing. */
+function commandOf(): string {
+  const word = process.argv.slice(2).find((a) => !a.startsWith('-'));
+  return word && /^[a-z]+$/.test(word) ? `${word} ` : '';
+}
