@@ -59,6 +59,8 @@ export const PROCWARD_CODES = [
   'ENVIRONMENT_UNAVAILABLE',
   'STATE_DIR_UNTRUSTED',
   'SESSION_READ_ONLY',
+  // The host's spawn policy refused a spawn (details: rule, reason); see policy/spawnpolicy.ts.
+  'SPAWN_REFUSED',
 ] as const;
 
 /** Every `code` a {@link ProcwardError} can carry: procward's own codes and {@link ErrnoCode}s. */

@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import { ProcwardError } from './errors.js';
 import { checkStrict, type Shape } from './optioncheck.js';
+import { checkSpawnPolicy } from './policy/spawnpolicy.js';
 import { MAX_GRACE_MS } from './processes.js';
 import type {
   ActiveForSessionOptions,
@@ -56,6 +57,7 @@ const registryShape: Shape<RegistryOptions> = {
   environments: z.record(z.string(), environment).optional(),
   finishedTtlMs: optional.number,
   maxSessions: optional.number,
+  spawnPolicy: kindOf('a spawn policy (an object)', isObject).optional(),
 };
 
 const terminalShape: Shape<TerminalSize> = { cols: optional.number, rows: optional.number };
@@ -69,6 +71,7 @@ const spawnShape: Shape<SpawnOptions> = {
   durable: optional.boolean,
   outliveHost: optional.boolean,
   allowEnv: optional.strings,
+  envSource: z.enum(['caller', 'model']).optional(),
   notifyOnComplete: optional.boolean,
   watchPatterns: optional.strings,
   stdin: optional.boolean,
@@ -147,6 +150,7 @@ export function checkRegistryOptions(options: RegistryOptions): void {
   }
   if (options.logMaxBytes !== undefined && options.logMaxBytes < 4096) throw new ProcwardError('INVALID_ARGUMENT', `logMaxBytes must be at least 4096, got ${options.logMaxBytes}`);
   if (options.shell !== undefined && options.shell === '') throw new ProcwardError('INVALID_ARGUMENT', 'shell must be a non-empty path or command name');
+  checkSpawnPolicy(options.spawnPolicy);
   if (options.stateDir !== undefined && options.stateDir === '') {
     throw new ProcwardError('INVALID_ARGUMENT', `stateDir must be a non-empty path (omit it for an in-memory registry), got ${JSON.stringify(options.stateDir)}`);
   }

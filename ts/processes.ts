@@ -54,7 +54,11 @@ export const MAX_GRACE_MS = 3_600_000;
 
 /** Options of {@link killTree}. */
 export interface KillTreeOptions {
-  /** Milliseconds between the first signal and SIGKILL. Default 2000; 0 = never escalate. */
+  /**
+   * Milliseconds between the first signal and SIGKILL. Default 2000; 0 = SIGKILL right after
+   * the first signal (as `docker stop -t 0`; Windows: the graceful step, then termination).
+   * One signal with no escalation is {@link signalJob}.
+   */
   graceMs?: number;
   /** First signal name. Default `SIGTERM`. */
   signal?: string;
@@ -238,4 +242,52 @@ function startBatch(options: KillTreeOptions, kills: QueuedKill[]): void {
     if (kills.length === 1) kills[0]?.reject(fromNative(err));
     else for (const k of kills) startBatch(options, [k]);
   }
+}
+
+/**
+ * Signals {@link signalJob} sends, by name: the ones a user sends a running job (Ctrl-C is
+ * SIGINT, Ctrl-Backslash SIGQUIT, Ctrl-Z SIGTSTP, reloads SIGHUP or SIGUSR1/2, a resize SIGWINCH).
+ * Signals that fake a crash (SIGSEGV, SIGABRT, ...) are not among them.
+ */
+export const JOB_SIGNALS = ['SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGTERM', 'SIGKILL', 'SIGUSR1', 'SIGUSR2', 'SIGALRM', 'SIGCONT', 'SIGSTOP', 'SIGTSTP', 'SIGWINCH'] as const;
+
+/** A name of {@link JOB_SIGNALS}. */
+export type JobSignal = (typeof JOB_SIGNALS)[number];
+
+/**
+ * The signal a name asks for, as {@link JOB_SIGNALS} spells it: case-insensitive, with or
+ * without `SIG` (`int`, `SIGINT`). Throws `INVALID_ARGUMENT` (details: `allowed`) for
+ * anything else, numbers included.
+ */
+export function jobSignal(name: unknown): JobSignal {
+  const upper = typeof name === 'string' ? name.trim().toUpperCase() : '';
+  const full = upper.startsWith('SIG') ? upper : `SIG${upper}`;
+  const found = JOB_SIGNALS.find((s) => s === full);
+  if (!found) {
+    throw new ProcwardError('INVALID_ARGUMENT', `unknown signal ${JSON.stringify(name)}: use one of ${JOB_SIGNALS.join(', ')}`, { allowed: [...JOB_SIGNALS] });
+  }
+  return found;
+}
+
+/**
+ * Sends one signal of {@link JOB_SIGNALS} to the job led by `root`, with no escalation, no
+ * SIGCONT and no wait: to its process group (`kill(-pid)`, as a terminal sends Ctrl-C to its
+ * foreground group) when `root` leads its own session, as every job procward starts does;
+ * otherwise to `root` alone (as the kill path signals such a root: a group signal only ever
+ * goes to a session leader's group).
+ * The identity is checked right before the signal (a reused PID is never signalled) and the
+ * kill guard applies (never PID <= 1, the host, its group, session or ancestors).
+ *
+ * Returns a {@link KillReport}: `signalled: [pid]` when the group (or the root) got it;
+ * `alreadyGone`, `refusedReused`, `refused` (with the reason), or `survivors` (identity
+ * unknown: nothing sent) otherwise; `escalated` is false. Descendants that left the group
+ * (`setsid`) are not reached: {@link killTree} hunts those down.
+ *
+ * Errors: `INVALID_ARGUMENT` for a bad PID or an unknown signal (details: `allowed`);
+ * `ENOTSUP` on Windows (kill the job instead).
+ */
+export function signalJob(root: Identity, signal: string): KillReport {
+  checkPid(root?.pid);
+  const name = jobSignal(signal);
+  return wrap(() => native.signalJob(root, name)) as KillReport;
 }

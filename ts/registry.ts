@@ -9,6 +9,7 @@
 import { EventEmitter } from 'node:events';
 import { ProcwardError } from './errors.js';
 import { native } from './native.js';
+import { jobSignal, signalJob } from './processes.js';
 import { checkOptions, checkRegistryOptions, checkSpawn } from './options.js';
 import { rebalance } from './output/budget.js';
 import { logResult } from './output/paging.js';
@@ -25,7 +26,9 @@ import {
   takeOwned,
   type WatchEvent,
 } from './policy/notifications.js';
+import { withheldVariables } from './policy/environment.js';
 import { redact } from './policy/redact.js';
+import { SpawnGate, type SpawnRequest } from './policy/spawnpolicy.js';
 import { Watching } from './policy/watching.js';
 import * as scoping from './policy/scoping.js';
 import type { BulkKillOutcome } from './policy/scoping.js';
@@ -36,7 +39,7 @@ import { type StartableSession, sessionFor, sessionToStart } from './session/kin
 import { Leftovers } from './session/leftovers.js';
 import { newLive, stoppedFlags, summary, untilEnd } from './session/live.js';
 import { newSession } from './session/newsession.js';
-import type { SessionRecord } from './session/record.js';
+import type { RecordedIdentity, SessionRecord } from './session/record.js';
 import { assertGraceMs } from './session/termination.js';
 import type {
   ActiveForSessionOptions,
@@ -52,7 +55,10 @@ import type {
   ReadLogOptions,
   RegistryOptions,
   SessionSummary,
+  SignalResult,
   SpawnOptions,
+  SpawnResult,
+  StartOptions,
   TerminalSize,
   WaitOptions,
   WaitResult,
@@ -62,6 +68,29 @@ import type {
 export type { KillResult, LogDiskUsage, LogResult, PollResult, RegistryOptions, SessionSummary, SpawnOptions, WaitResult } from './types.js';
 
 const DETACHED_TICK_MS = 25;
+/**
+ * Signals a durable job's supervisor ignores (a handler that does nothing) or that harm it
+ * not: `signal` sends these to the process group the supervisor leads, which holds the job.
+ */
+const SUPERVISOR_IGNORES: ReadonlySet<string> = new Set(['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGCONT', 'SIGWINCH']);
+
+/** What the spawn policy's hook sees of a spawn (see `policy/spawnpolicy.ts`). */
+function spawnRequest(command: string, o: StartOptions, record: SessionRecord): SpawnRequest {
+  return {
+    command,
+    cwd: record.cwd,
+    env: { ...o.env },
+    allowEnv: [...(o.allowEnv ?? [])],
+    envSource: o.envSource ?? 'caller',
+    ...(o.taskId !== undefined && { taskId: o.taskId }),
+    ...(o.ownerTaskId !== undefined && { ownerTaskId: o.ownerTaskId }),
+    ...(o.sessionKey !== undefined && { sessionKey: o.sessionKey }),
+    durable: record.durable,
+    pty: o.pty !== undefined,
+    stdin: o.stdin === true,
+    ...(typeof o.environment === 'string' && { environment: o.environment }),
+  };
+}
 /** What refresh returns when there is nothing to do. */
 const SETTLED: Promise<void> = Promise.resolve();
 
@@ -81,6 +110,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   private readonly watching: Watching;
   /** What ended sessions left running (see `session/leftovers.ts`). */
   private readonly leftovers = new Leftovers(this.sessions);
+  /** The host's spawn policy (`spawnPolicy`, see `policy/spawnpolicy.ts`). */
+  private readonly spawnGate: SpawnGate;
   /** What the sessions' kinds may ask of this registry. */
   private readonly host: SessionHost;
   private closed = false;
@@ -92,6 +123,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     checkRegistryOptions(options);
     this.watching = new Watching(options, this.diagnostics, (text) => this.clean(text));
     this.environments = new ConfiguredEnvironments(options.environments);
+    this.spawnGate = new SpawnGate(options.spawnPolicy, () => this.runningRecords());
     this.store = new SessionStore(options, this.sessions, this.diagnostics);
     this.logs = new DiskBudget(this.store.dir, options, this.sessions, this.diagnostics);
     this.host = {
@@ -193,21 +225,39 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    * Errors: `INVALID_ARGUMENT` (empty command, a host command over 131 071 bytes (execve's
    * limit on one argument; sandbox commands have none), durable without `stateDir`, watch
    * patterns refused: see `SpawnOptions.watchPatterns`), `ENOENT` (shell or
-   * cwd missing), `EMFILE` (out of file descriptors), `REGISTRY_CLOSED`.
+   * cwd missing), `EMFILE` (out of file descriptors), `REGISTRY_CLOSED`, `SPAWN_REFUSED`
+   * (the host's `spawnPolicy`, or a model-supplied `env` setting a loader or runtime
+   * variable: details `rule` and `reason`; nothing was started or written).
+   *
+   * The result names the host variables withheld from the job as secrets (`withheldEnv`).
    */
-  async spawn(command: string, opts: SpawnOptions = {}): Promise<SessionSummary> {
+  async spawn(command: string, opts: SpawnOptions = {}): Promise<SpawnResult> {
     this.assertOpen();
-    const { spec, record } = newSession(command, checkSpawn(opts), {
+    const checked = checkSpawn(opts);
+    const { spec, record } = newSession(command, checked, {
       options: this.options,
       hasStateDir: this.store.dir !== null,
       newerCheckpoint: this.store.newerPath,
       environments: this.environments,
       writer: this.store.writer,
     });
-    const live = newLive(record, this.tailChars, false, false, (l) => sessionToStart(l, this.host, spec));
-    live.watcher = this.watching.watcherFor(live.record);
-    await (live.kind as StartableSession).start(spec);
-    return summary(live);
+    const started = await this.spawnGate.admit(spawnRequest(command, checked, record), checked.environment !== undefined);
+    try {
+      // The approval hook may have taken a while: the registry may have closed meanwhile.
+      this.assertOpen();
+      const live = newLive(record, this.tailChars, false, false, (l) => sessionToStart(l, this.host, spec));
+      live.watcher = this.watching.watcherFor(live.record);
+      await (live.kind as StartableSession).start(spec);
+      const withheldEnv = checked.environment === undefined ? withheldVariables(process.env, checked.env, checked.allowEnv) : [];
+      return { ...summary(live), withheldEnv };
+    } finally {
+      started();
+    }
+  }
+
+  /** The records of running sessions, for the spawn policy's caps. */
+  private *runningRecords(): Iterable<SessionRecord> {
+    for (const live of this.sessions.values()) if (live.record.status === 'running') yield live.record;
   }
 
   /** Publishes a session's end. Exactly one finisher wins; later calls change nothing. */
@@ -384,6 +434,59 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       // What the kill left of an ended job: nothing, unless a survivor is still dying.
       this.leftovers.check([live]);
     }
+  }
+
+  /**
+   * Sends one signal to the session's job, with no escalation and no wait: to its process
+   * group (`kill(-pid)`), as a terminal sends Ctrl-C to its foreground job, so a dev server's
+   * children get it too; descendants that left the group (`setsid`) do not. The job may
+   * handle it and run on, or end: its end is then published as any exit is (reason
+   * `exited`, with the signal). Checked as a kill is: the recorded identity must be
+   * `current` right before the signal (a reused PID is never signalled) and the kill guard
+   * applies (never PID <= 1, the host, its group, session or ancestors).
+   *
+   * A durable job shares its process group with its supervisor, which ignores SIGHUP,
+   * SIGINT and SIGTERM (and SIGCONT and SIGWINCH harm nothing): those go to the group; any
+   * other signal goes to the job's own process alone (`processGroup: false`), once its
+   * identity is known.
+   *
+   * `name`: one of `JOB_SIGNALS` (`SIGHUP`, `SIGINT`, `SIGQUIT`, `SIGTERM`, `SIGKILL`,
+   * `SIGUSR1`, `SIGUSR2`, `SIGALRM`, `SIGCONT`, `SIGSTOP`, `SIGTSTP`, `SIGWINCH`),
+   * case-insensitive, `SIG` optional.
+   *
+   * Errors: `INVALID_ARGUMENT` for another name (details: `allowed`); `SESSION_EXITED` when
+   * the session has ended (nothing is signalled); `KILL_REFUSED` (details: the report) when
+   * the guard refused; `IDENTITY_UNKNOWN` when the process cannot be read now; `ENOTSUP` for
+   * a sandbox session (its PID is another environment's: kill it instead), on Windows, and
+   * for a durable job whose own process is not known yet with a signal its supervisor does
+   * not ignore; `UNKNOWN_SESSION`, `SESSION_READ_ONLY`.
+   */
+  async signal(id: string, name: string): Promise<SignalResult> {
+    this.assertOpen();
+    const signal = jobSignal(name);
+    const live = this.actOn(id);
+    await this.refresh(live);
+    const r = live.record;
+    const ended = () => new ProcwardError('SESSION_EXITED', `session ${r.id} has ended; ${signal} was not sent`);
+    if (r.status !== 'running') throw ended();
+    const viaGroup = !r.durable || SUPERVISOR_IGNORES.has(signal);
+    // `jobIdentity`: the durable job's own process (see `session/record.ts`), once known.
+    const target = viaGroup ? r.identity : (r as { jobIdentity?: RecordedIdentity }).jobIdentity;
+    if (!target) {
+      throw new ProcwardError(
+        'ENOTSUP',
+        r.durable
+          ? `session ${r.id} is a durable job whose own process is not known yet: ${signal} would reach its supervisor; send one of ${[...SUPERVISOR_IGNORES].join(', ')} or kill it`
+          : `session ${r.id} runs in another environment (or has no process yet): it cannot be signalled from this host; kill it instead`,
+      );
+    }
+    const report = signalJob(target, signal);
+    if (report.signalled.includes(target.pid)) return { id: r.id, signal, pid: target.pid, processGroup: viaGroup };
+    if (report.refused.length > 0) throw new ProcwardError('KILL_REFUSED', `${signal} to session ${r.id} was refused: ${report.refused.map((x) => x.reason).join(', ')}`, { report });
+    if (report.survivors.length > 0) throw new ProcwardError('IDENTITY_UNKNOWN', `process ${target.pid} of session ${r.id} cannot be read now; ${signal} was not sent`, { report });
+    // Gone or reused since the refresh: the job ended.
+    await this.refresh(live);
+    throw ended();
   }
 
   /**

@@ -3,6 +3,7 @@ import type { KillReport } from './processes.js';
 import type { ExecutionEnvironment } from './remote/environments.js';
 import type { ProcwardEvent, WatchLimits } from './policy/notifications.js';
 import type { RetentionOptions } from './policy/retention.js';
+import type { SpawnPolicy } from './policy/spawnpolicy.js';
 import type { CompletionReason, SessionStatus } from './session/record.js';
 
 /** Options of `ProcessRegistry.open`. */
@@ -78,6 +79,14 @@ export interface RegistryOptions extends RetentionOptions {
    * `kill` answers `ENVIRONMENT_UNAVAILABLE`. The caller owns them (`close()` leaves them open).
    */
   environments?: Record<string, ExecutionEnvironment>;
+  /**
+   * What this host lets a spawn do (see `policy/spawnpolicy.ts`): an approval hook, caps on
+   * running jobs per task and per session key, allowed roots for the working directory, and
+   * the variables a model-supplied `env` may not set. A refused spawn is `SPAWN_REFUSED`
+   * (details: `rule`, `reason`) and starts and writes nothing. Default: no hook, no caps, no
+   * roots, and the default denylist for model-supplied `env`.
+   */
+  spawnPolicy?: SpawnPolicy;
 }
 
 /** Options of `ProcessRegistry.spawn`. */
@@ -103,8 +112,18 @@ export interface SpawnOptions {
    * Default false.
    */
   outliveHost?: boolean;
-  /** Host variables to pass although they look like secrets (they are dropped by default). */
+  /**
+   * Host variables to pass although they look like secrets (they are withheld by default;
+   * the spawn's result names the ones withheld in `withheldEnv`). Variables set in `env`
+   * always reach the job. Refused (`SPAWN_REFUSED`) when `envSource` is `'model'`.
+   */
   allowEnv?: string[];
+  /**
+   * Who wrote `env` and `allowEnv`: `'caller'` (the host or a person; default) or `'model'`
+   * (an LLM's tool call). A model's `env` may not set loader and runtime variables
+   * (`LD_PRELOAD`, `DYLD_*`, `NODE_OPTIONS`, ...; `spawnPolicy.deniedEnv`) nor pass `allowEnv`.
+   */
+  envSource?: 'caller' | 'model';
   /** Queue a completion event when the job ends (see `drainNotifications`). */
   notifyOnComplete?: boolean;
   /**
@@ -227,6 +246,28 @@ export interface ExitedSession extends SessionFields {
  * `status === 'exited'`, `reason` and `exitedAt` are set.
  */
 export type SessionSummary = RunningSession | ExitedSession;
+
+/** What `ProcessRegistry.spawn` returns: the new session's summary and what its environment left out. */
+export type SpawnResult = SessionSummary & {
+  /**
+   * Names (never values) of the host's variables withheld from the job because they look
+   * like secrets (credential-like names, known provider variables) and were neither set in
+   * `env` nor named in `allowEnv`, sorted. Empty for a sandbox session (its environment is
+   * the far side's).
+   */
+  withheldEnv: string[];
+};
+
+/** What `ProcessRegistry.signal` returns: the signal sent and what got it. */
+export interface SignalResult {
+  id: string;
+  /** The signal's name as sent (`SIGINT`). */
+  signal: string;
+  /** The PID signalled: the job's, also its process group's id when `processGroup`. */
+  pid: number;
+  /** Whether the job's process group got it (`kill(-pid)`), or its own process alone (a durable job; see `signal`). */
+  processGroup: boolean;
+}
 
 /** What `ProcessRegistry.poll` returns: the summary and the output preview. */
 export type PollResult = SessionSummary & {

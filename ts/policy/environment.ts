@@ -5,7 +5,9 @@
  * - The environment is the host's minus secret-looking variables (credential-like names
  *   and the known provider variables) and procward's own `PROCWARD_*` variables, plus what the caller passes explicitly, plus
  *   `PYTHONUNBUFFERED=1` and non-interactive pagers. A host variable the caller wants to
- *   pass through is named in `allowEnv`.
+ *   pass through is named in `allowEnv`; a value set in `env` always reaches the job. The
+ *   names withheld are reported (`withheldVariables`, a spawn's `withheldEnv`) so the person
+ *   who expected `DATABASE_URL` in the job learns why it is empty.
  * - `A && B &` is rewritten to `A && { B & }` (see `shellCommand` and `./background.ts`).
  */
 import { ProcwardError } from '../errors.js';
@@ -77,6 +79,18 @@ export function childEnvironment(host: NodeJS.ProcessEnv, extra: Record<string, 
     if (v !== undefined && (allowed.has(k) || !(isSecretVariable(k) || isControlVariable(k)))) env[k] = v;
   }
   return { ...env, ...JOB_DEFAULTS, ...extra };
+}
+
+/**
+ * Names of the host's variables {@link childEnvironment} keeps from the job as secrets:
+ * secret-looking (see {@link isSecretVariable}), not named in `allow` and not set in `extra`
+ * (an explicit value always reaches the job). Sorted; names only, never values.
+ */
+export function withheldVariables(host: NodeJS.ProcessEnv, extra: Record<string, string> = {}, allow: readonly string[] = []): string[] {
+  const allowed = new Set(allow);
+  return Object.keys(host)
+    .filter((k) => host[k] !== undefined && isSecretVariable(k) && !isControlVariable(k) && !allowed.has(k) && !Object.hasOwn(extra, k))
+    .sort();
 }
 
 /**
