@@ -121,15 +121,14 @@ describe('zombies and reused PIDs', () => {
   });
 });
 
-describe('timed-out stops finish in the background', () => {
-  it('a SIGSTOPped job deaf to SIGTERM survives a no-grace kill, which is an error, and is then SIGKILLed in the background', async () => {
-    // SIGCONT follows SIGTERM (issue 16): a stopped job that ignores TERM runs on.
+describe('grace 0 on a stopped job', () => {
+  it('a SIGSTOPped job deaf to SIGTERM is SIGKILLed at once by a grace-0 kill (SIGTERM then SIGKILL, as docker stop -t 0)', async () => {
+    // SIGCONT follows SIGTERM (issue 16): a stopped job that ignores TERM runs on, and grace 0
+    // escalates at once (issue 18: it used to mean "never escalate").
     const s = await start("trap '' TERM; kill -STOP $$; sleep 30");
     await until(() => probe([s.pid!])[0]?.state === 'T', 5000, 'stopped');
-    const err = await ctx.registry.kill(s.id, { graceMs: 0 }).catch((e) => e);
-    expect(err.code).toBe('KILL_SURVIVORS');
-    expect(err.details.report.survivors).toEqual([s.pid]);
-    expect(err.details.finishingInBackground).toBe(true);
+    const k = await ctx.registry.kill(s.id, { graceMs: 0 });
+    expect(k).toMatchObject({ outcome: 'killed', escalated: true, survivors: [] });
     const w = await ctx.registry.wait(s.id, { timeoutMs: 5000 });
     expect(w).toMatchObject({ status: 'exited', reason: 'killed', signal: 'SIGKILL' });
     expect(isAlive(s.pid!)).toBe(false);
