@@ -6,10 +6,12 @@
  * - `output.log` (and `output.log.1`, `log-state.json`): merged stdout and stderr of a
  *   durable job, copied there by its supervisor and rotated by parts (see `output/durablelog.ts`);
  * - `supervisor.json`: `{ pid, startTime, bootId }` of the durable job's supervisor,
- *   written by the supervisor itself when it starts;
+ *   written by the supervisor itself once the job runs, with the job's own identity under
+ *   `job` (same shape; absent from supervisors of earlier versions);
  * - `exit.json`: written by the supervisor when the job ends (one write ending in a
  *   newline; a reader takes a shorter file for "not yet"):
- *   `{"code":7,"signal":null,"exitedAt":<ms since the epoch>}` or `{"code":null,"signal":9,…}`;
+ *   `{"code":7,"signal":null,"exitedAt":<ms since the epoch>}` or `{"code":null,"signal":9,…}`,
+ *   with `"timedOut":true` when the supervisor killed the job at its deadline;
  * - `stdin`: a durable job's input FIFO, when it was started with `stdin: true`;
  * - `kill-requested`: written before procward signals the job, so any host that then sees
  *   the job gone records it as `killed`, not `exited`.
@@ -253,9 +255,22 @@ export function confinePaths<R extends { id: string; durable: boolean; logPath: 
 
 /** The supervisor's identity, or `null` when it has not written it (yet). */
 export function readSupervisorIdentity(path: string): RecordedIdentity | null {
+  return readSupervisorFile(path)?.supervisor ?? null;
+}
+
+/**
+ * `supervisor.json`: the supervisor's identity and, from supervisors that record it, the
+ * job's (`job`; an invalid one is left out). `null` when it is not written (yet) or not
+ * an identity. Untrusted: the job can write its own session directory, so the job's
+ * identity must be checked against the live system before it is believed (see `durable.ts`).
+ */
+export function readSupervisorFile(path: string): { supervisor: RecordedIdentity; job?: RecordedIdentity } | null {
   try {
-    const parsed = identitySchema.safeParse(JSON.parse(readPrivate(path) ?? ''));
-    return parsed.success ? parsed.data : null;
+    const raw = JSON.parse(readPrivate(path) ?? '') as { job?: unknown };
+    const parsed = identitySchema.safeParse(raw);
+    if (!parsed.success) return null;
+    const job = identitySchema.safeParse(raw.job);
+    return { supervisor: parsed.data, ...(job.success && { job: job.data }) };
   } catch {
     return null;
   }
@@ -279,7 +294,25 @@ export interface RecordedExit {
   signal: string | null;
   /** When the job ended (ms since the epoch), when the exit file says so. */
   exitedAt?: number;
+  /** The supervisor killed the job at its deadline (`"timedOut":true` in the exit file). */
+  timedOut?: boolean;
 }
+
+/**
+ * Whether the exit file at `path` says the job was killed at its deadline: read at once,
+ * for an end that arrived without it (the reactor's exit event). False when it is missing,
+ * not whole or says otherwise.
+ */
+export function exitFileTimedOut(path: string): boolean {
+  const text = readPrivate(path);
+  if (text === null || !text.endsWith('\n')) return false;
+  try {
+    return (JSON.parse(text) as { timedOut?: unknown }).timedOut === true;
+  } catch {
+    return false;
+  }
+}
+
 
 /**
  * Opens a file below the state directory for reading: not through a symlink at its name
@@ -336,9 +369,12 @@ export async function readExitFile(path: string): Promise<RecordedExit | { inval
   // The supervisor writes it in one go ending with a newline: shorter is not written yet.
   if (!text.endsWith('\n')) return null;
   try {
-    const data = JSON.parse(text) as { code?: unknown; signal?: unknown; exitedAt?: unknown };
+    const data = JSON.parse(text) as { code?: unknown; signal?: unknown; exitedAt?: unknown; timedOut?: unknown };
     const { code, signal } = data;
-    const at = Number.isSafeInteger(data.exitedAt) && (data.exitedAt as number) > 0 ? { exitedAt: data.exitedAt as number } : {};
+    const at = {
+      ...(Number.isSafeInteger(data.exitedAt) && (data.exitedAt as number) > 0 && { exitedAt: data.exitedAt as number }),
+      ...(data.timedOut === true && { timedOut: true }),
+    };
     if (Number.isInteger(code) && (code as number) >= 0 && (code as number) <= 255 && signal == null) return { exitCode: code as number, signal: null, ...at };
     if (Number.isInteger(signal) && (signal as number) >= 1 && (signal as number) <= 64 && code == null) {
       return { exitCode: null, signal: native.signalName(signal as number), ...at };

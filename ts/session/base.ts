@@ -107,13 +107,15 @@ export abstract class BaseSession implements JobSession {
     const live = this.live;
     const files = this.files();
     // A kill another host claimed (it reached the leader) counts even if its marker is gone.
-    const killed = live.killed || killRequested(files) || (files !== null && killClaimed(files.dir));
+    // A durable job's supervisor killed it at its deadline (see `SpawnOptions.timeoutMs`).
+    const timedOut = end.timedOut === true;
+    const killed = timedOut || live.killed || killRequested(files) || (files !== null && killClaimed(files.dir));
     const known = end.exitCode !== null || end.signal !== null;
     // An end nobody recorded, after our kill reached the leader: our last signal ended it.
     // A killed job that exited by itself on the signal (a trap) still names the signal a
     // kill always sends first: a kill is never recorded without one.
     const signal = end.signal ?? live.killSignal ?? (killed ? 'SIGTERM' : null);
-    this.host.finish(live, { ...end, signal, reason: killed ? 'killed' : known ? 'exited' : 'lost', source: killed ? 'kill' : known ? 'process' : 'recovery' });
+    this.host.finish(live, { ...end, signal, reason: killed ? 'killed' : known ? 'exited' : 'lost', source: timedOut ? 'timeout' : killed ? 'kill' : known ? 'process' : 'recovery' });
   }
 }
 

@@ -9,11 +9,13 @@ import { ProcwardError } from '../errors.js';
 import { supervisorPath } from '../native.js';
 import { readLogFrom, readLogTail } from '../output/durablelog.js';
 import { pageLogFile } from '../output/paging.js';
-import { filesBelowSessions, type JobFiles, jobFiles, readExitFile, readSupervisorIdentity, type RecordedExit, sessionFiles } from '../persist/jobfiles.js';
+import { exitFileTimedOut, filesBelowSessions, type JobFiles, jobFiles, readExitFile, readSupervisorFile, type RecordedExit, sessionFiles } from '../persist/jobfiles.js';
+import { type KillReport, probe, verdict } from '../processes.js';
+import type { RecordedIdentity } from './record.js';
 import { leadsWithKeyMaterial } from '../policy/redact.js';
 import { HostSession } from './host.js';
 import type { WriteOptions } from '../types.js';
-import type { LogOptions, LogPage, OutputText, RedactView, StartSpec } from './kind.js';
+import type { LogOptions, LogPage, OutputText, RedactView, StartSpec, StopProbe } from './kind.js';
 import { writeFailed, writeTimeoutMs } from './input.js';
 import { closeFifo, inOrder, writeFifo } from './stdinfifo.js';
 
@@ -23,8 +25,74 @@ const SUPERVISOR_START_MS = 3_000;
 const LOG_MAX_BYTES = 64 * 1024 * 1024;
 /** Longest record the supervisor takes on its stdin (a pipe's 64 KiB, with room; see the core's `spawn`). */
 const SUPERVISOR_RECORD_BYTES = 60_000;
+/** How long `spawn` waits for the supervisor to name the job it started (it does so right after the fork). */
+const JOB_NAMED_MS = 5_000;
+
+/**
+ * Whether `job` (read from `supervisor.json` or a record, both untrusted) is the job of
+ * `supervisor` and may be reported as the session's `pid`: on the same boot, started no
+ * earlier than it, and, while a process with that PID and start time lives, the
+ * supervisor's child or a member of its process group (the job's group is the
+ * supervisor's, and stays so when the supervisor is gone). A PID that now names another
+ * process is refused too: nobody must be pointed at a stranger.
+ */
+export function isJobOf(job: RecordedIdentity, supervisor: RecordedIdentity): boolean {
+  if (job.bootId !== supervisor.bootId || job.pid === supervisor.pid || BigInt(job.startTime) < BigInt(supervisor.startTime)) return false;
+  const [p] = probe([job.pid]);
+  if (!p?.exists || p.state === 'Z' || p.state === 'X') return !p?.error;
+  if (p.startTime !== job.startTime) return false;
+  return p.ppid === supervisor.pid || p.pgid === supervisor.pid;
+}
 
 export class DurableSession extends HostSession {
+  /**
+   * Starts the job, then waits (at most {@link JOB_NAMED_MS}) for its supervisor to name
+   * the job's own process, so that the summary `spawn` returns carries the job's `pid`.
+   */
+  async start(spec: StartSpec): Promise<void> {
+    await super.start(spec);
+    const r = this.live.record;
+    for (let wait = 1, until = Date.now() + JOB_NAMED_MS; !this.learnJob() && r.status === 'running' && Date.now() < until; wait = Math.min(wait * 2, 25)) {
+      // A supervisor that is gone names nothing any more.
+      if (r.identity && verdict(r.identity) !== 'current') {
+        this.learnJob();
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+
+  /**
+   * Takes the job's identity from `supervisor.json` once it is there, names the recorded
+   * supervisor and passes {@link isJobOf}; true once the record has one. A recorded one
+   * that fails the check (an edited checkpoint) is dropped with a diagnostic.
+   */
+  /** Whether the record's `jobIdentity` passed {@link isJobOf} here (or was learnt here). */
+  private jobChecked = false;
+
+  private learnJob(): boolean {
+    const { live, host } = this;
+    const r = live.record;
+    if (!r.identity || host.stateDir === null) return false;
+    if (r.jobIdentity) {
+      // Checked once, when this host first meets the record: later, a job that ended may
+      // have left its PID to another process, which says nothing of the record.
+      if (this.jobChecked) return true;
+      this.jobChecked = true;
+      if (isJobOf(r.jobIdentity, r.identity)) return true;
+      host.diagnostics.push(`${r.id}: its record names PID ${r.jobIdentity.pid} as the job of supervisor ${r.identity.pid}, which it is not; ignored`);
+      delete r.jobIdentity;
+    }
+    const file = readSupervisorFile(sessionFiles(host.stateDir, r.id).supervisorPath);
+    const sup = file?.supervisor;
+    if (!file?.job || !sup || sup.pid !== r.identity.pid || sup.startTime !== r.identity.startTime || !isJobOf(file.job, r.identity)) return false;
+    r.jobIdentity = file.job;
+    this.jobChecked = true;
+    r.updatedAt = Math.max(Date.now(), r.updatedAt + 1);
+    if (!live.foreign) host.persistSoon();
+    return true;
+  }
+
   /** The record the supervisor writes to `session.json`, until the spawn hands it over. */
   private recordForSupervisor: string | undefined;
 
@@ -70,8 +138,11 @@ export class DurableSession extends HostSession {
     if (!files) return {};
     const sessionRecord = this.recordForSupervisor;
     this.recordForSupervisor = undefined;
+    const r = this.live.record;
     return {
       ...(sessionRecord !== undefined && { sessionRecord }),
+      // The supervisor enforces the deadline, so it holds without a host.
+      ...(r.timeoutMs !== undefined && { timeoutMs: r.timeoutMs, timeoutGraceMs: this.host.options.graceMs ?? 2000 }),
       logPath: files.logPath,
       exitPath: files.exitPath,
       supervisor: supervisorPath(),
@@ -160,10 +231,16 @@ export class DurableSession extends HostSession {
   protected async adopt(): Promise<boolean> {
     const { live, host } = this;
     const r = live.record;
-    if (r.identity || host.stateDir === null) return true;
-    const sup = readSupervisorIdentity(sessionFiles(host.stateDir, r.id).supervisorPath);
+    if (host.stateDir === null) return true;
+    if (r.identity) {
+      // Recovered: the job named in the record is checked, or learnt from supervisor.json.
+      if (r.status === 'running') this.learnJob();
+      return true;
+    }
+    const sup = readSupervisorFile(sessionFiles(host.stateDir, r.id).supervisorPath)?.supervisor;
     if (sup) {
       Object.assign(r, { pid: sup.pid, identity: sup, updatedAt: Date.now() });
+      this.learnJob();
       host.persistSoon();
       return true;
     }
@@ -207,5 +284,35 @@ export class DurableSession extends HostSession {
     if (!exitPath) return false;
     const end = await readExitFile(exitPath);
     return end !== null && !('invalid' in end) && end.exitedAt !== undefined && end.exitedAt < signalAt;
+  }
+
+  /** The job's own process once known (a signal to it reaches the job); else the supervisor's child. */
+  stopProbe(): StopProbe | null {
+    const r = this.live.record;
+    if (r.status === 'running' && r.jobIdentity) return { identity: r.jobIdentity, supervised: false };
+    return super.stopProbe();
+  }
+
+  /** The end the reactor saw, with what only the exit file says: the supervisor killed the job at its deadline. */
+  endFromExit(end: RecordedExit): void {
+    const exitPath = this.live.record.exitPath;
+    if (end.timedOut === undefined && this.live.record.timeoutMs !== undefined && exitPath && exitFileTimedOut(exitPath)) end = { ...end, timedOut: true };
+    super.endFromExit(end);
+  }
+
+  /**
+   * The supervisor is no process of the job: it outlives SIGTERM to record the job's end
+   * and leaves once the output pipe is closed, so it is never reported as a survivor of the
+   * job's kill (it is judged on its own: a host sees it gone or keeps following it).
+   */
+  protected judgeReport(report: KillReport): KillReport {
+    const sup = this.live.record.identity;
+    if (!sup || !report.survivors.includes(sup.pid)) return report;
+    const notSupervisor = (pid: number) => pid !== sup.pid;
+    return {
+      ...report,
+      survivors: report.survivors.filter(notSupervisor),
+      survivorIdentities: report.survivorIdentities.filter((i) => notSupervisor(i.pid)),
+    };
   }
 }

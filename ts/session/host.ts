@@ -204,6 +204,11 @@ export abstract class HostSession extends BaseSession {
     return this.live.job?.exitStatus() != null;
   }
 
+  /** The kill's report as this kind of job reads it (a durable job's supervisor is no survivor of the job). */
+  protected judgeReport(report: KillReport): KillReport {
+    return report;
+  }
+
   /** Whether a kill that reached the leader found a job that had ended on its own before `signalAt`. */
   protected async endedBefore(_signalAt: number): Promise<boolean> {
     return false;
@@ -242,7 +247,7 @@ export abstract class HostSession extends BaseSession {
     let report: KillReport;
     try {
       // Every job leads its own session: a root that does not is no job of ours.
-      report = await killTree(r.identity, { graceMs, requireSessionLeader: true, ...(r.cgroup && { cgroup: r.cgroup, sessionId: r.id }) });
+      report = this.judgeReport(await killTree(r.identity, { graceMs, requireSessionLeader: true, ...(r.cgroup && { cgroup: r.cgroup, sessionId: r.id }) }));
     } catch (err) {
       // The kill failed before it signalled anything (a refused root, an unreadable process
       // table): the marker it wrote must not make the job's own end look killed.

@@ -53,7 +53,8 @@ type SessionEnd = 'status' | 'exitCode' | 'signal' | 'reason' | 'exitedAt';
  */
 function endOf(r: SessionRecord): Pick<RunningSession, SessionEnd> | Pick<ExitedSession, SessionEnd> {
   if (r.status === 'running') return { status: 'running', exitCode: null, signal: null, reason: null, exitedAt: null };
-  return { status: 'exited', exitCode: r.exitCode, signal: r.signal, reason: r.reason ?? 'lost', exitedAt: r.exitedAt ?? r.startedAt };
+  const deadline = r.timeoutMs !== undefined ? { deadlineExceeded: r.timedOut === true } : {};
+  return { status: 'exited', exitCode: r.exitCode, signal: r.signal, reason: r.reason ?? 'lost', exitedAt: r.exitedAt ?? r.startedAt, ...deadline };
 }
 
 /** The summary `list`, `spawn` and `poll` give for a session. */
@@ -63,7 +64,8 @@ export function summary(live: Live, scoped = false, stopped?: boolean): SessionS
     id: r.id,
     command: r.command,
     cwd: r.cwd,
-    pid: r.pid,
+    // A durable job's own process, not its supervisor's (unknown until the supervisor names it).
+    pid: r.durable ? (r.jobIdentity?.pid ?? null) : r.pid,
     ...endOf(r),
     startedAt: r.startedAt,
     uptimeMs: (r.exitedAt ?? Date.now()) - r.startedAt,
@@ -72,6 +74,8 @@ export function summary(live: Live, scoped = false, stopped?: boolean): SessionS
     ...(r.ownerTaskId !== undefined && { ownerTaskId: redactStoredText(r.ownerTaskId) }),
     ...(r.sessionKey !== undefined && { sessionKey: redactStoredText(r.sessionKey) }),
     durable: r.durable,
+    ...(r.durable && r.pid !== null && { supervisorPid: r.pid }),
+    ...(r.timeoutMs !== undefined && { timeoutMs: r.timeoutMs }),
     ...(r.cgroup !== undefined && { cgroup: r.cgroup }),
     ...(r.pidScope !== undefined && { pidScope: r.pidScope }),
     detached: live.detached,

@@ -34,6 +34,9 @@ export interface SpawnContext {
  */
 export const MAX_COMMAND_BYTES = 1024 * 1024;
 
+/** Longest kill-after deadline (`SpawnOptions.timeoutMs`): the longest delay a Node timer takes (about 24.8 days). */
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
 /**
  * Checks `spawn`'s arguments and returns how the job starts and its first record (status
  * `running`, no PID yet). Errors: `INVALID_ARGUMENT` (see `ProcessRegistry.spawn`),
@@ -53,6 +56,10 @@ export function newSession(command: string, opts: StartOptions, ctx: SpawnContex
   for (const key of ['cols', 'rows'] as const) {
     const v = opts.pty?.[key];
     if (v !== undefined && !(Number.isInteger(v) && v >= 1 && v <= 65535)) throw new ProcwardError('INVALID_ARGUMENT', `pty.${key} must be an integer from 1 to 65535, got ${String(v)}`);
+  }
+  const { timeoutMs } = opts;
+  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs >= 1 && timeoutMs <= MAX_TIMEOUT_MS)) {
+    throw new ProcwardError('INVALID_ARGUMENT', `timeoutMs must be an integer from 1 to ${MAX_TIMEOUT_MS} (milliseconds), got ${String(timeoutMs)}`);
   }
   const env = childEnvironment(process.env, opts.env, opts.allowEnv);
   const watchPatterns = checkPatterns(opts.watchPatterns);
@@ -104,6 +111,7 @@ export function newSession(command: string, opts: StartOptions, ctx: SpawnContex
     writer: ctx.writer,
     updatedAt: now,
     ...(opts.notifyOnComplete && { notifyOnComplete: true, notificationDelivered: false }),
+    ...(timeoutMs !== undefined && { timeoutMs }),
     ...(watchPatterns.length > 0 && { watchPatterns, watchFired: 0 }),
   };
   return { spec, record };

@@ -40,6 +40,12 @@ export const sessionRecordSchema = z.strictObject({
   /** PID of the direct child (durable jobs: the supervisor); also the process group id. */
   pid: z.number().int().positive().nullable(),
   identity: identitySchema.nullable(),
+  /**
+   * A durable job's own process (its shell, the supervisor's child), once known: what its
+   * `pid` reports and signals reach. Checked before it is believed (see `durable.ts`); the
+   * supervisor's identity (`identity`) stays the root of its tree kill.
+   */
+  jobIdentity: identitySchema.optional(),
   taskId: z.string().max(MAX_LABEL_CHARS).optional(),
   ownerTaskId: z.string().max(MAX_LABEL_CHARS).optional(),
   sessionKey: z.string().max(MAX_LABEL_CHARS).optional(),
@@ -80,6 +86,10 @@ export const sessionRecordSchema = z.strictObject({
   completionTail: z.string().optional(),
   /** The completion event was delivered (drained, or consumed by wait, readLog or kill). */
   notificationDelivered: z.boolean().optional(),
+  /** Kill-after deadline in milliseconds from the start (see `SpawnOptions.timeoutMs`). */
+  timeoutMs: z.number().int().positive().optional(),
+  /** The deadline passed while the job ran, and it was killed for it. */
+  timedOut: z.boolean().optional(),
   /** Regular expressions matched against whole output lines. */
   watchPatterns: z.array(z.string()).optional(),
   /** Watch events not yet drained; `offset`: byte offset of the line in the output (see `watchCursor`). */
@@ -152,8 +162,8 @@ function watchEventsOf(v: unknown): { pattern: string; line: string; at: number;
 /** `raw` as the schema would parse it, when it has the usual well-formed shape; `undefined` otherwise (ask the schema). */
 export function wellFormed(raw: unknown): SessionRecord | undefined {
   if (!isObject(raw)) return undefined;
-  const { schemaVersion, id, command, cwd, pid, identity, taskId, ownerTaskId, sessionKey, startedAt, exitedAt, status, exitCode, signal, reason, terminationSource, durable, logPath, exitPath, stdinPath, writer, updatedAt } = raw;
-  const { pidScope, environment, sandboxDir, cgroup, notifyOnComplete, completionTail, notificationDelivered, watchPatterns, watchEvents, watchFired, watchCursor } = raw;
+  const { schemaVersion, id, command, cwd, pid, identity, jobIdentity, taskId, ownerTaskId, sessionKey, startedAt, exitedAt, status, exitCode, signal, reason, terminationSource, durable, logPath, exitPath, stdinPath, writer, updatedAt } = raw;
+  const { pidScope, environment, sandboxDir, cgroup, notifyOnComplete, completionTail, notificationDelivered, timeoutMs, timedOut, watchPatterns, watchEvents, watchFired, watchCursor } = raw;
   // The 17 fields every entry has.
   if (!isString(id) || !ID.test(id) || !isString(command) || !isString(cwd) || !(pid === null || isPositiveInt(pid))) return undefined;
   const ident = identity === null ? null : identityOf(identity, false);
@@ -173,6 +183,8 @@ export function wellFormed(raw: unknown): SessionRecord | undefined {
   if (!present(schemaVersion, isPositiveInt(schemaVersion)) || !present(taskId, isLabel(taskId)) || !present(ownerTaskId, isLabel(ownerTaskId)) || !present(sessionKey, isLabel(sessionKey))) return undefined;
   if (!present(stdinPath, isString(stdinPath)) || !present(pidScope, pidScope === 'host' || pidScope === 'sandbox') || !present(environment, isLabel(environment) && environment !== '')) return undefined;
   if (!present(sandboxDir, isString(sandboxDir)) || !present(cgroup, isString(cgroup)) || !present(notifyOnComplete, typeof notifyOnComplete === 'boolean')) return undefined;
+  const job = jobIdentity === undefined ? undefined : identityOf(jobIdentity, false);
+  if (!present(jobIdentity, job !== undefined) || !present(timeoutMs, isPositiveInt(timeoutMs)) || !present(timedOut, typeof timedOut === 'boolean')) return undefined;
   if (!present(completionTail, isString(completionTail)) || !present(notificationDelivered, typeof notificationDelivered === 'boolean') || !present(watchFired, isInt(watchFired))) return undefined;
   if (!present(watchPatterns, Array.isArray(watchPatterns) && watchPatterns.every(isString))) return undefined;
   const events = watchEvents === undefined ? undefined : watchEventsOf(watchEvents);
@@ -183,6 +195,7 @@ export function wellFormed(raw: unknown): SessionRecord | undefined {
   const out: Record<string, unknown> = {};
   if (schemaVersion !== undefined) out.schemaVersion = schemaVersion;
   Object.assign(out, { id, command, cwd, pid, identity: ident });
+  if (job !== undefined) out.jobIdentity = job;
   if (taskId !== undefined) out.taskId = taskId;
   if (ownerTaskId !== undefined) out.ownerTaskId = ownerTaskId;
   if (sessionKey !== undefined) out.sessionKey = sessionKey;
@@ -196,6 +209,8 @@ export function wellFormed(raw: unknown): SessionRecord | undefined {
   if (notifyOnComplete !== undefined) out.notifyOnComplete = notifyOnComplete;
   if (completionTail !== undefined) out.completionTail = completionTail;
   if (notificationDelivered !== undefined) out.notificationDelivered = notificationDelivered;
+  if (timeoutMs !== undefined) out.timeoutMs = timeoutMs;
+  if (timedOut !== undefined) out.timedOut = timedOut;
   if (watchPatterns !== undefined) out.watchPatterns = [...(watchPatterns as string[])];
   if (events !== undefined) out.watchEvents = events;
   if (watchFired !== undefined) out.watchFired = watchFired;

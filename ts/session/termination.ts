@@ -4,12 +4,14 @@
  * kill that timed out: survivors are re-checked by identity
  * and SIGKILLed with their descendants every 500 ms (first after the grace period), for up
  * to 60 s, until none is left or the caller aborts (a new kill, a rescinded stop, close()).
+ * And the kill-after deadlines this host enforces (`Deadlines`).
  */
 import { closeSync, constants, lstatSync, openSync, rmSync, writeSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ProcwardError } from '../errors.js';
 import { killTree, MAX_GRACE_MS, probe, type Identity } from '../processes.js';
+import type { Live } from './kind.js';
 
 /** Throws `INVALID_ARGUMENT` unless `graceMs` is an integer from 0 to `MAX_GRACE_MS` (milliseconds). */
 export function assertGraceMs(graceMs: unknown): asserts graceMs is number {
@@ -180,4 +182,83 @@ export function finishKillInBackground(survivors: Identity[], opts: BackgroundKi
     else opts.onGiveUp(left);
   };
   setTimeout(tick, Math.max(opts.graceMs, 250)).unref();
+}
+
+/** What a {@link Deadlines} needs of its registry. */
+export interface DeadlineHost {
+  /** The session by id, while the registry holds it. */
+  session(id: string): Live | undefined;
+  /** The grace period of the deadline's kill (the registry's `graceMs`). */
+  graceMs(): number;
+  /** Called once the deadline's kill is over (whatever its outcome): leftovers, the checkpoint. */
+  killed(live: Live): void;
+  /** Problems worth telling the operator (a kill that failed). */
+  readonly diagnostics: string[];
+}
+
+/**
+ * The kill-after deadlines (`SpawnOptions.timeoutMs`) this host enforces: every job's but a
+ * durable one's, whose supervisor enforces its own. One timer per job, which never keeps
+ * the host alive; when it fires on a running job, the job's tree is killed as `kill` does
+ * it (SIGTERM, SIGKILL after the grace period) and the session records `timedOut` with
+ * `terminationSource: 'timeout'`. Unlike `kill`, the deadline does not consume the
+ * completion event: whoever asked to be told of the end still is.
+ */
+export class Deadlines {
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+
+  constructor(private readonly host: DeadlineHost) {}
+
+  /** Starts the session's timer, counted from its `startedAt`; nothing without a `timeoutMs`. */
+  arm(live: Live): void {
+    const r = live.record;
+    if (r.timeoutMs === undefined || r.status !== 'running') return;
+    const id = r.id;
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(id);
+        this.expire(id).catch((err: unknown) => this.host.diagnostics.push(`deadline of ${id}: ${(err as Error).message}`));
+      },
+      Math.max(0, r.startedAt + r.timeoutMs - Date.now()),
+    );
+    timer.unref();
+    this.timers.set(id, timer);
+  }
+
+  /** The session ended (or went): its timer goes. */
+  clear(id: string): void {
+    const timer = this.timers.get(id);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    this.timers.delete(id);
+  }
+
+  /** Every timer goes (the registry closes). */
+  stop(): void {
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+  }
+
+  private async expire(id: string): Promise<void> {
+    const live = this.host.session(id);
+    if (!live || live.record.status !== 'running') return;
+    const r = live.record;
+    const delivered = r.notificationDelivered;
+    // Set before the kill, so that the end the kill publishes carries it.
+    r.timedOut = true;
+    try {
+      await live.kind.kill(this.host.graceMs());
+    } catch (err) {
+      // Survivors are finished in the background (and the session ends killed then).
+      const code = err instanceof ProcwardError ? err.code : undefined;
+      if (code !== 'KILL_SURVIVORS') this.host.diagnostics.push(`deadline of ${id}: ${(err as Error).message}`);
+    }
+    if (r.status === 'exited' && r.reason !== 'killed') delete r.timedOut;
+    else if (r.status === 'exited') r.terminationSource = 'timeout';
+    else if (r.status === 'running' && !live.finisher) delete r.timedOut;
+    // The kill consumed the completion; the deadline is no reader of it.
+    if (delivered === false && r.notificationDelivered === true) r.notificationDelivered = false;
+    r.updatedAt = Math.max(Date.now(), r.updatedAt + 1);
+    this.host.killed(live);
+  }
 }
