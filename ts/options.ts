@@ -73,6 +73,7 @@ const spawnShape: Shape<SpawnOptions> = {
   allowEnv: optional.strings,
   envSource: z.enum(['caller', 'model']).optional(),
   notifyOnComplete: optional.boolean,
+  timeoutMs: optional.number,
   watchPatterns: optional.strings,
   stdin: optional.boolean,
   pty: z.union([z.boolean(), z.strictObject(terminalShape)]).optional(),

@@ -40,7 +40,7 @@ import { Leftovers } from './session/leftovers.js';
 import { newLive, stoppedFlags, summary, untilEnd } from './session/live.js';
 import { newSession } from './session/newsession.js';
 import type { RecordedIdentity, SessionRecord } from './session/record.js';
-import { assertGraceMs } from './session/termination.js';
+import { assertGraceMs, Deadlines } from './session/termination.js';
 import type {
   ActiveForSessionOptions,
   DrainOptions,
@@ -112,6 +112,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   private readonly leftovers = new Leftovers(this.sessions);
   /** The host's spawn policy (`spawnPolicy`, see `policy/spawnpolicy.ts`). */
   private readonly spawnGate: SpawnGate;
+  /** Kill-after deadlines this host enforces (`SpawnOptions.timeoutMs`; durable jobs' supervisors enforce theirs). */
+  private readonly deadlines: Deadlines;
   /** What the sessions' kinds may ask of this registry. */
   private readonly host: SessionHost;
   private closed = false;
@@ -126,6 +128,15 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     this.spawnGate = new SpawnGate(options.spawnPolicy, () => this.runningRecords());
     this.store = new SessionStore(options, this.sessions, this.diagnostics);
     this.logs = new DiskBudget(this.store.dir, options, this.sessions, this.diagnostics);
+    this.deadlines = new Deadlines({
+      session: (id) => this.sessions.get(id),
+      graceMs: () => options.graceMs ?? 2000,
+      killed: (live) => {
+        this.leftovers.check([live]);
+        this.store.persist().catch(this.store.reportWriteError);
+      },
+      diagnostics: this.diagnostics,
+    });
     this.host = {
       options,
       stateDir: this.store.dir,
@@ -248,6 +259,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       const live = newLive(record, this.tailChars, false, false, (l) => sessionToStart(l, this.host, spec));
       live.watcher = this.watching.watcherFor(live.record);
       await (live.kind as StartableSession).start(spec);
+      if (!live.record.durable) this.deadlines.arm(live);
       const withheldEnv = checked.environment === undefined ? withheldVariables(process.env, checked.env, checked.allowEnv) : [];
       return { ...summary(live), withheldEnv };
     } finally {
@@ -275,6 +287,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       updatedAt: Date.now(),
       writer: this.store.writer,
     });
+    if (outcome.timedOut) r.timedOut = true;
+    this.deadlines.clear(r.id);
     live.kind.recordEnd();
     this.watch(live, null);
     if (r.notifyOnComplete && r.completionTail === undefined) r.completionTail = preview(live.tail.text(), COMPLETION_TAIL_CHARS, (t, k) => this.clean(t, k), live.tail.startsInKeyBlock);
@@ -576,6 +590,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.leftovers.stop();
+    this.deadlines.stop();
     for (const live of this.sessions.values()) live.kind.close();
     // Empty cgroups of ended jobs go now; one that still holds a process stays.
     if (this.options.containment !== false) native.sweepCgroups();

@@ -127,6 +127,15 @@ export interface SpawnOptions {
   /** Queue a completion event when the job ends (see `drainNotifications`). */
   notifyOnComplete?: boolean;
   /**
+   * Kill-after deadline in milliseconds from the start (an integer from 1 to 2 147 483 647,
+   * about 24.8 days). When it passes while the job runs, its whole tree is killed as `kill`
+   * does (SIGTERM, SIGKILL after the registry's `graceMs`), and the ended session reports
+   * `deadlineExceeded: true` with reason `killed`. A durable job's supervisor enforces it
+   * (it holds when the host has crashed, and any host then reports it); other jobs' host
+   * does. Default: none.
+   */
+  timeoutMs?: number;
+  /**
    * Regular expressions in the Rust `regex` crate's syntax, matched in time linear in the
    * line; a whole output line (plain text: escape sequences removed) that matches one
    * queues a watch event naming the first pattern that matched, with the line's first 4096
@@ -188,6 +197,13 @@ export interface SessionFields {
   ownerTaskId?: string;
   sessionKey?: string;
   durable: boolean;
+  /**
+   * A durable job's supervisor (`procward-supervise`), which `pid` is not: `pid` is the job's
+   * own process (its shell), the one a signal must reach. Absent for other sessions.
+   */
+  supervisorPid?: number;
+  /** The kill-after deadline the job was started with (see `SpawnOptions.timeoutMs`), in milliseconds. */
+  timeoutMs?: number;
   /** The job's cgroup v2 directory when it runs contained (Linux). */
   cgroup?: string;
   /** `sandbox` when the job runs in another environment (its PID is that environment's). */
@@ -232,6 +248,12 @@ export interface ExitedSession extends SessionFields {
   signal: string | null;
   reason: CompletionReason;
   exitedAt: number;
+  /**
+   * Present when the job had a deadline (`timeoutMs`): true when the deadline passed while
+   * it ran and its tree was killed for it (then `reason` is `killed`), false when it ended
+   * before. Not `WaitResult.timedOut`, which says the wait gave up.
+   */
+  deadlineExceeded?: boolean;
   /**
    * Processes the job left running that are provably its own (in its cgroup, or in its
    * session and process group, started after it on this boot): a server started with `&`
