@@ -90,3 +90,13 @@ function lineRange(o: Omitted, noun: 'line' | 'match'): string {
   const plural = noun === 'line' ? 'lines' : 'matches';
   return o.fromLine === o.toLine ? `${noun} ${o.fromLine}${partly}` : `${plural} ${o.fromLine}-${o.toLine}${partly}`;
 }
+
+/** How many of `rows`, joined by line breaks, fit `maxChars` whole; at least one when there is one (it is then cut by {@link fitText}). */
+export function fittingRows(rows: string[], maxChars: number): number {
+  let used = 0;
+  for (let k = 0; k < rows.length; k++) {
+    used += (rows[k] as string).length + (k > 0 ? 1 : 0);
+    if (used > maxChars) return Math.max(1, k);
+  }
+  return rows.length;
+}

@@ -61,7 +61,10 @@ const COUNT = /^(0|[1-9][0-9]{0,15})$/;
 export function decodeCursor(cursor: unknown): CursorPosition {
   if (typeof cursor !== 'string') throw invalid('not a cursor string');
   if (cursor.length > 200 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid('not a cursor string');
-  const parts = Buffer.from(cursor, 'base64url').toString('latin1').split(':');
+  const bytes = Buffer.from(cursor, 'base64url');
+  // Decoding ignores stray trailing characters: only the exact encoding is a cursor.
+  if (bytes.toString('base64url') !== cursor) throw invalid('not a cursor string');
+  const parts = bytes.toString('latin1').split(':');
   if (parts.length !== 7 || parts[0] !== '1') throw invalid('not a cursor string');
   const [, hex, mode, line, dropped, hash, check] = parts as [string, string, string, string, string, string, string];
   if (lineHash(parts.slice(0, 6).join(':')).toString(36) !== check) throw invalid('its check value does not match (cut or edited)');

@@ -10,7 +10,7 @@ import { MAX_PAGE_BYTES } from '../output/paging.js';
 import type { ProcessRegistry } from '../registry.js';
 import type { LogResult } from '../types.js';
 import type { WatchMatcher } from '../native.js';
-import { fitText, type Omitted } from './toolbudget.js';
+import { fitText, fittingRows } from './toolbudget.js';
 import { type CursorPosition, checkSession, decodeCursor, encodeCursor, lineHash } from './toolcursor.js';
 import { filterLines } from './toolfilter.js';
 
@@ -76,12 +76,32 @@ export async function readOutput(registry: ProcessRegistry, id: string, spec: Re
   }
   const lines = got.lines.slice(skip);
   const first = got.offset + skip;
-  const end = got.offset + got.lines.length;
-  const explicit = spec.from !== 'start' && !('cursor' in spec.from);
-  if (end < got.totalLines && !(explicit && got.lines.length === ((spec.from as { limit?: number }).limit ?? 200))) {
+  let end = got.offset + got.lines.length;
+  const incremental = spec.from !== 'start' && 'cursor' in spec.from;
+  const explicit = spec.from !== 'start' && !incremental;
+  let rows = lines;
+  let numbers: number[] | null = null;
+  let matched: number | undefined;
+  if (spec.filter) {
+    const kept = filterLines(spec.filter, lines, first);
+    matched = kept.lines.length;
+    numbers = kept.numbers;
+    rows = kept.lines.map((l, i) => `${kept.numbers[i]}: ${l}`);
+    if (kept.unsearched > 0) notes.push(`${kept.unsearched} lines were not searched: the filter's time budget was spent (narrow the range with offset/limit)`);
+  }
+  if (incremental) {
+    // A reader that follows cursors must get every line: what does not fit is left for the
+    // next read (the cursor stops before it), not cut from the middle.
+    const k = fittingRows(rows, spec.maxChars);
+    if (k < rows.length) {
+      end = numbers ? (numbers[k] as number) : first + k;
+      notes.push('more output follows: call again with this cursor');
+    }
+    rows = rows.slice(0, k);
+  } else if (end < got.totalLines && !(explicit && got.lines.length === ((spec.from as { limit?: number }).limit ?? 200))) {
     notes.push(`more output follows (lines ${end}-${got.totalLines - 1}; the page's byte cap ended this read): call again with this cursor`);
   }
-  const last = got.lines[got.lines.length - 1];
+  const last = got.lines[end - 1 - got.offset];
   const cursor = encodeCursor({
     sessionId: got.id,
     mode: absolute(got) ? 'f' : 't',
@@ -89,16 +109,9 @@ export async function readOutput(registry: ProcessRegistry, id: string, spec: Re
     dropped: absolute(got) ? (got.droppedLines as number) : got.droppedChars,
     hash: last === undefined ? 0 : lineHash(last),
   });
-  const out: ToolOutput = { session_id: got.id, status: got.status, text: '', cursor, first_line: first, lines_read: lines.length, total_lines: got.totalLines };
-  let fitted: { text: string; omitted?: Omitted };
-  if (spec.filter) {
-    const kept = filterLines(spec.filter, lines, first);
-    out.matched_lines = kept.lines.length;
-    if (kept.unsearched > 0) notes.push(`${kept.unsearched} lines were not searched: the filter's time budget was spent (narrow the range with offset/limit)`);
-    fitted = fitText(kept.lines.map((l, i) => `${kept.numbers[i]}: ${l}`).join('\n'), spec.maxChars, 0, 'matches');
-  } else {
-    fitted = fitText(lines.join('\n'), spec.maxChars, first, 'lines');
-  }
+  const out: ToolOutput = { session_id: got.id, status: got.status, text: '', cursor, first_line: first, lines_read: end - first, total_lines: got.totalLines };
+  if (matched !== undefined) out.matched_lines = matched;
+  const fitted = fitText(rows.join('\n'), spec.maxChars, numbers ? 0 : first, numbers ? 'matches' : 'lines');
   out.text = fitted.text;
   if (fitted.omitted) out.truncated = { chars: fitted.omitted.chars, lines: fitted.omitted.lines, from_line: fitted.omitted.fromLine, to_line: fitted.omitted.toLine };
   if (got.droppedChars > 0 && first === 0) notes.push(`earlier output was dropped: ${got.showing}`);
