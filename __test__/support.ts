@@ -21,7 +21,7 @@ export function tempDir(): string {
   return dir;
 }
 
-/** Kill this process group at the end of the test (a group the test created). */
+/** Kill this process group at the end of the test (a group the test created, or the group this PID is in). */
 export function cleanupGroup(pgid: number | null | undefined): void {
   if (pgid) groups.push(pgid);
 }
@@ -32,7 +32,12 @@ export function cleanupPid(pid: number | null | undefined): void {
 }
 
 afterEach(() => {
-  for (const g of groups.splice(0)) {
+  // A durable session's `pid` is its job's, in the group its supervisor leads: the group the
+  // PID is in is killed too (never this test process's own group).
+  const own = probe([process.pid])[0]?.pgid;
+  const targets = groups.splice(0).flatMap((g) => [g, probe([g])[0]?.pgid ?? g]);
+  for (const g of new Set(targets)) {
+    if (g <= 1 || g === own) continue;
     try {
       process.kill(-g, 'SIGKILL');
     } catch {}
