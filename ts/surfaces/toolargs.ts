@@ -18,8 +18,8 @@
  *   stay strings (and zod refuses them): a model that means an integer writes its digits.
  *   For a number field, a decimal (`"2.5"`). `"true"`/`"false"` for a boolean field.
  * - A list of `{ name, value }` pairs where the base schema has a map (`env`): that map;
- *   a name given twice, a blank name or a pair of another shape is an `INVALID_ARGUMENT`
- *   error. Number and boolean values (`PORT: 8080`) become strings, in pairs and in maps.
+ *   a name given twice, a blank name, `__proto__` (which zod's record check would drop
+ *   silently, pairs or map) or a pair of another shape is an `INVALID_ARGUMENT` error. Number and boolean values (`PORT: 8080`) become strings, in pairs and in maps.
  * - Arguments given as a JSON string (OpenAI's `arguments`): parsed first.
  * - Unknown keys are kept, for zod's strict check and its "did you mean" hint.
  *
@@ -72,6 +72,14 @@ function invalid(message: string, option: string): never {
   throw new ProcwardError('INVALID_ARGUMENT', message, { option });
 }
 
+/**
+ * `__proto__` as a map key: zod's record check drops it without a word (to keep prototypes
+ * safe), so the job would silently miss it. Refused instead, naming it.
+ */
+function refuseProtoKey(name: string, where: string, option: string): void {
+  if (name === '__proto__') invalid(`${where}: "__proto__" cannot be a name here (it would be dropped)`, option);
+}
+
 /** A map value as the map's value schema takes it: numbers and booleans as strings when it takes strings. */
 function mapValue(v: unknown, valueSchema: Node): unknown {
   const types = typesOf(valueSchema);
@@ -90,6 +98,7 @@ function pairsToMap(pairs: unknown[], valueSchema: Node, path: string): Node {
     }
     const { name, value } = pair;
     if (typeof name !== 'string' || name === '') invalid(`${where}.name: expected a non-empty string`, path);
+    refuseProtoKey(name, `${where}.name`, path);
     const first = seen.get(name);
     if (first !== undefined) invalid(`${path}: the name ${JSON.stringify(name)} is given twice (${path}[${first}] and ${where})`, path);
     seen.set(name, i);
@@ -119,7 +128,10 @@ function normalizeValue(v: unknown, s: Node, key: string, optional: boolean, pat
     const map = objectBranch(s, true);
     if (map !== undefined) {
       const out: Node = {};
-      for (const [k, x] of Object.entries(v)) Object.defineProperty(out, k, { value: mapValue(x, map.additionalProperties as Node), enumerable: true, writable: true, configurable: true });
+      for (const [k, x] of Object.entries(v)) {
+        refuseProtoKey(k, `${path}.${k}`, path);
+        Object.defineProperty(out, k, { value: mapValue(x, map.additionalProperties as Node), enumerable: true, writable: true, configurable: true });
+      }
       return out;
     }
     const obj = objectBranch(s, false);
