@@ -1,6 +1,12 @@
 // DESIGN section 8 (LLM tool), issue 17 item 4: a strict variant of each tool per provider,
-// checked against each provider's documented rules (ts/surfaces/providers/rules.ts cites
-// the pages), meta-validated by ajv, and taken by @openai/agents' strict conversion.
+// checked against each provider's documented rules, meta-validated by ajv, and taken by
+// @openai/agents' strict conversion. The rules (ts/surfaces/providers/rules.ts) are written from:
+// - OpenAI: https://platform.openai.com/docs/guides/structured-outputs#supported-schemas and
+//   https://platform.openai.com/docs/guides/function-calling#strict-mode
+// - Anthropic: https://platform.claude.com/docs/en/build-with-claude/structured-outputs#json-schema-limitations
+//   and https://platform.claude.com/docs/en/agents-and-tools/tool-use/strict-tool-use
+// - Gemini: https://ai.google.dev/api/caching#Schema and
+//   https://ai.google.dev/gemini-api/docs/function-calling#function_declarations
 import { Agent, type Model, type ModelRequest, type ModelResponse, run, tool, Usage } from '@openai/agents';
 import Ajv from 'ajv';
 import Ajv2020 from 'ajv/dist/2020.js';
@@ -10,7 +16,7 @@ import { handleToolCall, toolDefinitions, toolDefinitionsFor } from '../dist/ind
 import { DIALECTS } from '../ts/surfaces/providers/dialect.js';
 import { providerViolations } from '../ts/surfaces/providers/rules.js';
 import { type JsonSchema, toStrictSchema } from '../ts/surfaces/providers/strictschema.js';
-import { perTestRegistry } from './support.js';
+import { cleanupGroup, perTestRegistry } from './support.js';
 
 const ctx = perTestRegistry();
 
@@ -196,6 +202,7 @@ describe('@openai/agents takes the OpenAI variant as strict', () => {
   it('a run with a model that calls `process` with nulls for the unused fields reaches the registry and returns its answer', async () => {
     const started = await handleToolCall(ctx.registry, 'process_start', { command: 'echo hi', task_id: 'agents' });
     const sessionId = (started as any).session_id as string;
+    cleanupGroup((started as any).pid);
     const seen: ModelRequest[] = [];
     const model: Model = {
       async getResponse(request): Promise<ModelResponse> {
