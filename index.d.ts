@@ -62,6 +62,11 @@ export declare class NativeJob {
    */
   release(): void
   /**
+   * What a PTY job's screen shows now (the core's terminal emulator, fed with every byte
+   * of its output; kept after the job ended); `null` for a job without a PTY.
+   */
+  screen(): TerminalScreen | null
+  /**
    * Resizes a PTY job's terminal. Errors: `EINVAL` without a PTY; `ENOTSUP` where the
    * system's ConPTY cannot resize (Wine).
    */
@@ -341,6 +346,16 @@ export interface PtySize {
  */
 export declare function removeCgroup(cgroup: string, sessionId?: string | undefined | null): boolean
 
+/** The cursor on a PTY's screen, in cells, 0-based from the top left. */
+export interface ScreenCursor {
+  /** Row, 0-based from the top. */
+  row: number
+  /** Column, 0-based from the left (`cols` while it waits to wrap after the last column). */
+  col: number
+  /** The program has not hidden it (`CSI ? 25 l` hides it). */
+  visible: boolean
+}
+
 /**
  * One signal (by name, as `KillOptions.signal` takes it) to the process group of the job
  * led by `identity`, with no escalation and no wait: checked as a kill is (identity
@@ -469,6 +484,22 @@ export interface TailStats {
    * (redaction masks it up to its END line).
    */
   startsInKeyBlock: boolean
+}
+
+/** What a PTY's screen shows now: the text a person would see on the terminal. */
+export interface TerminalScreen {
+  /**
+   * Each row's text, top to bottom (`rows` of them), without trailing blanks; a wide
+   * character is one character for its two cells.
+   */
+  lines: Array<string>
+  cursor: ScreenCursor
+  /** Width in cells: the PTY's, at most 512. */
+  cols: number
+  /** Height in cells: the PTY's, at most 256. */
+  rows: number
+  /** The program draws on the alternate screen (`CSI ? 1049 h`), as full-screen TUIs do. */
+  alternateScreen: boolean
 }
 
 /**

@@ -4,6 +4,7 @@ use crate::identity::Identity;
 use crate::invalid;
 use crate::map_error;
 use crate::spawn::JobEvent;
+use crate::terminal::TerminalScreen;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use procward_core as core;
@@ -89,12 +90,21 @@ pub struct NativeJob {
   tail: core::tail::SharedTail,
   input: Option<core::pty::JobInput>,
   exit: core::started::SharedExit,
+  terminal: Option<core::terminal::SharedTerminal>,
 }
 
 impl NativeJob {
   /// The JS handle of a started core job; `cgroup` is its cgroup directory, if any.
   pub(crate) fn new(job: core::spawn::Job, cgroup: Option<String>) -> Self {
-    NativeJob { pid: job.pid, identity: job.identity.into(), cgroup, input: job.input, tail: job.tail, exit: job.exit }
+    NativeJob {
+      pid: job.pid,
+      identity: job.identity.into(),
+      cgroup,
+      input: job.input,
+      tail: job.tail,
+      exit: job.exit,
+      terminal: job.terminal,
+    }
   }
 }
 
@@ -192,6 +202,13 @@ impl NativeJob {
   #[napi]
   pub fn release(&mut self) {
     self.input = None;
+  }
+
+  /// What a PTY job's screen shows now (the core's terminal emulator, fed with every byte
+  /// of its output; kept after the job ended); `null` for a job without a PTY.
+  #[napi]
+  pub fn screen(&self) -> Option<TerminalScreen> {
+    self.terminal.as_ref().map(|t| core::terminal::lock(t).screen().into())
   }
 
   /// Resizes a PTY job's terminal. Errors: `EINVAL` without a PTY; `ENOTSUP` where the

@@ -3,8 +3,9 @@
 //!
 //! One module per area of the API: `identity` and `probe` (who a process is, batched
 //! probes, descendants), `kill` (tree kill), `spawn` (options, events, the call) and `job`
-//! (the started job's handle), `watch` (watch patterns), `lockfile` (checkpoint locks),
-//! `cgroup` (cleaning up job cgroups), `leftovers` (what an ended job left running).
+//! (the started job's handle), `terminal` (a PTY job's screen), `watch` (watch patterns),
+//! `lockfile` (checkpoint locks), `cgroup` (cleaning up job cgroups), `leftovers` (what an
+//! ended job left running).
 //! Errors all pass through [`map_error`] here.
 
 #![deny(clippy::all)]
@@ -17,6 +18,7 @@ pub mod leftovers;
 pub mod lockfile;
 pub mod probe;
 pub mod spawn;
+pub mod terminal;
 pub mod watch;
 
 use napi::bindgen_prelude::*;
