@@ -102,7 +102,7 @@ function pairsToMap(pairs: unknown[], valueSchema: Node, path: string): Node {
     const first = seen.get(name);
     if (first !== undefined) invalid(`${path}: the name ${JSON.stringify(name)} is given twice (${path}[${first}] and ${where})`, path);
     seen.set(name, i);
-    // defineProperty: a pair named "__proto__" is a variable like any other, never the prototype.
+    // defineProperty, not assignment: no name reaches a setter on Object.prototype.
     Object.defineProperty(out, name, { value: mapValue(value, valueSchema), enumerable: true, writable: true, configurable: true });
   });
   return out;
