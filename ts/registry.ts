@@ -59,6 +59,7 @@ import type {
   SpawnOptions,
   SpawnResult,
   StartOptions,
+  TerminalScreen,
   TerminalSize,
   WaitOptions,
   WaitResult,
@@ -550,6 +551,22 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const live = this.actOn(id);
     live.kind.resize(size);
     return { id: live.record.id, cols: size.cols, rows: size.rows };
+  }
+
+  /**
+   * What a PTY session's terminal shows now: each row's text, the cursor (0-based cells) and
+   * the size, as the terminal emulator the session's output runs through keeps it (it also
+   * answers the program's terminal queries). Lines are redacted as all output is. An ended
+   * session keeps its last screen. Errors: `INVALID_ARGUMENT` for a session without a PTY,
+   * or one another host started (only that host has its screen); those of `get`.
+   */
+  async screen(id: string): Promise<TerminalScreen> {
+    const live = this.get(id);
+    await this.refresh(live);
+    const s = live.kind.screen();
+    const lines = this.options.redact === false ? s.lines : this.clean(s.lines.join('\n')).split('\n');
+    const { row, col, visible } = s.cursor;
+    return { id: live.record.id, status: live.record.status, lines, cursor: { row, col, visible }, cols: s.cols, rows: s.rows, alternateScreen: s.alternateScreen };
   }
 
   /**

@@ -182,6 +182,31 @@ export interface TerminalSize {
   rows?: number;
 }
 
+/**
+ * What a PTY session's terminal shows now (`ProcessRegistry.screen`): the text a person would
+ * see on it, kept by procward's terminal emulator from every byte of the session's output
+ * (which also answers the program's terminal queries, such as the cursor position).
+ */
+export interface TerminalScreen {
+  id: string;
+  /** `running`, or `exited`: an ended session's screen is the one it left. */
+  status: SessionStatus;
+  /**
+   * The rows' text, top to bottom, without trailing blanks (a wide character is one
+   * character for its two cells). Redacted as one text like all output, so a private-key
+   * block on screen is masked as one line and there are fewer lines than `rows`.
+   */
+  lines: string[];
+  /** The cursor, in cells, 0-based from the top left (`col` equals `cols` while it waits to wrap); `visible` unless the program hid it. */
+  cursor: { row: number; col: number; visible: boolean };
+  /** Width in cells: the PTY's, at most 512 (a wider PTY shows its left 512 columns). */
+  cols: number;
+  /** Height in cells: the PTY's, at most 256 (a taller PTY shows its top 256 rows). */
+  rows: number;
+  /** The program draws on the alternate screen (`ESC[?1049h`), as full-screen TUIs do. */
+  alternateScreen: boolean;
+}
+
 /** What every session summary has, running or ended. Times in milliseconds since the epoch. */
 export interface SessionFields {
   id: string;

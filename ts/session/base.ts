@@ -3,12 +3,12 @@
  * job this host started, an end taken from an observed exit status, and cleanup of the
  * job's cgroup. Kinds override what differs.
  */
-import { fromNative } from '../errors.js';
+import { fromNative, ProcwardError } from '../errors.js';
 import { native } from '../native.js';
 import { pageTail } from '../output/paging.js';
 import { type JobFiles, killRequested, type RecordedExit, sessionFiles } from '../persist/jobfiles.js';
 import type { KillResult, WriteOptions } from '../types.js';
-import type { JobSession, LeftoverQuery, Live, LogOptions, LogPage, OutputText, RedactView, SessionHost, StopProbe } from './kind.js';
+import type { JobSession, LeftoverQuery, Live, LogOptions, LogPage, NativeScreen, OutputText, RedactView, SessionHost, StopProbe } from './kind.js';
 import { writeInput } from './input.js';
 import { inputOf } from './live.js';
 import { killClaimed } from './termination.js';
@@ -63,6 +63,15 @@ export abstract class BaseSession implements JobSession {
     } catch (err) {
       throw fromNative(err);
     }
+  }
+
+  screen(): NativeScreen {
+    const r = this.live.record;
+    const job = this.live.job;
+    if (!job) throw new ProcwardError('INVALID_ARGUMENT', `${r.id} was not started by this host; only the host that started a PTY session has its screen`);
+    const screen = job.screen();
+    if (!screen) throw new ProcwardError('INVALID_ARGUMENT', `${r.id} has no terminal: only PTY sessions have a screen (start it with { pty: true })`);
+    return screen;
   }
 
   /** No process of this machine to look at (a sandbox's runs elsewhere). */
@@ -170,6 +179,10 @@ export abstract class WrappingSession implements JobSession {
 
   resize(size: { cols: number; rows: number }): void {
     this.inner.resize(size);
+  }
+
+  screen(): NativeScreen {
+    return this.inner.screen();
   }
 
   stopProbe(): StopProbe | null {

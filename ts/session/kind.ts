@@ -65,6 +65,9 @@ export interface Live {
   heldAfterExit?: number;
 }
 
+/** A PTY job's screen as the native terminal emulator keeps it (see `TerminalScreen`). */
+export type NativeScreen = NonNullable<ReturnType<NativeJob['screen']>>;
+
 /** Output a preview is cut from, and whether it starts inside a private-key block. */
 export interface OutputText {
   text: string;
@@ -120,6 +123,8 @@ export interface JobSession {
   closeStdin(): Promise<{ id: string; closed: true }>;
   /** Resizes a PTY (cells, checked by the caller). */
   resize(size: { cols: number; rows: number }): void;
+  /** What a PTY job's screen shows now, unredacted; `INVALID_ARGUMENT` for a job without a PTY this host follows. */
+  screen(): NativeScreen;
   /** The process whose stop state `stopped` reports while the job runs on this machine, or null (see `live.ts` `stoppedFlags`). */
   stopProbe(): StopProbe | null;
   /** What to ask the core about the processes the ended job left on this machine, or null when it names none (see `leftovers.ts`). */
