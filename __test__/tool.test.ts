@@ -12,7 +12,7 @@ describe('LLM tool', () => {
     const defs = toolDefinitions();
     expect(defs.map((d) => d.name)).toEqual(['process_start', 'process']);
     const processTool = defs[1]!;
-    expect((processTool.input_schema as any).properties.action.enum).toEqual(['list', 'poll', 'log', 'wait', 'kill', 'write', 'submit', 'close']);
+    expect((processTool.input_schema as any).properties.action.enum).toEqual(['list', 'poll', 'log', 'wait', 'kill', 'write', 'submit', 'close', 'notifications']);
     expect((processTool.input_schema as any).required).toEqual(['action']);
     expect(openAiTools()[0]).toMatchObject({ type: 'function', function: { name: 'process_start', parameters: { type: 'object' } } });
   });
@@ -29,7 +29,8 @@ describe('LLM tool', () => {
     const waited = await call('process', { action: 'wait', session_id: id, timeout_ms: 300 });
     expect(waited).toMatchObject({ timed_out: true, process_running: true });
     const log = await call('process', { action: 'log', session_id: id, offset: 0, limit: 1 });
-    expect(log).toMatchObject({ lines: ['one'], total_lines: 2, showing: 'lines 1-1 of 2' });
+    expect(log).toMatchObject({ text: 'one', total_lines: 2, first_line: 0, lines_read: 1 });
+    expect(log).not.toHaveProperty('lines');
     const killed = await call('process', { action: 'kill', session_id: id, grace_ms: 300 });
     expect(killed).toMatchObject({ outcome: 'killed', survivors: [] });
     const listed = await call('process', { action: 'list' });

@@ -145,12 +145,13 @@ export async function handleToolCall(
 
 /**
  * Adds the scope's pending events to a result, in the room its output left (at least 2500
- * characters: one completion event). A failure to take them leaves them queued.
+ * characters, one completion event, or the whole budget when it is smaller). A failure to
+ * take them leaves them queued.
  */
 async function attachNotifications(registry: ProcessRegistry, ctx: ToolContext, result: ToolSuccess, maxChars: number): Promise<void> {
-  const used = typeof result.text === 'string' ? result.text.length : typeof result.output === 'string' ? result.output.length : 0;
+  const used = [result.text, result.output, result.output_preview].reduce<number>((n, v) => n + (typeof v === 'string' ? v.length : 0), 0);
   try {
-    const { events, pending } = await takeNotifications(registry, await ToolScope.of(registry, ctx), Math.max(2500, maxChars - used));
+    const { events, pending } = await takeNotifications(registry, await ToolScope.of(registry, ctx), Math.max(Math.min(maxChars, 2500), maxChars - used));
     if (events.length > 0) result.notifications = events;
     if (pending > 0) result.notifications_pending = pending;
   } catch {
