@@ -16,7 +16,7 @@ async function screenWhen(id: string, ready: (lines: string[]) => boolean, what:
 /** Output of a session once it ended, ANSI stripped, without CRs. */
 async function outputAtExit(id: string): Promise<{ exitCode: number | null; text: string }> {
   const w = await ctx.registry.wait(id, { timeoutMs: 20_000 });
-  expect(w.process_running ?? false).toBe(false);
+  expect(w.status).toBe('exited');
   return { exitCode: w.exitCode, text: w.outputPreview.replace(/\r/g, '') };
 }
 
