@@ -5,9 +5,12 @@
  * call returns, so a client with `resetTimeoutOnProgress: true` keeps waiting past its
  * request timeout (60 s by default in the official SDK).
  *
- * The tool handler's own progress (a `wait`'s "still running" messages) is forwarded as it
- * comes; a heartbeat fills the seconds it leaves silent, so every call that takes time
- * (a kill with a long grace period, a slow stdin write) reports too.
+ * The tool handler's own progress (a `wait`'s "still running" messages, with the wait's
+ * length as `total`) is forwarded as it comes; a heartbeat fills the seconds it leaves
+ * silent, so every call that takes time (a kill with a long grace period, a slow stdin
+ * write) reports too. `progress` is the call's elapsed time in milliseconds (it grows with
+ * every notification, as MCP requires), `total` the wait's timeout in milliseconds when
+ * the handler says it.
  */
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -19,7 +22,7 @@ type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 /** A running call's progress: `onProgress` for the tool handler (absent without a token), `stop` when the call returns. */
 export interface CallProgress {
-  onProgress?: (progress: { elapsedMs: number; message: string }) => void;
+  onProgress?: (progress: { elapsedMs: number; totalMs?: number; message: string }) => void;
   stop(): void;
 }
 
@@ -28,22 +31,26 @@ export function callProgress(extra: Extra, label: string): CallProgress {
   const token = extra._meta?.progressToken;
   if (token === undefined) return { stop() {} };
   const started = Date.now();
-  let sent = 0;
+  let last = 0;
   let lastAt = 0;
+  let total: number | undefined;
   let stopped = false;
   const send = (message: string) => {
     if (stopped || extra.signal.aborted) return;
-    sent += 1;
     lastAt = Date.now();
-    // `progress` must grow with each notification: it counts them; `message` says where the call is.
-    extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: sent, message } }).catch(() => {});
+    last = Math.max(last + 1, lastAt - started);
+    const params = { progressToken: token, progress: last, ...(total !== undefined && total >= last && { total }), message };
+    extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {});
   };
   const heartbeat = setInterval(() => {
     if (Date.now() - lastAt >= HEARTBEAT_MS - 100) send(`${label}: running for ${Math.round((Date.now() - started) / 1000)} s`);
   }, HEARTBEAT_MS);
   heartbeat.unref();
   return {
-    onProgress: (p) => send(p.message),
+    onProgress: (p) => {
+      if (typeof p.totalMs === 'number' && Number.isFinite(p.totalMs)) total = p.totalMs;
+      send(p.message);
+    },
     stop() {
       stopped = true;
       clearInterval(heartbeat);

@@ -13,7 +13,8 @@
  *
  * Input schemas are derived from the library's `process` schema (`toolschema.ts`) at each
  * `tools/list`, so a property added there appears here: each tool lists the action names
- * it runs and the properties whose description does not name only the other tool's actions.
+ * it runs and the properties whose description does not name only the other tool's actions
+ * before its first colon.
  * The library's tool surface (`toolDefinitions`, `handleToolCall`) keeps its single
  * `process` tool; only the MCP surface splits it.
  */
@@ -56,15 +57,18 @@ export function actionsOf(tool: 'process_read' | 'process_control'): string[] {
 }
 
 /**
- * The actions a property's description names in its prefix (`'log: byte cap ...'`,
- * `'write/submit: ...'`), or null when it names none (the property is kept in both tools).
+ * The actions a property's description names before its first colon (`'log: byte cap ...'`,
+ * `'poll/log/wait: ...'`, `'log (and poll/wait with a cursor): ...'`), or null when it names
+ * none (the property is then kept in both tools).
  */
 function actionsNamedBy(description: unknown, known: string[]): string[] | null {
   if (typeof description !== 'string') return null;
-  const m = /^([a-z_]+(?:\s*[,/]\s*[a-z_]+|\s+and\s+[a-z_]+)*)\s*:/.exec(description);
-  if (!m) return null;
-  const names = m[1]!.split(/\s*[,/]\s*|\s+and\s+/);
-  return names.every((n) => known.includes(n)) ? names : null;
+  const colon = description.indexOf(':');
+  if (colon < 0 || colon > 80) return null;
+  const prefix = description.slice(0, colon);
+  if (prefix.includes('.')) return null;
+  const names = (prefix.match(/[a-z_]+/g) ?? []).filter((w) => known.includes(w));
+  return names.length > 0 ? names : null;
 }
 
 function splitSchema(tool: 'process_read' | 'process_control'): McpTool['inputSchema'] {
