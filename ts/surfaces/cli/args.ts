@@ -18,11 +18,13 @@ const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3
 
 /**
  * A duration with a unit (`500ms`, `2s`, `1.5m`, `1h`) in whole milliseconds, at least
- * `minMs`. A bare number is refused with a hint: `--timeout 30` once meant 30 ms, and a
+ * `minMs`. `0` needs no unit; any other bare number is refused with a hint: `--timeout 30` once meant 30 ms, and a
  * script must not silently change meaning.
  */
 export function duration(name: string, minMs: number) {
   return (value: string): number => {
+    // Zero needs no unit: 0s and 0ms are the same.
+    if (/^0+$/.test(value) && minMs <= 0) return 0;
     if (/^\d+(\.\d+)?$/.test(value)) throw new InvalidArgumentError(`give a unit: ${value}s or ${value}ms? (${name} takes 500ms, 2s, 1m, 1h)`);
     const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(value);
     const ms = m ? Math.round(Number(m[1]) * (DURATION_UNITS[m[2] as string] as number)) : Number.NaN;

@@ -22,7 +22,7 @@ export const EXIT_STATUS_HELP = `Exit status:
 
 /** The exit status for `err`, after printing it (nothing for help, version and a closed stdout). */
 export function exitFor(err: unknown, json: boolean): number {
-  if (err instanceof OutputClosed) return EXIT_PIPE_CLOSED;
+  if (err instanceof OutputClosed || (err as { code?: unknown })?.code === 'EPIPE') return EXIT_PIPE_CLOSED;
   if (err instanceof CommanderError) {
     // Help and version (exit 0); help shown because no command was given (stderr, usage).
     if (err.exitCode === 0) return 0;

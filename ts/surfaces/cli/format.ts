@@ -6,7 +6,7 @@ import { paint } from './color.js';
 export function describeEnd(s: SessionSummary): string {
   if (s.status === 'running') return 'running';
   const how = s.signal ? `killed by ${s.signal}` : s.exitCode !== null ? `exit code ${s.exitCode}` : 'exit status unknown';
-  return `${s.reason ?? 'exited'} (${how})`;
+  return `${s.reason ?? 'exited'} (${how}${s.deadlineExceeded ? ', its timeout passed' : ''})`;
 }
 
 /** Short status for tables: `running`, `stopped`, `exit 0`, `exit 3`, `SIGTERM`, `lost`, coloured by how it went. */

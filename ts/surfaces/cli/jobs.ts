@@ -1,4 +1,4 @@
-/** Commands that act on jobs: `start`, `kill` (alias `stop`), and the job's input (`write`, `submit`, `close`). */
+/** Commands that act on jobs: `start`, `kill` (alias `stop`), `signal`, and the job's input (`write`, `submit`, `close`). */
 import type { Command } from 'commander';
 import type { ProcessRegistry } from '../../registry.js';
 import type { KillResult } from '../../types.js';
@@ -6,7 +6,7 @@ import { duration, envNames, envPair, size } from './args.js';
 import { commandLine } from './cmdline.js';
 import { common } from './common.js';
 import { withRegistry } from './host.js';
-import { type Common, print } from './output.js';
+import { type Common, note, print } from './output.js';
 
 interface StartOpts extends Common {
   cwd?: string;
@@ -16,6 +16,7 @@ interface StartOpts extends Common {
   env?: Record<string, string>;
   allowEnv?: string[];
   logMaxBytes?: number;
+  timeout?: number;
   quiet?: boolean;
 }
 
@@ -34,10 +35,15 @@ export function registerJobs(program: Command): void {
     .option('-e, --env <NAME=VALUE>', 'set a variable for the job (repeatable)', envPair)
     .option('--allow-env <NAME>', "pass the caller's variable NAME although it looks like a secret (repeatable; by default such variables are withheld)", envNames)
     .option('--log-max-bytes <size>', 'disk cap of the output log (64KiB, 10MiB; default 64MiB); it rotates at half and keeps the newest output', size('log-max-bytes', 4096))
+    .option('--timeout <duration>', "kill the job's tree after this long (SIGTERM, then SIGKILL after 2s), also with no procward running", duration('timeout', 1))
     .option('--task <id>', 'task id to record')
     .option('--session-key <key>', 'session key to record')
     .option('--stdin', 'keep its stdin open for write/submit/close from later invocations (default: no input, the null device)')
-    .option('-q, --quiet', 'print only the session id (no note of withheld variables)')
+    .option('-q, --quiet', 'print only the session id (no note of the variables withheld from the job)')
+    .addHelpText(
+      'after',
+      "\nThe job gets this shell's environment except variables that look like secrets (API keys, tokens, passwords, DATABASE_URL, ...): start names them on stderr, never their values. Pass one with --allow-env NAME or set it with --env NAME=VALUE.",
+    )
     .action(async (words: string[], opts: StartOpts) => {
       await withRegistry(
         opts,
@@ -49,7 +55,11 @@ export function registerJobs(program: Command): void {
             ...(opts.stdin && { stdin: true }),
             ...(opts.env !== undefined && { env: opts.env }),
             ...(opts.allowEnv !== undefined && { allowEnv: opts.allowEnv }),
+            ...(opts.timeout !== undefined && { timeoutMs: opts.timeout }),
           });
+          if (s.withheldEnv.length > 0 && !opts.quiet && !opts.json) {
+            note(`procward: withheld from the job (they look like secrets): ${s.withheldEnv.join(', ')}; pass one with --allow-env NAME or --env NAME=VALUE`);
+          }
           await print(opts, s, s.id);
         },
         opts.logMaxBytes !== undefined ? { logMaxBytes: opts.logMaxBytes } : {},
@@ -65,6 +75,17 @@ export function registerJobs(program: Command): void {
       await withRegistry(opts, async (r) => {
         const k = await r.kill(id, opts.grace !== undefined ? { graceMs: opts.grace } : {});
         await print(opts, k, killText(k));
+      });
+    });
+
+  common(program.command('signal'))
+    .description("send one signal to a session's job (its process group; no grace period, no SIGKILL after it): SIGINT to a dev server, SIGHUP to reload, SIGUSR1, SIGSTOP/SIGCONT")
+    .argument('<id>', 'session id or unique prefix')
+    .argument('<signal>', 'HUP INT QUIT TERM KILL USR1 USR2 ALRM CONT STOP TSTP WINCH (SIG prefix optional, any case)')
+    .action(async (id: string, name: string, opts: Common) => {
+      await withRegistry(opts, async (r) => {
+        const s = await r.signal(id, name);
+        await print(opts, s, `${s.id}: ${s.signal} sent to ${s.processGroup ? 'process group' : 'process'} ${s.pid}`);
       });
     });
 

@@ -49,7 +49,8 @@ export function registerLogs(program: Command): void {
         const from = opts.tail !== undefined ? { tail: opts.tail } : (opts.offset ?? 0);
         const s = await streamOutput(r, id, { from, view, follow: opts.follow === true, signal, ...(opts.limit !== undefined && { limit: opts.limit }) });
         reportGaps(id, s);
-        if (interrupted()) note(`procward: ${id}: stopped following; the job keeps running`);
+        const stop = interrupted();
+        if (stop) throw stop;
       });
     });
 

@@ -39,7 +39,12 @@ export async function out(text: string): Promise<void> {
   if (closed) throw new OutputClosed();
   if (text === '') return;
   if (process.stdout.write(text)) return;
-  await Promise.race([once(process.stdout, 'drain'), once(process.stdout, 'close')]);
+  try {
+    // `once` rejects when 'error' comes first: the reader went away while the buffer was full.
+    await Promise.race([once(process.stdout, 'drain'), once(process.stdout, 'close')]);
+  } catch {
+    closed = true;
+  }
   if (closed) throw new OutputClosed();
 }
 

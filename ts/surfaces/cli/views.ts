@@ -33,7 +33,8 @@ function sessionTable(all: SessionSummary[], now = Date.now()): string {
 
 /** `poll`'s text: the session, how it runs or ended, notes, and the output preview. */
 function pollText(p: SessionSummary & { outputPreview: string }): string {
-  const head = `${p.id}  pid ${p.pid ?? '-'}  ${describeEnd(p)}  ${p.status === 'running' ? 'running for' : 'ran'} ${age(p.uptimeMs)}  started ${ago(p.startedAt)}`;
+  const supervisor = p.supervisorPid !== undefined ? ` (supervisor ${p.supervisorPid})` : '';
+  const head = `${p.id}  pid ${p.pid ?? '-'}${supervisor}  ${describeEnd(p)}  ${p.status === 'running' ? 'running for' : 'ran'} ${age(p.uptimeMs)}  started ${ago(p.startedAt)}`;
   const notes = [...flags(p)];
   if (p.status === 'exited' && p.leftovers) notes.push(`procward kill ${p.id} ends what it left running`);
   return [head, printable(p.command), ...(notes.length ? [`note: ${notes.join('; ')}`] : []), '', p.outputPreview].join('\n');
