@@ -146,8 +146,8 @@ describe('a job that ends while the disk is full', () => {
     const r = await ProcessRegistry.open({ stateDir: dir });
     try {
       const s = await r.spawn(`while [ ! -e ${go} ]; do sleep 0.05; done; exit 5`, { durable: true });
-      const pid = s.pid;
-      if (pid === null) throw new Error('a durable job has a supervisor PID');
+      const pid = s.supervisorPid;
+      if (pid === undefined) throw new Error('a durable job has a supervisor PID');
       cleanupGroup(pid);
       await until(() => descendants(pid).some((d) => d.alive), 5000, 'the job to start');
       fill(dir);

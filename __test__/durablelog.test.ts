@@ -170,7 +170,7 @@ describe('ends nobody recorded', () => {
       const s = await r.spawn('sleep 5; echo after');
       cleanupGroup(s.pid);
       await new Promise((res) => setTimeout(res, 300));
-      process.kill(s.pid as number, 'SIGKILL');
+      process.kill(s.supervisorPid as number, 'SIGKILL');
       const w = await r.wait(s.id, { timeoutMs: 10_000 });
       expect(w).toMatchObject({ status: 'exited', exitCode: null, signal: null, reason: 'lost' });
       // The job itself is a leftover of the group: kill still reaches it.

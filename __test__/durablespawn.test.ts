@@ -18,7 +18,8 @@ describe('durable spawn', () => {
       const done = await r.wait(s.id, { timeoutMs: 10_000 });
       expect(done.exitCode).toBe(0);
       const record = JSON.parse((await r.readLog(s.id)).lines.join('\n'));
-      expect(record).toMatchObject({ id: s.id, durable: true, status: 'running', pid: s.pid, identity: { pid: s.pid } });
+      // The supervisor writes its own identity (the job's follows in supervisor.json).
+      expect(record).toMatchObject({ id: s.id, durable: true, status: 'running', pid: s.supervisorPid, identity: { pid: s.supervisorPid } });
       expect(readdirSync(join(stateDir, 'sessions', s.id)).sort()).toEqual(['exit.json', 'output.log', 'session.json', 'supervisor.json']);
     } finally {
       await r.close();

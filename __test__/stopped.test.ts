@@ -90,7 +90,7 @@ describe('a stopped durable job', () => {
     try {
       const s = await registry.spawn(command, { durable: true });
       cleanupGroup(s.pid);
-      await body(registry, s.id, s.pid as number);
+      await body(registry, s.id, s.supervisorPid as number);
     } finally {
       await registry.close();
     }
@@ -99,7 +99,7 @@ describe('a stopped durable job', () => {
   it('is the job stopped, not its supervisor, and its TERM trap runs on kill', () =>
     durableJob(TRAPS_THEN_STOPS, async (registry, id, supervisor) => {
       await untilStopped(registry, id, true);
-      // The recorded PID is the supervisor's, which runs on.
+      // Its supervisor runs on.
       expect(stateOf(supervisor)).not.toBe('T');
       const k = await registry.kill(id, { graceMs: 30_000 });
       expect(k.escalated).toBe(false);
