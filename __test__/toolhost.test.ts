@@ -118,6 +118,8 @@ describe('scope', () => {
         { action: 'log' },
         { action: 'wait', timeout_ms: 100 },
         { action: 'kill', grace_ms: 0 },
+        { action: 'signal', signal: 'SIGKILL' },
+        { action: 'screen' },
         { action: 'write', data: 'x' },
         { action: 'close' },
       ]) {
@@ -142,4 +144,44 @@ describe('scope', () => {
     expect(await call('process', { action: 'kill', session_id: other.session_id }, a)).toMatchObject({ error: { code: 'SESSION_READ_ONLY' } });
     expect(isAlive(other.pid)).toBe(true);
   }, 20_000);
+});
+
+describe('start deadlines, signals, screens and model-written env', () => {
+  it('timeout_ms on start tree-kills the job after that long and its result says deadline_exceeded', async () => {
+    const s = await started('sleep 60 & sleep 60', {}, { timeout_ms: 300 });
+    const w = await call('process', { action: 'wait', session_id: s.session_id, timeout_ms: 20_000 });
+    expect(w).toMatchObject({ status: 'exited', reason: 'killed', deadline_exceeded: true });
+  }, 30_000);
+
+  it('signal sends one signal to the job: a SIGINT trap runs and sets the exit code', async () => {
+    const s = await started("trap 'echo got-int; exit 7' INT; echo ready; while :; do sleep 0.1; done");
+    await until(async () => (await call('process', { action: 'log', session_id: s.session_id })).text === 'ready', 10_000, 'the trap');
+    expect(await call('process', { action: 'signal', session_id: s.session_id, signal: 'SIGINT' })).toMatchObject({ session_id: s.session_id, signal: 'SIGINT' });
+    const w = await call('process', { action: 'wait', session_id: s.session_id, timeout_ms: 20_000 });
+    expect(w).toMatchObject({ status: 'exited', exit_code: 7 });
+    expect(await call('process', { action: 'signal', session_id: s.session_id })).toMatchObject({ error: { code: 'INVALID_ARGUMENT', message: expect.stringContaining('signal') } });
+    expect(await call('process', { action: 'signal', session_id: s.session_id, signal: 'SIGSEGV' })).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
+  }, 30_000);
+
+  it('screen shows what a pty session’s terminal shows, as text', async () => {
+    const s = await started("printf 'hello screen'; sleep 30", {}, { pty: true });
+    let screen: Result = {};
+    await until(async () => ((screen = await call('process', { action: 'screen', session_id: s.session_id })).text ?? '').includes('hello screen'), 10_000, 'the screen');
+    expect(screen).toMatchObject({ session_id: s.session_id, status: 'running', cursor: { row: 0, col: 12 } });
+    expect(screen).not.toHaveProperty('lines');
+    const plain = await started('sleep 30');
+    expect(await call('process', { action: 'screen', session_id: plain.session_id })).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
+  }, 30_000);
+
+  it('env written by the model may not set loader variables; withheld host secrets are named, never shown', async () => {
+    expect(await call('process_start', { command: 'true', env: { LD_PRELOAD: '/tmp/x.so' } })).toMatchObject({ error: { code: 'SPAWN_REFUSED' } });
+    process.env.MYAPP_TEST_API_KEY = 'not-really-a-key-0123456789';
+    try {
+      const s = await started('echo "[$MYAPP_TEST_API_KEY]"', {}, { yield_ms: 20_000 });
+      expect(s).toMatchObject({ output: '[]', withheld_env: expect.arrayContaining(['MYAPP_TEST_API_KEY']) });
+      expect(JSON.stringify(s)).not.toContain('not-really-a-key');
+    } finally {
+      delete process.env.MYAPP_TEST_API_KEY;
+    }
+  }, 30_000);
 });

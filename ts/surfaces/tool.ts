@@ -3,8 +3,8 @@
  *
  * - `process_start` starts a background command (with `yield_ms`, its result inline when it
  *   ends that soon).
- * - `process` manages sessions: actions `list`, `poll`, `log`, `wait`, `kill`, `write`,
- *   `submit`, `close`, `notifications`.
+ * - `process` manages sessions: actions `list`, `poll`, `log`, `wait`, `kill`, `signal`,
+ *   `write`, `submit`, `close`, `screen`, `notifications`.
  *
  * Inputs and results use snake_case keys. Every output and command in a result is already
  * redacted by the registry, whole, before this surface cuts or filters it. Output is cut to
@@ -26,7 +26,7 @@ import { processInput, startInput } from './toolschema.js';
 export { openAiTools, type ToolDefinition, toolDefinitions } from './toolschema.js';
 import type { ProcessRegistry } from '../registry.js';
 import type { SessionSummary } from '../types.js';
-import { DEFAULT_MAX_CHARS } from './toolbudget.js';
+import { DEFAULT_MAX_CHARS, fitText } from './toolbudget.js';
 import { compileFilter } from './toolfilter.js';
 import { type ToolEvent, takeNotifications } from './toolnotify.js';
 import { readOutput, type ToolOutput } from './tooloutput.js';
@@ -175,12 +175,15 @@ async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext, 
     ...(input.stdin !== undefined && { stdin: input.stdin }),
     ...(input.notify_on_complete !== undefined && { notifyOnComplete: input.notify_on_complete }),
     ...(input.watch_patterns !== undefined && { watchPatterns: input.watch_patterns }),
+    ...(input.timeout_ms !== undefined && { timeoutMs: input.timeout_ms }),
+    // The model writes `env`: loader and runtime variables (LD_PRELOAD, NODE_OPTIONS, ...) are refused.
+    envSource: 'model',
     // The host's context wins over the model's input: an agent cannot file a job under
     // another task or conversation.
     ...((ctx.taskId ?? input.task_id) !== undefined && { taskId: ctx.taskId ?? input.task_id }),
     ...((ctx.sessionKey ?? input.session_key) !== undefined && { sessionKey: ctx.sessionKey ?? input.session_key }),
   });
-  const started = { sessionId: s.id, pid: s.pid, status: s.status, command: s.command };
+  const started = { sessionId: s.id, pid: s.pid, status: s.status, command: s.command, ...(s.withheldEnv.length > 0 && { withheldEnv: s.withheldEnv }) };
   if (!input.yield_ms) return { result: started, maxChars };
   // The job's own end, inline: the wait consumes its completion (this result delivers it).
   const { result: w, aborted } = await waitForHost(registry, s.id, input.yield_ms, options);
@@ -191,7 +194,7 @@ async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext, 
 }
 
 /** Actions that only read a session; the others act on it. */
-const READS: ReadonlySet<string> = new Set(['poll', 'log', 'wait']);
+const READS: ReadonlySet<string> = new Set(['poll', 'log', 'wait', 'screen']);
 
 async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext, options: ToolCallOptions): Promise<Done> {
   const input = processInput.parse(normalizeToolArgs('process', raw));
@@ -246,6 +249,15 @@ async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext,
     }
     case 'kill':
       return { result: await registry.kill(id, input.grace_ms !== undefined ? { graceMs: input.grace_ms } : {}), maxChars };
+    case 'signal':
+      if (input.signal === undefined) throw new ProcwardError('INVALID_ARGUMENT', 'signal needs signal (a name such as SIGINT)');
+      return { result: await registry.signal(id, input.signal), maxChars };
+    case 'screen': {
+      // Up to 512 × 256 cells: the rows as one text, within the budget like all output.
+      const { lines, ...screen } = await registry.screen(id);
+      const fitted = fitText(lines.join('\n'), maxChars, 0);
+      return { result: { ...screen, text: fitted.text, ...(fitted.omitted && { truncated: fitted.omitted }) }, maxChars };
+    }
     case 'write':
       if (input.data === undefined) throw new ProcwardError('INVALID_ARGUMENT', 'write needs data');
       return { result: await registry.write(id, input.data), maxChars };

@@ -23,8 +23,10 @@ const sessionId = z
 export const processInput = z
   .object({
     action: z
-      .enum(['list', 'poll', 'log', 'wait', 'kill', 'write', 'submit', 'close', 'notifications'])
-      .describe('What to do. notifications: the pending completion and watch events (every result also carries them).'),
+      .enum(['list', 'poll', 'log', 'wait', 'kill', 'signal', 'write', 'submit', 'close', 'screen', 'notifications'])
+      .describe(
+        'What to do. kill: end the whole process tree (SIGTERM, then SIGKILL after grace_ms); signal: send one signal to the job (no escalation); screen: what a pty session shows now; notifications: the pending completion and watch events (every result also carries them).',
+      ),
     session_id: sessionId.optional().describe('The session (every action but list).'),
     timeout_ms: z
       .number()
@@ -56,7 +58,18 @@ export const processInput = z
       .max(MAX_PAGE_BYTES)
       .optional()
       .describe('log: byte cap of the page (default 1048576, at most 4 MiB); lines that do not fit are left out (see showing), a longer line is cut with a marker.'),
-    grace_ms: z.number().int().min(0).max(3_600_000).optional().describe('kill: milliseconds between SIGTERM and SIGKILL (default 2000, at most an hour).'),
+    grace_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(3_600_000)
+      .optional()
+      .describe('kill: milliseconds between SIGTERM and SIGKILL (default 2000, at most an hour; 0: SIGKILL right after SIGTERM).'),
+    signal: z
+      .string()
+      .max(16)
+      .optional()
+      .describe('signal: the signal to send: SIGINT (Ctrl-C), SIGTERM, SIGHUP, SIGQUIT, SIGKILL, SIGUSR1, SIGUSR2, SIGALRM, SIGCONT, SIGSTOP, SIGTSTP or SIGWINCH.'),
     data: z.string().optional().describe('write: raw text to send to stdin.'),
     text: z.string().optional().describe('submit: a line to send to stdin, followed by Enter.'),
     acknowledge: z.boolean().optional().describe('poll: also consume the completion notification.'),
@@ -77,6 +90,13 @@ export const startInput = z
     stdin: z.boolean().optional().describe('Keep a stdin pipe open for write/submit/close.'),
     notify_on_complete: z.boolean().optional().describe('Queue a notification when the command ends.'),
     watch_patterns: z.array(z.string().min(1)).optional().describe('Regular expressions; a matching output line raises a notification.'),
+    timeout_ms: z
+      .number()
+      .int()
+      .min(1)
+      .max(2_147_483_647)
+      .optional()
+      .describe('Kill the whole process tree this many milliseconds after the start (its result then says deadline_exceeded: true). Default: no deadline.'),
     yield_ms: z
       .number()
       .int()
