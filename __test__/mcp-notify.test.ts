@@ -8,12 +8,12 @@ import { cleanupGroup, perTestRegistry, until } from './support.js';
 const ctx = perTestRegistry();
 
 describe('MCP logging', () => {
-  it('a completion and a watch hit go out as notifications/message, redacted, with snake_case data', async () => {
+  it('a completion and a watch hit go out as notifications/message, redacted, with snake_case data and control characters escaped', async () => {
     const token = 'sk-proj-' + 'Zq8rT2vX9wY4uP6sN1mK3jH5gF7dS0aLbCe';
     const c = await connectInMemory(ctx.registry);
     try {
       await c.client.setLoggingLevel('info');
-      const s = await c.call('process_start', { command: `echo "READY with ${token}"; exit 2`, notify_on_complete: true, watch_patterns: ['READY'] });
+      const s = await c.call('process_start', { command: `echo "READY with ${token}"; exit 2 # \u001b[2J\u0007`, notify_on_complete: true, watch_patterns: ['READY'] });
       cleanupGroup(s.json.pid);
       const id = s.json.session_id;
       await until(() => c.logs.some((l) => l.data?.type === 'completion' && l.data.session_id === id), 10_000, 'the completion message');
@@ -24,6 +24,8 @@ describe('MCP logging', () => {
       expect(watch).toMatchObject({ level: 'notice', data: { pattern: 'READY' } });
       expect(watch.data.line).toContain('READY with');
       expect(JSON.stringify(c.logs)).not.toContain(token);
+      // The command's terminal escape and bell never reach the client raw.
+      for (const l of [completion, watch]) expect(l.data.command).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
     } finally {
       await c.close();
     }

@@ -61,6 +61,23 @@ describe('MCP resources', () => {
     }
   });
 
+  it('commands with terminal escapes, C1 controls and line breaks are listed on one line, escaped', async () => {
+    const s = await ctx.start('echo hi # \u001b]0;title\u0007\u001b[2J\u009b31m\necho two');
+    await ctx.registry.wait(s.id, { timeoutMs: 10_000 });
+    const c = await connectInMemory(ctx.registry);
+    try {
+      const [r] = (await c.client.listResources()).resources;
+      for (const shown of [r!.title!, r!.description!]) {
+        expect(shown).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+        expect(shown).toContain('\\x1b[2J');
+        expect(shown).toContain('\\x9b31m');
+        expect(shown).toContain('\\x0aecho two');
+      }
+    } finally {
+      await c.close();
+    }
+  });
+
   it('bad URIs, unknown sessions and sessions of another task are the same not-found error', async () => {
     const other = await ctx.start('echo theirs', { taskId: 'task-b' });
     const mine = await ctx.start('echo mine', { taskId: 'task-a' });

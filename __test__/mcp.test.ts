@@ -13,7 +13,13 @@ describe('MCP tools', () => {
     const c = await connectInMemory(ctx.registry);
     try {
       expect(c.client.getServerCapabilities()).toMatchObject({ tools: {}, resources: { subscribe: true }, logging: {} });
-      expect(c.client.getInstructions()).toMatch(/process_start[\s\S]*process_read[\s\S]*process_control/);
+      const instructions = c.client.getInstructions()!;
+      expect(instructions).toMatch(/process_start[\s\S]*process_read[\s\S]*process_control/);
+      // Every snake_case argument the instructions name is one the tools take (or a result key).
+      const known = new Set(['session_id', 'process_running', ...toolDefinitions().flatMap((t) => Object.keys((t.input_schema as any).properties))]);
+      const named = instructions.match(/\b[a-z]+_[a-z_]+\b/g) ?? [];
+      expect(named.length).toBeGreaterThan(2);
+      expect(named.filter((w) => !known.has(w) && !w.startsWith('process_'))).toEqual([]);
       const { tools } = await c.client.listTools();
       expect(tools.map((t) => t.name)).toEqual(['process_start', 'process_read', 'process_control']);
       for (const t of tools) {

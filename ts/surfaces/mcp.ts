@@ -2,7 +2,8 @@
  * `procward mcp`: the LLM tools served with the official MCP TypeScript SDK, for any MCP
  * client. What a client gets (see the modules under `mcp/`):
  *
- * - `instructions`: how an agent uses the tools (start, read with a cursor, wait, kill).
+ * - `instructions` (`mcp/instructions.ts`): how an agent uses the tools (start, read with a
+ *   cursor, wait, kill).
  * - Tools (`mcp/tools.ts`): `process_start`, `process_read` (read-only actions) and
  *   `process_control` (kill and stdin), with titles, annotations, input and output
  *   schemas. Each call runs through the library's `handleToolCall` (same checks, scope,
@@ -22,20 +23,13 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { ProcessRegistry } from '../registry.js';
+import { mcpInstructions } from './mcp/instructions.js';
 import { serveLogging } from './mcp/logging.js';
 import { callProgress } from './mcp/progress.js';
 import { serveLogResources } from './mcp/resources.js';
 import { mcpTools, routeCall } from './mcp/tools.js';
 import { handleToolCall, type ToolContext, type ToolResult } from './tool.js';
 
-/** What the server tells the agent at initialization (MCP `instructions`). */
-export const MCP_INSTRUCTIONS = [
-  'procward runs shell commands in the background and tracks them as sessions (session_id: proc_ + 12 hex).',
-  '1. process_start runs a command and returns its session_id at once (long-running servers, builds, tests).',
-  '2. process_read: poll for status and recent output; log for output lines (pass back the cursor of the last result, when it has one, to get only new output); wait until the job ends (a result with process_running true means: call wait again); list your sessions; notifications for completion and watch-pattern events (tool results also carry pending events).',
-  '3. process_control: kill ends the whole process tree (SIGTERM, then SIGKILL after grace_ms); write/submit/close talk to stdin, for jobs started with stdin or pty.',
-  'Output is redacted (secrets masked) and cut to a budget; job logs are also resources (procward://sessions/<id>/log).',
-].join('\n');
 
 function toolResult(result: ToolResult): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown>, isError: 'error' in result };
@@ -50,7 +44,7 @@ function toolResult(result: ToolResult): CallToolResult {
 export function createMcpServer(registry: ProcessRegistry, version: string, context: ToolContext = {}): Server {
   const server = new Server(
     { name: 'procward', title: 'procward background processes', version },
-    { capabilities: { tools: {}, resources: { subscribe: true, listChanged: true }, logging: {} }, instructions: MCP_INSTRUCTIONS },
+    { capabilities: { tools: {}, resources: { subscribe: true, listChanged: true }, logging: {} }, instructions: mcpInstructions() },
   );
   const log = serveLogging(server, registry, context);
   const resources = serveLogResources(server, registry, context);

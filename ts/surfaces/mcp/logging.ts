@@ -8,6 +8,7 @@
  *   command, exit_code, signal, reason, output: its last 2000 characters, redacted).
  * - A watch hit (an output line matched one of the job's `watch_patterns`): level `notice`,
  *   `data` with session_id, pattern and the line (redacted, cut to 2000 characters).
+ *   Commands and lines have their control characters escaped (`text.ts`).
  * - At `debug`: each tool call's end (`call_end`: tool, action, whether the client
  *   cancelled it), so a client can see that a cancelled wait stopped on the server.
  *
@@ -22,15 +23,13 @@ import type { CompletionEvent, WatchEvent } from '../../policy/notifications.js'
 import type { ProcessRegistry } from '../../registry.js';
 import type { ToolContext } from '../tool.js';
 import { visibleSession } from './scope.js';
+import { oneLine } from './text.js';
 
 /** The level a client gets until it sets one. */
 export const DEFAULT_LOG_LEVEL: LoggingLevel = 'info';
 const LINE_CHARS = 2000;
 const LEVELS = LoggingLevelSchema.options;
-
-function cut(text: string): string {
-  return text.length > LINE_CHARS ? `${text.slice(0, LINE_CHARS)}… [${text.length - LINE_CHARS} characters cut]` : text;
-}
+const cut = (text: string) => oneLine(text, LINE_CHARS);
 
 /** The server's log: `send` filters by the client's level. */
 export interface McpLog {
@@ -79,7 +78,7 @@ export function serveLogging(server: Server, registry: ProcessRegistry, context:
         session_id: e.sessionId,
         ...(e.sessionKey !== undefined && { session_key: e.sessionKey }),
         command: cut(e.command),
-        pattern: e.pattern,
+        pattern: cut(e.pattern),
         line: cut(e.line),
         at: e.at,
       });

@@ -30,6 +30,7 @@ import type { ProcessRegistry } from '../../registry.js';
 import type { SessionSummary } from '../../types.js';
 import type { ToolContext } from '../tool.js';
 import { visibleSession, visibleSessions } from './scope.js';
+import { oneLine } from './text.js';
 
 export const LOG_URI_TEMPLATE = 'procward://sessions/{session_id}/log';
 /** Lines a resource read returns at most (the last ones). */
@@ -52,7 +53,7 @@ export function sessionOfUri(uri: string): string | null {
 }
 
 function notFound(uri: string): McpError {
-  const shown = uri.length > 200 ? `${uri.slice(0, 200)}…` : uri;
+  const shown = oneLine(uri, 200);
   return new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${JSON.stringify(shown)} (resources are procward://sessions/<session id>/log for the sessions resources/list gives)`, { uri: shown });
 }
 
@@ -100,8 +101,8 @@ export function serveLogResources(server: Server, registry: ProcessRegistry, con
       resources: page.map((s) => ({
         uri: logUri(s.id),
         name: s.id,
-        title: `${s.id}: ${s.command.length > 80 ? `${s.command.slice(0, 80)}…` : s.command}`,
-        description: `Output log of \`${s.command.length > 200 ? `${s.command.slice(0, 200)}…` : s.command}\` (${describe(s)}).`,
+        title: `${s.id}: ${oneLine(s.command, 80)}`,
+        description: `Output log of \`${oneLine(s.command, 200)}\` (${describe(s)}).`,
         mimeType: 'text/plain',
       })),
       ...(start + PAGE_SIZE < sessions.length && { nextCursor: String(start + PAGE_SIZE) }),
