@@ -3,7 +3,7 @@
 // subscriptions that announce new output and the job's end.
 import { describe, expect, it } from 'vitest';
 import { connectInMemory } from './mcp-support.js';
-import { perTestRegistry, until } from './support.js';
+import { cleanupGroup, perTestRegistry, until } from './support.js';
 
 const ctx = perTestRegistry();
 
@@ -27,6 +27,23 @@ describe('MCP resources', () => {
       expect(text).toContain('key ');
       expect(text).not.toContain(token);
       expect(resources[0]!.title).not.toContain(token);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('a job started through the server announces resources/list_changed, and its log is listed', async () => {
+    const c = await connectInMemory(ctx.registry);
+    try {
+      const s = await c.call('process_start', { command: 'echo listed' });
+      cleanupGroup(s.json.pid);
+      await until(() => c.listChanged.count > 0, 10_000, 'resources/list_changed');
+      expect((await c.client.listResources()).resources.map((r) => r.uri)).toContain(uriOf(s.json.session_id));
+      // A refused start changes nothing.
+      const before = c.listChanged.count;
+      expect((await c.call('process_start', { command: '' })).isError).toBe(true);
+      await c.call('process_read', { action: 'list' });
+      expect(c.listChanged.count).toBe(before);
     } finally {
       await c.close();
     }

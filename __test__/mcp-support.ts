@@ -3,7 +3,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { LoggingMessageNotificationSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { LoggingMessageNotificationSchema, ResourceListChangedNotificationSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createMcpServer, type ProcessRegistry } from '../dist/index.mjs';
 import { CLI } from './support.js';
 
@@ -13,6 +13,8 @@ export interface Connected {
   logs: { level: string; logger?: string; data: any }[];
   /** Every `notifications/resources/updated` URI the client got, in order. */
   updated: string[];
+  /** How many `notifications/resources/list_changed` the client got. */
+  listChanged: { count: number };
   /** Calls a tool; returns the parsed text content, the structured content and isError. */
   call(name: string, args: Record<string, unknown>): Promise<{ json: any; structured: any; isError: boolean }>;
   close(): Promise<void>;
@@ -21,6 +23,10 @@ export interface Connected {
 function wire(client: Client): Omit<Connected, 'close'> {
   const logs: Connected['logs'] = [];
   const updated: string[] = [];
+  const listChanged = { count: 0 };
+  client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
+    listChanged.count += 1;
+  });
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
     logs.push(n.params as Connected['logs'][number]);
   });
@@ -32,7 +38,7 @@ function wire(client: Client): Omit<Connected, 'close'> {
     const text = (r.content as { type: string; text: string }[])[0]!.text;
     return { json: JSON.parse(text), structured: r.structuredContent, isError: r.isError === true };
   };
-  return { client, logs, updated, call };
+  return { client, logs, updated, listChanged, call };
 }
 
 /** A client talking to `createMcpServer(registry, '0.0.0-test', context)` in memory. */

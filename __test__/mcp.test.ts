@@ -127,6 +127,17 @@ describe('MCP tools', () => {
     }
   });
 
+  it('closing the server removes its registry listeners and leaves the registry open', async () => {
+    const before = [ctx.registry.listenerCount('completion'), ctx.registry.listenerCount('watch')];
+    const c = await connectInMemory(ctx.registry);
+    const s = await ctx.start('sleep 30');
+    await c.client.subscribeResource({ uri: `procward://sessions/${s.id}/log` });
+    expect(ctx.registry.listenerCount('completion')).toBe(before[0]! + 1);
+    await c.close();
+    expect([ctx.registry.listenerCount('completion'), ctx.registry.listenerCount('watch')]).toEqual(before);
+    expect((await ctx.registry.poll(s.id)).status).toBe('running');
+  });
+
   it('procward mcp on stdio: a real client starts a job, waits, reads the log, kills a running one', async () => {
     const c = await connectStdio(tempDir());
     try {
