@@ -90,6 +90,8 @@ describe('sandbox sessions: failure modes', () => {
     const r = await ProcessRegistry.open({ sandbox: { pollIntervalMs: 5000 } });
     const s = await r.spawn('sleep 300', { environment: localShell({ tmpDir: tempDir() }) });
     await new Promise((res) => setTimeout(res, 300));
+    // A null PID would make this kill(0): the test's own process group.
+    expect(s.pid).toBeGreaterThan(1);
     process.kill(-(s.pid as number), 'SIGKILL');
     await until(() => !isAlive(s.pid as number), 3000, 'death');
     const k = await r.kill(s.id, { graceMs: 200 });

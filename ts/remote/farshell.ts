@@ -1,0 +1,178 @@
+/**
+ * Shell fragments the sandbox scripts run on the far side (POSIX `sh`: dash, bash, BusyBox
+ * ash). Everything that decides which far-side process is whose lives here: a process is
+ * known by its PID *and* its start time (field 22 of `/proc/<pid>/stat`, clock ticks since
+ * the far side's boot), read again right before each signal, so a reused PID is never
+ * signalled. Without `/proc` (a non-Linux far side) the fragments fall back to `ps` and
+ * say so where it matters.
+ */
+
+/** Single-quotes a value for a POSIX shell. */
+export function shq(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Shell that sets `D` to the far-side directory `dir`, each `%i` replaced by the far side's `id -u`. */
+export function farDir(dir: string): string {
+  return [`D=${shq(dir)}`, 'while :; do case "$D" in *%i*) D="${D%%%i*}$(id -u)${D#*%i}";; *) break;; esac; done'].join('\n');
+}
+
+/**
+ * `pstat PID`: reads `/proc/PID/stat` (the text after the last `)`, since the command name
+ * may hold spaces and parentheses) into ST (state), PP (ppid), SI (session), T (start time,
+ * field 22) and X (exit code, field 52: the raw wait status of a zombie, Linux 3.5+; empty
+ * when the kernel does not show it). Fails when the process is gone or unreadable.
+ */
+export const PSTAT = [
+  'pstat() {',
+  '  L=; { read -r L < "/proc/$1/stat"; } 2>/dev/null || return 1',
+  '  L=${L##*") "}',
+  '  set -f; set -- $L; set +f',
+  '  [ $# -ge 20 ] || return 1',
+  '  ST=$1 PP=$2 SI=$4 X=',
+  '  shift 19; T=$1',
+  '  [ $# -ge 31 ] && { shift 30; X=$1; }',
+  '  return 0',
+  '}',
+].join('\n');
+
+/**
+ * `snap`: one line `pid ppid session start state` per process of the far side, from /proc.
+ * `own P S`: the processes of the job whose wrapper is PID P started at S, each as `pid
+ * start` (zombies left out: they are dead): P itself while it is that wrapper, its
+ * descendants by parent PID (a "child" that started before its parent is not one: the PID
+ * was reused), and the members of session P. Session P is the job's while P is its wrapper
+ * or while no process P exists (a PID is not handed out again while a session still bears
+ * its number); when P is someone else, nothing but the extra roots is the job's.
+ * Extra roots (`pid:start` words after S) are walked as well: members the first snapshot
+ * found, whose parent may have died since.
+ */
+export const OWN = [
+  PSTAT,
+  'snap() { for f in /proc/[0-9]*/stat; do p=${f#/proc/}; p=${p%/stat}; pstat "$p" && echo "$p $PP $SI $T $ST"; done; }',
+  'own() {',
+  '  snap | awk -v roots="$*" \'',
+  '    { pp[$1] = $2; sid[$1] = $3; st[$1] = $4; state[$1] = $5 }',
+  '    END {',
+  '      n = split(roots, r, " "); P = r[1]; S = r[2]',
+  '      if (P in st) { if (st[P] == S) { mark[P] = 1; session = 1 } } else session = 1',
+  '      for (i = 3; i <= n; i++) { split(r[i], q, ":"); if ((q[1] in st) && st[q[1]] == q[2]) mark[q[1]] = 1 }',
+  '      if (session) for (p in sid) if (sid[p] == P) mark[p] = 1',
+  '      do { changed = 0',
+  '        for (p in pp) if (!(p in mark) && (pp[p] in mark) && st[p] + 0 >= st[pp[p]] + 0) { mark[p] = 1; changed = 1 }',
+  '      } while (changed)',
+  '      for (p in mark) if (state[p] != "Z" && p + 0 > 1) print p, st[p]',
+  '    }\'',
+  '}',
+].join('\n');
+
+/**
+ * `sigeach SIG`: sends SIG to each `pid start` line on stdin whose process is still the one
+ * of that start time and not a zombie, never to PID 1 or below, to this script or its parent.
+ */
+export const SIGEACH = [
+  'sigeach() {',
+  '  while read -r p s; do',
+  '    case "$p" in ""|*[!0-9]*) continue;; esac',
+  '    [ "$p" -gt 1 ] && [ "$p" != $$ ] && [ "$p" != "$PPID" ] || continue',
+  '    pstat "$p" && [ "$T" = "$s" ] && [ "$ST" != Z ] && kill -"$1" "$p" 2>/dev/null',
+  '  done',
+  '  return 0',
+  '}',
+  // `alive`: the `pid start` lines on stdin whose process still runs (same start time, not a zombie).
+  'alive() { while read -r p s; do pstat "$p" && [ "$T" = "$s" ] && [ "$ST" != Z ] && echo "$p $s"; done; return 0; }',
+].join('\n');
+
+/**
+ * Sets `A` to `alive` when PID `$P` is this session's wrapper, else `dead`. With /proc and a
+ * recorded start time (`$D/start`), by identity; otherwise by its command line naming `$D`.
+ */
+export const WRAPPER_ALIVE = [
+  PSTAT,
+  'PS=$(cat "$D/start" 2>/dev/null || true)',
+  'A=dead',
+  'if [ -n "$P" ] && [ -n "$PS" ] && [ -d /proc/1 ]; then',
+  '  pstat "$P" && [ "$T" = "$PS" ] && [ "$ST" != Z ] && A=alive',
+  'elif [ -n "$P" ]; then',
+  '  ps -o args= -p "$P" 2>/dev/null | grep -qF -- "$D" && A=alive',
+  'fi',
+].join('\n');
+
+/**
+ * Shell that creates the session directory `$D` and its base `${D%/*}` only where no other
+ * far-side user can reach them. The base (default `/tmp/procward-sandbox-<uid>`, below a
+ * world-writable /tmp) may have been created first by someone else, who could then swap the
+ * session directory for one that names any file as its log: so the base must be a real
+ * directory (not a symlink) owned by this user and writable by no one else, created 0700
+ * when missing; the session directory is new (or this user's own). Otherwise the launch
+ * fails with exit status 126 and says why.
+ */
+export const SAFE_DIRS = [
+  'umask 077',
+  'B=${D%/*}',
+  'refuse() { echo "procward: refusing to launch: $1" >&2; exit 126; }',
+  '[ -L "$B" ] && refuse "sandbox base $B is a symlink"',
+  '[ -e "$B" ] || mkdir -p -m 700 "$B" || refuse "cannot create sandbox base $B"',
+  '[ ! -L "$B" ] && [ -d "$B" ] || refuse "sandbox base $B is not a directory"',
+  '[ -O "$B" ] || refuse "sandbox base $B is not owned by $(id -un) (uid $(id -u))"',
+  'case $(ls -ld "$B") in ?????w*|????????w*) refuse "sandbox base $B is writable by its group or by others";; esac',
+  'if ! mkdir -m 700 "$D" 2>/dev/null; then [ ! -L "$D" ] && [ -d "$D" ] && [ -O "$D" ] || refuse "session directory $D exists and is not this user\'s own"; fi',
+].join('\n');
+
+/**
+ * The wrapper `sh -c` runs with the session directory as `$1`. It starts the command (with
+ * bash when the far side has it) in the background, output to the log, and records its
+ * status in the exit file: the code, or `signal:NAME` when the job died of a signal (the far
+ * side's name for it, from `kill -l`).
+ *
+ * A shell's `$?` says 128+N both for a job killed by signal N and for one that ran
+ * `exit 128+N`, so a watcher polls the job's /proc entry until it is a zombie and reads its
+ * raw wait status (field 52) before the wrapper reaps it. The wrapper must not reap it
+ * first: a shell reaps every ended child at the next command it runs. So the job is held at
+ * a gate (a FIFO read) until the wrapper blocks reading another FIFO, the watcher opens the
+ * gate, and the wrapper reads on only once the watcher has the status. The watcher backs off
+ * from 20 ms to 1 s. Without /proc or `mkfifo`, or under a shell that reaps children as they
+ * end (bash as `sh`), the shell's status is recorded as the code.
+ */
+export const WRAPPER = [
+  'D=$1',
+  PSTAT,
+  'cd "$(cat "$D/cwd")" 2>/dev/null || cd',
+  '. "$D/env"',
+  'SH=sh; command -v bash >/dev/null 2>&1 && SH=bash',
+  'F=; rm -f "$D/go" "$D/gate" "$D/wstatus"',
+  '[ -d /proc/1 ] && mkfifo -m 600 "$D/go" "$D/gate" 2>/dev/null && exec 9<> "$D/go" 8<> "$D/gate" && F=1',
+  'rm -f "$D/go" "$D/gate"',
+  'if [ -z "$F" ]; then',
+  '  $SH "$D/cmd" > "$D/output.log" 2>&1 < /dev/null &',
+  '  C=$!; pstat "$C" && echo "$C $T" > "$D/job"',
+  '  wait "$C"; R=$?',
+  'else',
+  '  { read -r _ <&8; exec $SH "$D/cmd" > "$D/output.log" 2>&1 < /dev/null 8>&- 9>&-; } &',
+  '  C=$!; pstat "$C" && echo "$C $T" > "$D/job"',
+  '  (',
+  // The gate opens once the wrapper sleeps in its read (or after about 2 s regardless).
+  '    i=0; while [ $i -lt 200 ] && pstat $$ && [ "$ST" != S ]; do sleep 0.01 2>/dev/null || sleep 1; i=$((i+1)); done',
+  '    echo go >&8',
+  '    Z=0.02',
+  '    while pstat "$C" && [ "$ST" != Z ]; do',
+  '      sleep $Z 2>/dev/null || sleep 1',
+  '      case $Z in 0.02) Z=0.05;; 0.05) Z=0.1;; 0.1) Z=0.2;; 0.2) Z=0.5;; *) Z=1;; esac',
+  '    done',
+  '    [ "$ST" = Z ] && echo "$X" > "$D/wstatus"',
+  '    echo go >&9',
+  '  ) > /dev/null 2>&1 &',
+  // A SIGCHLD interrupts the read on some shells: read again.
+  '  until { read -r _ <&9; } 2>/dev/null; do :; done',
+  '  exec 8>&- 9>&-',
+  '  wait "$C"; S=$?',
+  '  R=$S',
+  '  W=$(cat "$D/wstatus" 2>/dev/null || true)',
+  '  case "$W" in ""|*[!0-9]*) ;; *)',
+  '    N=$((W & 127))',
+  '    if [ "$N" -ne 0 ] && [ "$N" -ne 127 ] && [ "$S" -eq $((128 + N)) ]; then R="signal:$(kill -l "$N" 2>/dev/null || echo "$N")"; fi',
+  '  esac',
+  '  rm -f "$D/wstatus"',
+  'fi',
+  'echo "$R" > "$D/exit.tmp"; mv "$D/exit.tmp" "$D/exit"',
+].join('\n');

@@ -1,0 +1,193 @@
+/**
+ * The poller of a sandbox session: it reads the far-side log from a byte offset (never the
+ * whole file again), keeps UTF-8 sequences whole across reads, notices the end through the
+ * exit file, and backs off while the environment is slow or unreachable; the session is
+ * reported lost only after a deadline, or at once when the environment says the far side is
+ * gone for good (a container stopped or removed).
+ *
+ * A log replaced on the far side (a new inode, fewer bytes than were read, or other bytes
+ * just before the offset) is read again from its start, after a line saying so: it is never
+ * read on from the old offset. After the end the poller keeps reading the log while any of
+ * the job's processes still run there (a background grandchild may write after the job
+ * ended), at a slower pace, and stops once none is left.
+ */
+import { StringDecoder } from 'node:string_decoder';
+import type { ExecutionEnvironment } from './environments.js';
+import { CHECK_BYTES, type PollChunk, pollOnce } from './farpoll.js';
+
+/** Callbacks of a {@link SandboxPoller}. */
+export interface PollerEvents {
+  /** Output, in order; after `exit` only what the job's remaining processes wrote late. */
+  output(text: string): void;
+  /** The wrapper's PID, when the poller learned it from the pid file. */
+  pid?(pid: number): void;
+  /** The job ended: its exit code, or (exit code null) the name of the signal that ended it; both null when the exit file said neither. */
+  exit(code: number | null, signal: string | null): void;
+  /** The environment stayed unreachable past the deadline, or is gone for good. */
+  lost(reason: string): void;
+}
+
+/** Follows one sandbox session (see the module docs). */
+export class SandboxPoller {
+  private offset = 0;
+  private decoder = new StringDecoder('utf8');
+  /** The last bytes read (up to CHECK_BYTES), compared with the far side's at each poll. */
+  private lastBytes = Buffer.alloc(0);
+  private inode: string | null = null;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private failingSince: number | null = null;
+  private lastAttempt = 0;
+  private deadPolls = 0;
+  private knownPid: number | null = null;
+  private delay: number;
+  /** The end was reported; the poller now follows late output only. */
+  private ended = false;
+  private readonly startedAt = Date.now();
+  private running: Promise<void> | null = null;
+
+  constructor(
+    private readonly env: ExecutionEnvironment,
+    private readonly dir: string,
+    private readonly events: PollerEvents,
+    private readonly opts: { intervalMs?: number; maxIntervalMs?: number; lostAfterMs?: number } = {},
+  ) {
+    this.delay = opts.intervalMs ?? 200;
+  }
+
+  /** Bytes of the remote log read so far. */
+  get bytesRead(): number {
+    return this.offset;
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.tick(), ms);
+    this.timer.unref();
+  }
+
+  /** One poll now (also used by `wait` to notice the end without waiting for the timer). */
+  tick(): Promise<void> {
+    // While the environment is failing, waiters do not get to shorten the backoff.
+    if (this.failingSince !== null && Date.now() - this.lastAttempt < this.delay) return this.running ?? Promise.resolve();
+    this.running ??= this.pollNow().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async pollNow(): Promise<void> {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    let chunk: PollChunk;
+    this.lastAttempt = Date.now();
+    try {
+      chunk = await pollOnce(this.env, this.dir, this.offset, { late: this.ended });
+    } catch (err) {
+      await this.failed(err as Error);
+      return;
+    }
+    if (this.stopped) return;
+    this.failingSince = null;
+    if (!this.ended) this.delay = this.opts.intervalMs ?? 200;
+    if (chunk.pid !== null && chunk.pid !== this.knownPid) {
+      this.knownPid = chunk.pid;
+      this.events.pid?.(chunk.pid);
+    }
+    if (this.replaced(chunk)) {
+      this.offset = 0;
+      this.lastBytes = Buffer.alloc(0);
+      this.inode = chunk.inode;
+      const rest = this.decoder.end();
+      this.decoder = new StringDecoder('utf8');
+      this.events.output(`${rest}\n[procward: the log on the far side was replaced; reading it again from its start]\n`);
+      this.schedule(0);
+      return;
+    }
+    this.inode = chunk.inode ?? this.inode;
+    if (chunk.data.length > 0) {
+      this.offset += chunk.data.length;
+      this.lastBytes = Buffer.concat([this.lastBytes, chunk.data.subarray(-CHECK_BYTES)]).subarray(-CHECK_BYTES);
+      const text = this.decoder.write(chunk.data);
+      if (text) this.events.output(text);
+    }
+    if (this.offset < chunk.size) {
+      this.schedule(0);
+      return;
+    }
+    if (this.ended) {
+      // Following late output: done once none of the job's processes is left.
+      if (chunk.lingering === 0) return this.finishLate();
+      this.delay = Math.min(this.delay * 2, this.opts.maxIntervalMs ?? 5000);
+      this.schedule(this.delay);
+      return;
+    }
+    if (chunk.exited) {
+      this.ended = true;
+      // An exit file that says neither a code nor a signal: the end is known, its status not.
+      this.events.exit(chunk.exit?.exitCode ?? null, chunk.exit?.signal ?? null);
+      // One more look, which counts the processes the job left running.
+      this.schedule(this.delay);
+      return;
+    }
+    // No exit file and no wrapper (killed with its job, or its directory removed): after a
+    // second look, the session ended without a status.
+    if (!chunk.wrapperAlive && (chunk.pid !== null || Date.now() - this.startedAt > (this.opts.lostAfterMs ?? 60_000))) {
+      if (++this.deadPolls >= 2) {
+        this.stop();
+        this.events.lost(chunk.pid === null ? 'the job never started on the far side' : 'the job ended on the far side without an exit status');
+        return;
+      }
+    } else {
+      this.deadPolls = 0;
+    }
+    this.schedule(this.delay);
+  }
+
+  /** A log replaced since the last read: a new inode, fewer bytes than read, or other bytes before the offset. */
+  private replaced(chunk: PollChunk): boolean {
+    if (chunk.size < this.offset) return true;
+    if (this.inode !== null && chunk.inode !== null && chunk.inode !== this.inode) return true;
+    const mine = this.lastBytes.subarray(this.lastBytes.length - Math.min(this.lastBytes.length, chunk.before.length));
+    return chunk.before.length !== Math.min(this.offset, CHECK_BYTES) || !chunk.before.equals(mine);
+  }
+
+  private finishLate(): void {
+    const rest = this.decoder.end();
+    if (rest) this.events.output(rest);
+    this.stop();
+  }
+
+  private async failed(err: Error): Promise<void> {
+    const now = Date.now();
+    if (this.ended) {
+      // Late output is best effort: a far side that went away has nothing more to say.
+      this.finishLate();
+      return;
+    }
+    const gone = await this.env.goneReason?.().catch(() => null);
+    if (this.stopped) return;
+    if (gone) {
+      this.stop();
+      this.events.lost(gone);
+      return;
+    }
+    this.failingSince ??= now;
+    if (now - this.failingSince > (this.opts.lostAfterMs ?? 60_000)) {
+      this.stop();
+      this.events.lost(`environment unreachable for ${Math.round((now - this.failingSince) / 1000)} s: ${err.message}`);
+      return;
+    }
+    this.delay = Math.min(this.delay * 2, this.opts.maxIntervalMs ?? 5000);
+    this.schedule(this.delay);
+  }
+}
