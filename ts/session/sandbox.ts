@@ -79,10 +79,10 @@ export class SandboxSession extends BaseSession {
           live.tail.append(text);
           host.watch(live, text);
         },
-        exit: (code) => {
+        exit: (code, signal) => {
           // During a kill the kill decides whether this end is `killed` (see kill).
-          if (live.killsInFlight > 0) live.pendingExit = { exitCode: code, signal: null };
-          else this.endFromExit({ exitCode: code, signal: null });
+          if (live.killsInFlight > 0) live.pendingExit = { exitCode: code, signal };
+          else this.endFromExit({ exitCode: code, signal });
         },
         lost: (reason) => {
           // A kill (in flight, or done and about to record its end) makes the wrapper vanish
