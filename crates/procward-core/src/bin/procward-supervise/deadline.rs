@@ -9,8 +9,9 @@
 //!   every survivor gets SIGKILL. The supervisor's own group is never signalled: it is the
 //!   supervisor's (it would be refused by the kill guard, which spares its caller's group).
 //!   Runs on a thread of its own, so the copy loop keeps copying the job's last output.
-//! - Windows: the job's Job Object is terminated (exit code 1); a console event to a
-//!   job started with a hidden console of its own reaches nothing more gracefully there.
+//! - Windows: Ctrl-Break to the job's process group (it has a hidden console of its own),
+//!   sent by a copy of the supervisor (`--ctrl-break`, see `ctrlbreak`), then, after the
+//!   grace period, the job's Job Object is terminated (exit code 1).
 //!
 //! The exit file then says `"timedOut":true` (see `ended`).
 
@@ -67,6 +68,24 @@ pub fn kill_descendants(grace: Duration) {
       signal_tree(libc::SIGKILL, &first);
     }
   });
+}
+
+/// Windows: the deadline's graceful step, Ctrl-Break to the job's process group, sent by a
+/// copy of ourselves that attaches to the job's console (we have none), detached from us.
+/// Best effort: the forceful step follows anyway.
+#[cfg(windows)]
+pub fn ctrl_break(job_pid: u32) {
+  use std::os::windows::process::CommandExt;
+  use windows_sys::Win32::System::Threading::{CREATE_NEW_PROCESS_GROUP, DETACHED_PROCESS};
+  let Ok(exe) = std::env::current_exe() else { return };
+  let _ = std::process::Command::new(exe)
+    .arg("--ctrl-break")
+    .arg(format!("{job_pid}@{job_pid}"))
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP)
+    .spawn();
 }
 
 /// Sends `sig` to every live descendant of ours (and to the still-current members of

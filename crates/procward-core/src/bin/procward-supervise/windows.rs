@@ -89,15 +89,15 @@ pub fn main() {
     }
   };
   // Written once the job runs, naming it (see the module docs).
-  let with_job = files::with_job(identity.as_deref(), launched.pid, launched.start_time);
+  let with_job = files::with_job(identity.as_deref(), launched.pid as u32, launched.start_time);
   if let Err(note) = files::record_identity(&args.exit, with_job.as_deref()) {
     notes.push(note);
   }
-  let Launched { process, job, output, .. } = launched;
+  let Launched { process, job, output, pid, .. } = launched;
   let pipe = OverlappedPipe::new(output, CHUNK).map_err(|e| notes.push(format!("cannot read the job's output: {e}"))).ok();
   let out = Output::new(&args, notes);
   let deadline = args.timeout.map(|after| crate::deadline::Deadline::new(after, args.timeout_grace));
-  std::process::exit(run(&args, Job { process, job, pipe }, stdin_pipe, out, deadline))
+  std::process::exit(run(&args, Job { pid: pid as u32, process, job, pipe }, stdin_pipe, out, deadline))
 }
 
 /// The Job Object `Local\procward-job-<our pid>-<our start time>`, with us in it: every
@@ -127,6 +127,8 @@ fn job_options(args: &Args) -> Result<SpawnOptions, String> {
 
 /// What the copy loop holds of the running job.
 struct Job {
+  /// The job's process id, also its process group's (for the deadline's Ctrl-Break).
+  pid: u32,
   process: OwnedHandle,
   /// Held until no process is left in it (see the module docs).
   job: JobObject,
@@ -137,10 +139,13 @@ struct Job {
 /// Runs until the job has ended, its exit file is written, the output pipe is closed by its
 /// last holder and no process is left in the job. Returns the supervisor's exit code: 0, or
 /// 70 when the exit file could not be written because the session directory is gone.
-/// A `deadline` that falls first terminates the job's Job Object (see `deadline`).
+/// A `deadline` that falls first sends the job's group Ctrl-Break and terminates its Job
+/// Object after the grace period (see `deadline`).
 fn run(args: &Args, running: Job, stdin: Option<StdinPipe>, mut out: Output, mut deadline: Option<crate::deadline::Deadline>) -> i32 {
-  let Job { process, job, mut pipe } = running;
+  let Job { pid: job_pid, process, job, mut pipe } = running;
   let mut end = End::default();
+  // When the deadline's forceful step is due (its grace period after the Ctrl-Break).
+  let mut terminate_at: Option<std::time::Instant> = None;
   loop {
     if let Some(p) = &mut pipe {
       if p.start().is_err() {
@@ -155,6 +160,8 @@ fn run(args: &Args, running: Job, stdin: Option<StdinPipe>, mut out: Output, mut
       handles.push(process.as_raw_handle());
     }
     let due = deadline.as_ref().filter(|_| !end.known()).and_then(crate::deadline::Deadline::left);
+    let due =
+      crate::deadline::sooner(due, terminate_at.filter(|_| !end.known()).map(|t| t.saturating_duration_since(std::time::Instant::now())));
     let wait = match crate::deadline::sooner(end.left(), due) {
       Some(left) => left.as_millis().saturating_add(1).min(u128::from(INFINITE - 1)) as u32,
       None if end.written() && pipe.is_none() => {
@@ -174,6 +181,15 @@ fn run(args: &Args, running: Job, stdin: Option<StdinPipe>, mut out: Output, mut
     if let Some(d) = deadline.as_mut().filter(|_| !end.known()) {
       if d.due() {
         end.timed_out();
+        if !d.grace.is_zero() {
+          crate::deadline::ctrl_break(job_pid);
+        }
+        terminate_at = Some(std::time::Instant::now() + d.grace);
+      }
+    }
+    if terminate_at.is_some_and(|t| std::time::Instant::now() >= t) {
+      terminate_at = None;
+      if !end.known() {
         unsafe { windows_sys::Win32::System::JobObjects::TerminateJobObject(job.handle().as_raw_handle() as HANDLE, 1) };
       }
     }
