@@ -146,6 +146,20 @@ describe('scope', () => {
   }, 20_000);
 });
 
+describe('list within the budget', () => {
+  it('a long list keeps the newest sessions that fit max_chars and says how many older ones it left out', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) ids.push((await started(`exit ${i}`)).session_id);
+    const listed = await call('process', { action: 'list', max_chars: 1000 });
+    const shown = listed.sessions.map((x: Result) => x.session_id);
+    expect(shown.length).toBeGreaterThan(0);
+    expect(shown).toEqual(ids.slice(ids.length - shown.length));
+    expect(listed.sessions_omitted).toBe(12 - shown.length);
+    expect(JSON.stringify(listed.sessions).length).toBeLessThanOrEqual(1000);
+    expect((await call('process', { action: 'list' })).sessions).toHaveLength(12);
+  }, 30_000);
+});
+
 describe('start deadlines, signals, screens and model-written env', () => {
   it('timeout_ms on start tree-kills the job after that long and its result says deadline_exceeded', async () => {
     const s = await started('sleep 60 & sleep 60', {}, { timeout_ms: 300 });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { handleToolCall, type ProcessRegistry } from '../dist/index.mjs';
-import { perTestRegistry, tempDir, until } from './support.js';
+import { cleanupGroup, perTestRegistry, tempDir, until } from './support.js';
 
 // Big enough to hold a 3 MB line and 200 000 lines in memory.
 const ctx = perTestRegistry({ maxOutputChars: 8_000_000, maxTotalOutputChars: 40_000_000 });
@@ -131,6 +131,35 @@ describe('cursors', () => {
     // A pipe does not echo the answer: the prompt's line grew, and comes back whole.
     expect(next.output).toBe('Password: got hunter2-not-a-secret');
     await call('process', { action: 'kill', session_id: s.session_id, grace_ms: 100 });
+  }, 30_000);
+
+  it('in a small in-memory tail, a cursor follows its line when the front is dropped, and says so when its line itself was dropped', async () => {
+    const { ProcessRegistry } = await import('../dist/index.mjs');
+    const r = await ProcessRegistry.open({ maxOutputChars: 4096 });
+    try {
+      const s = await call('process_start', { command: 'seq 1 500; read a; seq 501 1000; read b; seq 1001 3000; sleep 30', stdin: true }, r);
+      cleanupGroup(s.pid);
+      const lastIs = (n: number) => until(async () => (await call('process', { action: 'log', session_id: s.session_id, limit: 1 }, r)).text === String(n), 10_000, `line ${n}`);
+      await lastIs(500);
+      const head = await call('process', { action: 'log', session_id: s.session_id, offset: 0, limit: 500 }, r);
+      expect(head.text.split('\n')).toHaveLength(500);
+      await call('process', { action: 'submit', session_id: s.session_id, text: '' }, r);
+      await lastIs(1000);
+      // About 4.4 KB were written: the front moved, line 500 is still held.
+      const next = await call('process', { action: 'log', session_id: s.session_id, cursor: head.cursor }, r);
+      expect(next.text.split('\n')).toEqual(Array.from({ length: 500 }, (_, i) => String(501 + i)));
+      expect(next.note).toBeUndefined();
+      await call('process', { action: 'submit', session_id: s.session_id, text: '' }, r);
+      await lastIs(3000);
+      const after = await call('process', { action: 'log', session_id: s.session_id, cursor: next.cursor }, r);
+      expect(after.note).toContain('dropped by the in-memory cap');
+      const numbers = after.text.split('\n').map(Number);
+      expect(numbers[0]).toBeGreaterThan(1000);
+      expect(numbers.at(-1)).toBe(3000);
+      await call('process', { action: 'kill', session_id: s.session_id, grace_ms: 0 }, r);
+    } finally {
+      await r.close();
+    }
   }, 30_000);
 
   it('a forged, cut or other-session cursor is a clear INVALID_ARGUMENT', async () => {

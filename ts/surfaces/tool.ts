@@ -26,7 +26,7 @@ import { processInput, startInput } from './toolschema.js';
 export { openAiTools, type ToolDefinition, toolDefinitions } from './toolschema.js';
 import type { ProcessRegistry } from '../registry.js';
 import type { SessionSummary } from '../types.js';
-import { DEFAULT_MAX_CHARS, fitText } from './toolbudget.js';
+import { DEFAULT_MAX_CHARS, fitText, newestFitting } from './toolbudget.js';
 import { compileFilter } from './toolfilter.js';
 import { type ToolEvent, takeNotifications } from './toolnotify.js';
 import { readOutput, type ToolOutput } from './tooloutput.js';
@@ -202,8 +202,11 @@ async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext,
   if (input.action === 'list') {
     const taskId = ctx.taskId ?? input.task_id;
     const sessionKey = ctx.sessionKey ?? input.session_key;
-    const sessions: SessionSummary[] = await registry.list({ ...(taskId !== undefined && { taskId }), ...(sessionKey !== undefined && { sessionKey }) });
-    return { result: { sessions }, maxChars };
+    const all: SessionSummary[] = await registry.list({ ...(taskId !== undefined && { taskId }), ...(sessionKey !== undefined && { sessionKey }) });
+    // The newest sessions that fit the budget (snake_case adds an underscore to at most 20 keys).
+    const { kept, omitted } = newestFitting(all, maxChars, 20);
+    const note = omitted > 0 ? `${omitted} older sessions left out to fit max_chars; ${all.length - omitted} newest shown` : undefined;
+    return { result: { sessions: kept, ...(omitted > 0 && { sessionsOmitted: omitted, note }) }, maxChars };
   }
   if (input.action === 'notifications') {
     const { events, pending } = await takeNotifications(registry, await ToolScope.of(registry, ctx), maxChars);

@@ -100,3 +100,20 @@ export function fittingRows(rows: string[], maxChars: number): number {
   }
   return rows.length;
 }
+
+/**
+ * The last of `items` whose JSON fits `maxChars` together (`slack` characters added per
+ * item for what the caller adds to each, such as snake_case underscores), and how many
+ * earlier ones were left out.
+ */
+export function newestFitting<T>(items: T[], maxChars: number, slack = 0): { kept: T[]; omitted: number } {
+  let used = 0;
+  let from = items.length;
+  while (from > 0) {
+    const size = JSON.stringify(items[from - 1]).length + slack + 1;
+    if (used + size > maxChars) break;
+    used += size;
+    from--;
+  }
+  return { kept: items.slice(from), omitted: from };
+}

@@ -47,7 +47,7 @@ export const processInput = z
       .min(1)
       .max(512)
       .optional()
-      .describe('log (and poll/wait with a cursor): only output lines matching this regular expression (Rust regex syntax, linear time: no look-around or backreferences), each led by its line number.'),
+      .describe('log (and poll/wait with a cursor): only output lines matching this regular expression (Rust regex syntax, linear time: no look-around or backreferences; each line is matched on its first 64 KiB), each led by its line number.'),
     max_chars: maxChars.optional(),
     offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional().describe('log: first line, 0-based: 0 is the first line (default: the last `limit` lines).'),
     limit: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional().describe('log: number of lines (default 200).'),
