@@ -75,6 +75,10 @@ describe('MCP tools', () => {
       const none = await c.call('process_control', { session_id: s.id });
       expect(none.json.error.message).toMatch(/no action/);
       expect((await c.call('no_such_tool', {})).json.error.code).toBe('UNKNOWN_TOOL');
+      // The library's single tool is not served: its destructive actions would pass as read-only ones.
+      const old = await c.call('process', { action: 'kill', session_id: s.id });
+      expect(old.json.error).toMatchObject({ code: 'UNKNOWN_TOOL' });
+      expect(old.json.error.message).toContain('process_control');
       expect(isAlive(s.pid!)).toBe(true);
       expect((await ctx.registry.poll(s.id)).status).toBe('running');
     } finally {

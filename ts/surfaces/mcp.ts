@@ -30,7 +30,6 @@ import { serveLogResources } from './mcp/resources.js';
 import { mcpTools, routeCall } from './mcp/tools.js';
 import { handleToolCall, type ToolContext, type ToolResult } from './tool.js';
 
-
 function toolResult(result: ToolResult): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown>, isError: 'error' in result };
 }
@@ -53,7 +52,7 @@ export function createMcpServer(registry: ProcessRegistry, version: string, cont
     const { name } = request.params;
     const args = request.params.arguments ?? {};
     const route = routeCall(name, args);
-    if ('error' in route) return toolResult({ error: { code: name.startsWith('process') ? 'INVALID_ARGUMENT' : 'UNKNOWN_TOOL', message: route.error } });
+    if ('error' in route) return toolResult({ error: { code: route.code, message: route.error } });
     const progress = callProgress(extra, route.action ? `${name} ${route.action}` : name);
     try {
       const result = await handleToolCall(registry, route.tool, args, context, {

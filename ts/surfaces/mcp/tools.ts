@@ -138,10 +138,13 @@ export function mcpTools(): McpTool[] {
  * error message for a call this server does not run (unknown tool, an action of the other
  * tool), so a read-only tool can never kill.
  */
-export function routeCall(name: string, args: unknown): { tool: 'process_start' | 'process'; action?: string } | { error: string } {
+export function routeCall(
+  name: string,
+  args: unknown,
+): { tool: 'process_start' | 'process'; action?: string } | { code: 'UNKNOWN_TOOL' | 'INVALID_ARGUMENT'; error: string } {
   if (name === 'process_start') return { tool: 'process_start' };
   if (name !== 'process_read' && name !== 'process_control') {
-    return { error: `unknown tool ${JSON.stringify(name.slice(0, 100))}; the tools are process_start, process_read and process_control` };
+    return { code: 'UNKNOWN_TOOL', error: `unknown tool ${JSON.stringify(name.slice(0, 100))}; the tools are process_start, process_read and process_control` };
   }
   const action = args && typeof args === 'object' && !Array.isArray(args) ? (args as JsonObject).action : undefined;
   const mine = actionsOf(name);
@@ -149,7 +152,7 @@ export function routeCall(name: string, args: unknown): { tool: 'process_start' 
     const other = name === 'process_read' ? 'process_control' : 'process_read';
     const hint = typeof action === 'string' && actionsOf(other).includes(action) ? `; ${action} is an action of ${other}` : '';
     const shown = action === undefined ? 'no action' : `action ${JSON.stringify(String(action).slice(0, 100))}`;
-    return { error: `${name} got ${shown}: its actions are ${mine.join(', ')}${hint}` };
+    return { code: 'INVALID_ARGUMENT', error: `${name} got ${shown}: its actions are ${mine.join(', ')}${hint}` };
   }
   return { tool: 'process', action };
 }
