@@ -100,13 +100,14 @@ describe('MCP tools', () => {
         await c.call('process_control', { action: 'kill', session_id: started.json.session_id }),
         await c.call('process_control', { action: 'write', session_id: started.json.session_id, data: 'late' }),
         await c.call('process_read', { action: 'poll', session_id: 'proc_000000000000' }),
+        await c.call('process_read', { action: 'notifications' }),
       ];
       for (const r of calls) expect(r.structured).toEqual(r.json);
       expect(calls[1]!.json).toMatchObject({ status: 'exited', exit_code: 4 });
       expect(calls[3]!.json.text).toBe('out-one\nout-two');
       expect(calls[4]!.json.sessions.map((s: any) => s.session_id)).toContain(started.json.session_id);
       expect(calls[5]!.json).toMatchObject({ outcome: 'already_exited' });
-      expect(calls.map((r) => r.isError)).toEqual([false, false, false, false, false, false, true, true]);
+      expect(calls.map((r) => r.isError)).toEqual([false, false, false, false, false, false, true, true, false]);
       expect(calls[7]!.json.error.code).toBe('UNKNOWN_SESSION');
     } finally {
       await c.close();

@@ -49,7 +49,7 @@ export const outputSchemas = {
   }),
   process_control: objectSchema('kill: the tree kill\'s report; write/submit: bytes sent; close: stdin closed.', {
     ...session,
-    outcome: { enum: ['killed', 'already_exited'] },
+    outcome: { type: 'string', description: 'kill: killed, or already_exited when the job had ended before.' },
     survivors: { type: 'array', description: 'kill: processes still alive after SIGKILL (an error when not empty).' },
     bytes: { type: 'integer', description: 'write/submit: bytes written to stdin.' },
     closed: { type: 'boolean' },
