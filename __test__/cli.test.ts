@@ -182,7 +182,8 @@ describe('CLI inspection commands', () => {
       found = JSON.parse((await cli(['tree', String(s.pid), '--json'])).stdout);
       return found.filter((d) => d.alive).length >= 2;
     }, 10_000, 'two sleeps in the tree');
-    expect(found.every((d) => d.pgid === s.pid)).toBe(true);
+    // A durable job's group is the one its supervisor leads (the session `setsid` made).
+    expect(found.every((d) => d.pgid === s.supervisorPid)).toBe(true);
   });
 
   it('recover adopts what the state directory lists and reports it', async () => {
