@@ -63,7 +63,11 @@ const absolute = (r: LogResult) => r.droppedLines !== undefined;
  * another session's.
  */
 export async function readOutput(registry: ProcessRegistry, id: string, spec: ReadSpec): Promise<ToolOutput> {
-  const maxBytes = spec.maxBytes ?? MAX_PAGE_BYTES;
+  const incremental = spec.from !== 'start' && 'cursor' in spec.from;
+  // A read after a cursor returns at most maxChars characters of whole lines (3 bytes of
+  // UTF-8 at most each), unless a filter has to look through more; other reads keep head
+  // and tail of all they read.
+  const maxBytes = spec.maxBytes ?? (incremental && !spec.filter ? Math.min(MAX_PAGE_BYTES, 3 * spec.maxChars + 4096) : MAX_PAGE_BYTES);
   const notes: string[] = [];
   let got: LogResult;
   let skip = 0;
@@ -77,7 +81,6 @@ export async function readOutput(registry: ProcessRegistry, id: string, spec: Re
   const lines = got.lines.slice(skip);
   const first = got.offset + skip;
   let end = got.offset + got.lines.length;
-  const incremental = spec.from !== 'start' && 'cursor' in spec.from;
   const explicit = spec.from !== 'start' && !incremental;
   let rows = lines;
   let numbers: number[] | null = null;
