@@ -12,7 +12,7 @@ describe('LLM tool', () => {
     const defs = toolDefinitions();
     expect(defs.map((d) => d.name)).toEqual(['process_start', 'process']);
     const processTool = defs[1]!;
-    expect((processTool.input_schema as any).properties.action.enum).toEqual(['list', 'poll', 'log', 'wait', 'kill', 'write', 'submit', 'close', 'notifications']);
+    expect((processTool.input_schema as any).properties.action.enum).toEqual(['list', 'poll', 'log', 'wait', 'kill', 'signal', 'write', 'submit', 'close', 'screen', 'notifications']);
     expect((processTool.input_schema as any).required).toEqual(['action']);
     expect(openAiTools()[0]).toMatchObject({ type: 'function', function: { name: 'process_start', parameters: { type: 'object' } } });
   });
