@@ -110,4 +110,19 @@ describe('a durable job’s deadline without its host', () => {
       await r.close();
     }
   });
+
+  it('a pipe-mode job’s deadline is enforced by the host that recovers it after its own host crashed', async () => {
+    const stateDir = tempDir();
+    const { line, host } = await startHost(stateDir, `const s = await r.spawn('sleep 30', { durable: false, timeoutMs: 1500 }); console.log(JSON.stringify(s));`);
+    cleanupGroup(line.pid);
+    await crashHost(host);
+    const r = await ProcessRegistry.open({ stateDir, graceMs: 300 });
+    try {
+      const w = await r.wait(line.id, { timeoutMs: 30_000 });
+      expect(w).toMatchObject({ status: 'exited', reason: 'killed', deadlineExceeded: true, pid: line.pid });
+      await until(() => !isAlive(line.pid), 5000, 'the job gone');
+    } finally {
+      await r.close();
+    }
+  });
 });

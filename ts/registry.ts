@@ -179,6 +179,8 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       const live = this.recovered(record, this.store.isForeign(record));
       this.sessions.set(record.id, live);
       await this.refresh(live);
+      // A deadline this host must enforce holds across hosts: one already past fires at once.
+      if (!live.foreign && !record.durable) this.deadlines.arm(live);
     }
     this.leftovers.check(this.sessions.values());
     // A state directory that cannot be written (a full disk) must not keep a host from
