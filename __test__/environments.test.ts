@@ -5,11 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandEnvironment, dockerExec, kubectlExec, localShell, ProcessRegistry, SshEnvironment } from '../dist/index.mjs';
+import { farSideBehaviour, QUOTED_OUTPUT, QUOTING } from './environments.behaviour.js';
 import { haveSshd, testSshd, type TestSshd } from './sshd.mjs';
 import { crashHost, isAlive, startHost, tempDir, until } from './support.js';
-
-const QUOTING = `printf '%s|' "a b" 'c"d' \`echo e\` $((1+1)) '$HOME' "it's"; cat <<'EOF'\nline $HOME\n\`x\`\nEOF\necho café; exit 3`;
-const QUOTED_OUTPUT = `a b|c"d|e|2|$HOME|it's|line $HOME\n\`x\`\ncafé\n`;
 
 describe('sandbox sessions through the local shell', () => {
   it('quotes, $, backticks, newlines and heredocs reach the far shell byte for byte', async () => {
@@ -149,6 +147,11 @@ describe.skipIf(!haveSshd)('SSH environment against a real sshd on 127.0.0.1', (
     await env?.close();
     await sshd?.stop();
   });
+
+  farSideBehaviour(() => ({
+    env,
+    envSource: `new M.SshEnvironment(${JSON.stringify(env.description)})`,
+  }));
 
   it('runs a job with exact output and exit code; the checkpoint holds no key material', async () => {
     const state = tempDir();

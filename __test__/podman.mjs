@@ -119,7 +119,7 @@ export async function startPodman() {
       return name;
     },
     async stop() {
-      for (const name of containers) await cli(['rm', '-f', '-t', '0', name]).catch(() => undefined);
+      for (const name of containers) await cli(['rm', '-f', name]).catch(() => undefined);
       await cli(['rmi', '-f', image]).catch(() => undefined);
       if (service.exitCode === null && service.signalCode === null) {
         const exited = new Promise((r) => service.once('exit', r));

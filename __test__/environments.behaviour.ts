@@ -1,0 +1,178 @@
+// The behaviour every far side must show, run against each real one (a live sshd on
+// 127.0.0.1, a live podman container): start, output, exit codes and signals, a job that
+// outlives the launching call, late output, a replaced log, tree kill with a setsid
+// escapee, and a restarted host re-attaching. Far-side processes are checked from the far
+// side itself (the environment runs the check), since a container's PIDs are not the host's.
+import { randomInt } from 'node:crypto';
+import { expect, it } from 'vitest';
+import { type ExecutionEnvironment, ProcessRegistry } from '../dist/index.mjs';
+import { crashHost, ROOT, startHost, tempDir, until } from './support.js';
+
+/** A far side under test. */
+export interface FarSide {
+  env: ExecutionEnvironment;
+  /** A JS expression that builds the same environment in another host process (`M` is the package). */
+  envSource: string;
+}
+
+export const QUOTING = `printf '%s|' "a b" 'c"d' \`echo e\` $((1+1)) '$HOME' "it's"; cat <<'EOF'\nline $HOME\n\`x\`\nEOF\necho café; exit 3`;
+export const QUOTED_OUTPUT = `a b|c"d|e|2|$HOME|it's|line $HOME\n\`x\`\ncafé\n`;
+
+/** Runs `script` on the far side and returns its stdout. */
+export async function farRun(env: ExecutionEnvironment, script: string): Promise<string> {
+  const res = await env.exec(script, { timeoutMs: 20_000 });
+  if (res.code !== 0) throw new Error(`far-side check failed (${res.code}): ${res.stderr}`);
+  return res.stdout.toString();
+}
+
+/** Single-quotes a value for a POSIX shell. */
+function shq(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** How many live (non-zombie) far-side processes have a command line containing `text`. */
+export async function farCount(env: ExecutionEnvironment, text: string): Promise<number> {
+  const out = await farRun(
+    env,
+    `n=0; for f in /proc/[0-9]*/cmdline; do c=$(tr '\\0' ' ' < "$f" 2>/dev/null) || continue; case "$c" in *${shq(text)}*) n=$((n+1));; esac; done; echo $n`,
+  );
+  return Number(out.trim());
+}
+
+/** A sleep duration no other test uses, to find this test's processes on the far side. */
+function uniqueSleep(): number {
+  return 100_000 + randomInt(800_000);
+}
+
+/** Registers the shared behaviour tests; `far()` gives the far side once the block's `beforeAll` ran. */
+export function farSideBehaviour(far: () => FarSide): void {
+  const open = () => ProcessRegistry.open({ sandbox: { pollIntervalMs: 50 } });
+
+  it('runs a job with exact output and exit code', async () => {
+    const r = await open();
+    const s = await r.spawn(QUOTING, { environment: far().env });
+    expect(s).toMatchObject({ status: 'running', pidScope: 'sandbox' });
+    const w = await r.wait(s.id, { timeoutMs: 20_000 });
+    expect(w).toMatchObject({ status: 'exited', exitCode: 3, signal: null, reason: 'exited', outputPreview: QUOTED_OUTPUT });
+    await r.close();
+  });
+
+  it('a job outlives the call that launched it: spawn returns while it runs, and its output and status arrive later', async () => {
+    const r = await open();
+    const { env } = far();
+    const marker = `outlives-${uniqueSleep()}`;
+    const s = await r.spawn(`echo started; while [ ! -e /tmp/${marker} ]; do sleep 0.05; done; echo released; exit 7`, { environment: env });
+    await until(async () => (await r.poll(s.id)).outputPreview.includes('started'), 20_000, 'first line');
+    expect((await r.poll(s.id)).status).toBe('running');
+    await farRun(env, `touch /tmp/${marker}`);
+    const w = await r.wait(s.id, { timeoutMs: 20_000 });
+    expect(w).toMatchObject({ exitCode: 7, outputPreview: 'started\nreleased\n' });
+    await farRun(env, `rm -f /tmp/${marker}`);
+    await r.close();
+  });
+
+  it('a job killed by a signal reports the signal, not the shell status 128+N', async () => {
+    const r = await open();
+    const { env } = far();
+    for (const [cmd, signal] of [
+      ['echo before; kill -TERM $$', 'SIGTERM'],
+      ['kill -USR1 $$', 'SIGUSR1'],
+      ['sleep 0.2; kill -KILL $$', 'SIGKILL'],
+    ] as const) {
+      const s = await r.spawn(cmd, { environment: env });
+      const w = await r.wait(s.id, { timeoutMs: 20_000 });
+      expect(w, cmd).toMatchObject({ status: 'exited', exitCode: null, signal, reason: 'exited' });
+    }
+    // A job that exits with 128+N by itself is an exit code, not a signal.
+    for (const code of [143, 130]) {
+      const s = await r.spawn(`exit ${code}`, { environment: env });
+      expect(await r.wait(s.id, { timeoutMs: 20_000 })).toMatchObject({ exitCode: code, signal: null, reason: 'exited' });
+    }
+    await r.close();
+  });
+
+  it('output a background grandchild writes after the job ended is read', async () => {
+    const r = await open();
+    const { env } = far();
+    const marker = `late-${uniqueSleep()}`;
+    const s = await r.spawn(`( while [ ! -e /tmp/${marker} ]; do sleep 0.05; done; echo late-one; sleep 0.2; echo late-two ) & echo early; exit 0`, { environment: env });
+    const w = await r.wait(s.id, { timeoutMs: 20_000 });
+    expect(w).toMatchObject({ exitCode: 0, reason: 'exited' });
+    expect(w.outputPreview).toContain('early');
+    // Only now does the grandchild write.
+    await farRun(env, `touch /tmp/${marker}`);
+    await until(async () => (await r.poll(s.id)).outputPreview.includes('late-two'), 20_000, 'late output');
+    expect((await r.poll(s.id)).outputPreview).toBe('early\nlate-one\nlate-two\n');
+    expect((await r.readLog(s.id)).text).toContain('late-two');
+    await farRun(env, `rm -f /tmp/${marker}`);
+    await r.close();
+  });
+
+  for (const [how, start, replace] of [
+    ['by a new file renamed over it (new inode)', 'REPLACED-START', `printf 'REPLACED-START and a much longer text than before\\n' > "$L.new"; mv "$L.new" "$L"`],
+    ['in place (same inode, truncated and rewritten)', 'REWRITTEN-START', `printf 'REWRITTEN-START and a much longer text than before\\n' > "$L"`],
+  ] as const) {
+    it(`a log replaced ${how} by a longer one is read again from its start, not from the old offset`, async () => {
+      const r = await open();
+      const { env } = far();
+      const marker = `replace-${uniqueSleep()}`;
+      const s = await r.spawn(`echo first-line; while [ ! -e /tmp/${marker} ]; do sleep 0.05; done; exit 0`, { environment: env });
+      await until(async () => (await r.poll(s.id)).outputPreview.includes('first-line'), 20_000, 'first line');
+      await farRun(env, `L=$(echo '${env.tmpDir}/${s.id}/output.log' | sed "s/%i/$(id -u)/g"); ${replace}`);
+      await until(async () => (await r.poll(s.id)).outputPreview.includes('much longer'), 20_000, 'the new log read');
+      const text = (await r.poll(s.id)).outputPreview;
+      expect(text).toContain(`${start} and a much longer text than before\n`);
+      expect(text).toContain('the log on the far side was replaced');
+      await farRun(env, `touch /tmp/${marker}`);
+      expect(await r.wait(s.id, { timeoutMs: 20_000 })).toMatchObject({ exitCode: 0 });
+      await farRun(env, `rm -f /tmp/${marker}`);
+      await r.close();
+    });
+  }
+
+  it('kill stops the whole far-side tree, a setsid escapee and a background subshell included', async () => {
+    const r = await open();
+    const { env } = far();
+    const [a, b, c] = [uniqueSleep(), uniqueSleep(), uniqueSleep()];
+    // The escapee has a session of its own: the job's process group and session miss it.
+    const s = await r.spawn(`setsid sleep ${a} & sh -c 'sleep ${b}' & sleep ${c}; wait`, { environment: env });
+    await until(async () => (await farCount(env, `sleep ${a}`)) === 1 && (await farCount(env, `sleep ${b}`)) >= 1 && (await farCount(env, `sleep ${c}`)) === 1, 20_000, 'the tree');
+    const k = await r.kill(s.id, { graceMs: 1000 });
+    expect(k.outcome).toBe('killed');
+    expect(await r.poll(s.id)).toMatchObject({ status: 'exited', reason: 'killed' });
+    expect(await farCount(env, `sleep ${a}`)).toBe(0);
+    expect(await farCount(env, `sleep ${b}`)).toBe(0);
+    expect(await farCount(env, `sleep ${c}`)).toBe(0);
+    await r.close();
+  });
+
+  it('kill of a job that ignores SIGTERM escalates to SIGKILL after the grace period', async () => {
+    const r = await open();
+    const { env } = far();
+    const n = uniqueSleep();
+    const s = await r.spawn(`trap '' TERM; echo armed; sleep ${n}; sleep ${n}`, { environment: env });
+    await until(async () => (await r.poll(s.id)).outputPreview.includes('armed'), 20_000, 'trap set');
+    expect((await r.kill(s.id, { graceMs: 300 })).outcome).toBe('killed');
+    expect(await farCount(env, `sleep ${n}`)).toBe(0);
+    await r.close();
+  });
+
+  it('a restarted host re-attaches through its own configuration of the name and reads on', async () => {
+    const state = tempDir();
+    const marker = `reattach-${uniqueSleep()}`;
+    const { env, envSource } = far();
+    const { line: s, host } = await startHost(
+      state,
+      `const s = await r.spawn('echo a; while [ ! -e /tmp/${marker} ]; do sleep 0.05; done; echo b; exit 4', { environment: 'far' }); console.log(JSON.stringify(s));`,
+      `{ environments: { far: ((M) => ${envSource})(require(${JSON.stringify(`${ROOT}/dist/index.js`)})) } }`,
+    );
+    await crashHost(host);
+    const next = await ProcessRegistry.open({ stateDir: state, environments: { far: env }, sandbox: { pollIntervalMs: 50 } });
+    expect(await next.poll(s.id)).toMatchObject({ pidScope: 'sandbox', status: 'running' });
+    await farRun(env, `touch /tmp/${marker}`);
+    const w = await next.wait(s.id, { timeoutMs: 20_000 });
+    expect(w).toMatchObject({ exitCode: 4, reason: 'exited', outputPreview: 'a\nb\n' });
+    await farRun(env, `rm -f /tmp/${marker}`);
+    await next.close();
+  });
+}
