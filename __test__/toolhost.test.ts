@@ -52,6 +52,20 @@ describe('waits that fit the host', () => {
     expect(await w2).toMatchObject({ aborted: true });
   }, 40_000);
 
+  it('without a progress callback a long wait is cut to 50 s and says the job is still running, call again', async () => {
+    const s = await started('sleep 120');
+    const w = await call('process', { action: 'wait', session_id: s.session_id, timeout_ms: 110_000 });
+    expect(w).toMatchObject({ status: 'running', timed_out: true, process_running: true, note: expect.stringContaining('still running, call again') });
+    expect(isAlive(s.pid)).toBe(true);
+  }, 90_000);
+
+  it('an aborted call with yield_ms returns the session id of the running job at once', async () => {
+    const s = await call('process_start', { command: 'echo up; sleep 60', yield_ms: 30_000 }, {}, { signal: AbortSignal.abort() });
+    cleanupGroup(s.pid);
+    expect(s).toMatchObject({ status: 'running', aborted: true, session_id: expect.stringMatching(/^proc_/) });
+    expect(isAlive(s.pid)).toBe(true);
+  });
+
   it('yield_ms: a quick command returns its exit code and output inline; a slow one its session id and output so far', async () => {
     const quick = await call('process_start', { command: 'echo built; exit 4', yield_ms: 20_000, notify_on_complete: true });
     expect(quick).toMatchObject({ status: 'exited', exit_code: 4, output: 'built', reason: 'exited' });
@@ -90,6 +104,14 @@ describe('notifications in results', () => {
     // Drained: the registry holds nothing more for either.
     expect(await ctx.registry.drainNotifications()).toEqual([]);
   }, 20_000);
+
+  it('a host that drains events itself (context notifications: false) gets results without them; the events stay queued', async () => {
+    const s = await started('echo quiet', { sessionKey: 'k', notifications: false }, { notify_on_complete: true });
+    await until(async () => (await ctx.registry.poll(s.session_id)).status === 'exited', 10_000, 'the end');
+    const r = await call('process', { action: 'list' }, { sessionKey: 'k', notifications: false });
+    expect(r.notifications).toBeUndefined();
+    expect(await ctx.registry.drainNotifications({ sessionKey: 'k' })).toEqual([expect.objectContaining({ sessionId: s.session_id })]);
+  });
 
   it('a flood of watch hits is cut to the budget, says how many wait, and each hit arrives once over the next calls', async () => {
     const s = await started(`for i in $(seq 1 40); do echo "ERROR number $i $(head -c 300 /dev/zero | tr '\\0' x)"; done`, {}, { watch_patterns: ['ERROR'] });
