@@ -49,6 +49,10 @@ describe('MCP tools', () => {
       expect(read.filter((a) => control.includes(a))).toEqual([]);
       expect(read).toEqual(expect.arrayContaining(['list', 'poll', 'log', 'wait']));
       expect(control).toEqual(expect.arrayContaining(['kill', 'write', 'submit', 'close']));
+      for (const [name, list] of [['process_read', read], ['process_control', control]] as const) {
+        const description = tools.find((t) => t.name === name)!.description!;
+        for (const a of list) expect(description).toContain(`${a}: `);
+      }
       // Properties of the other tool's actions only are left out.
       const props = (name: string) => Object.keys(tools.find((t) => t.name === name)!.inputSchema.properties!);
       expect(props('process_read')).not.toContain('grace_ms');

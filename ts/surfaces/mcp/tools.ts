@@ -94,6 +94,28 @@ function startSchema(): McpTool['inputSchema'] {
   return { ...structuredClone(def.input_schema), type: 'object' };
 }
 
+/** What each action does, for the split tools' descriptions (an action missing here is named only). */
+const ACTION_SENTENCES: Record<string, string> = {
+  list: 'list: the sessions you may see',
+  poll: 'poll: status and recent output',
+  log: "log: output lines (paged; pass back the last result's cursor, when it has one, for only new output)",
+  wait: 'wait: until the job ends or timeout_ms passes (a result still running means: call wait again)',
+  screen: "screen: a PTY session's screen as text",
+  notifications: 'notifications: pending completion and watch-pattern events',
+  kill: 'kill: end the whole process tree (SIGTERM, then SIGKILL after grace_ms)',
+  signal: 'signal: send one signal to the job, without escalation',
+  write: 'write: raw text to stdin',
+  submit: 'submit: a line followed by Enter',
+  close: 'close: end of input',
+};
+
+function actionGuide(actions: string[]): string {
+  return `Actions: ${actions.join(', ')}. ${actions
+    .map((a) => ACTION_SENTENCES[a])
+    .filter((t): t is string => t !== undefined)
+    .join('; ')}.`;
+}
+
 /** The three MCP tools, schemas derived from the library's tool definitions now. */
 export function mcpTools(): McpTool[] {
   const read = actionsOf('process_read');
@@ -111,10 +133,7 @@ export function mcpTools(): McpTool[] {
     {
       name: 'process_read',
       title: 'Read background processes',
-      description:
-        `Look at background sessions without acting on them. Actions: ${read.join(', ')}. ` +
-        'list: the sessions you may see; poll: status and recent output; log: output lines (paged; pass back the last result\'s cursor, when it has one, for only new output); ' +
-        'wait: until the job ends or timeout_ms passes (a result still running means: call wait again); notifications: pending completion and watch-pattern events.',
+      description: `Look at background sessions without acting on them. ${actionGuide(read)}`,
       inputSchema: splitSchema('process_read'),
       outputSchema: outputSchemas.process_read,
       annotations: { title: 'Read background processes', readOnlyHint: true, openWorldHint: false },
@@ -122,9 +141,7 @@ export function mcpTools(): McpTool[] {
     {
       name: 'process_control',
       title: 'Control background processes',
-      description:
-        `Act on a background session. Actions: ${control.join(', ')}. ` +
-        'kill: end the whole process tree (SIGTERM, then SIGKILL after grace_ms); write: raw text to stdin; submit: a line followed by Enter; close: end of input (stdin needs a job started with stdin or pty).',
+      description: `Act on a background session. ${actionGuide(control)} Stdin needs a job started with stdin or pty.`,
       inputSchema: splitSchema('process_control'),
       outputSchema: outputSchemas.process_control,
       annotations: { title: 'Control background processes', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
