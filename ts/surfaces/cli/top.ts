@@ -6,7 +6,7 @@
  * running. Plain ANSI on the alternate screen; with stdout not a terminal (or `--once`)
  * it prints one frame and exits, as `top -b -n 1` does.
  */
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import type { ProcessEntry } from '../../processes.js';
 import type { ProcessRegistry } from '../../registry.js';
 import type { SessionSummary } from '../../types.js';
@@ -166,15 +166,21 @@ async function live(sampler: Sampler, sort: SortKey, intervalMs: number, signal:
   }
 }
 
+/** `--sort`'s value: a key's name. */
+function sortKey(value: string): SortKey {
+  const key = (Object.keys(SORTS) as SortKey[]).find((k) => SORTS[k].name === value);
+  if (key === undefined) throw new InvalidArgumentError(`--sort must be one of ${Object.values(SORTS).map((s) => s.name).join(', ')}, got ${JSON.stringify(value)}`);
+  return key;
+}
+
 export function registerTop(program: Command): void {
   common(program.command('top'))
     .description('live view of the sessions: status, CPU %, memory and output rate of each job tree, refreshed in place (keys c m o s t sort, q quits)')
-    .option('--sort <key>', 'sort by cpu, mem, output, started or status', 'cpu')
+    .option('--sort <key>', 'sort by cpu, mem, output, started or status (default cpu)', sortKey, 'c' as SortKey)
     .option('--interval <duration>', 'time between refreshes (default 1s)', duration('interval', 100), 1000)
     .option('--once', 'print one frame and exit (the default when stdout is not a terminal); CPU and rates need two samples, one interval apart')
-    .action(async (opts: Common & { sort: string; interval: number; once?: boolean }) => {
-      const key = (Object.keys(SORTS) as SortKey[]).find((k) => SORTS[k].name === opts.sort);
-      if (key === undefined) throw Object.assign(new Error(`--sort must be one of ${Object.values(SORTS).map((s) => s.name).join(', ')}, got ${JSON.stringify(opts.sort)}`), { code: 'INVALID_ARGUMENT' });
+    .action(async (opts: Common & { sort: SortKey; interval: number; once?: boolean }) => {
+      const key = opts.sort;
       const { descendants } = await import('../../processes.js');
       await withRegistry(opts, async (r, signal) => {
         const sampler = new Sampler(r, descendants);

@@ -117,7 +117,7 @@ export function registerViews(program: Command): void {
 
   common(program.command('tree'))
     .description("a process and its descendants as an indented tree with their command lines: a session's job (id or prefix) or any PID")
-    .argument('<id-or-pid>', 'session id (or unique prefix), or a process id')
+    .argument('<id-or-pid>', 'session id (or unique prefix; digits alone are a PID, so write such a prefix as proc_1234), or a process id')
     .action(async (target: string, opts: Common) => {
       const { descendants, probe } = await import('../../processes.js');
       const pid = /^\d+$/.test(target) ? int('pid', 1)(target) : await withRegistry(opts, (r) => sessionPid(r, target));
@@ -145,8 +145,11 @@ ${report.sessions} session(s): ${report.running} running, ${report.exited} ended
   common(program.command('prune'))
     .description('forget every ended session (and delete its log) that no other live host owns; running sessions stay')
     .action(async (opts: Common) => {
-      const ended = await withRegistry(opts, async (r) => (await r.list()).filter((s) => s.status === 'exited').map((s) => s.id), { finishedTtlMs: 1 });
-      const left = new Set(await withRegistry(opts, async (r) => (await r.list()).map((s) => s.id)));
+      // Which sessions ended, then a host that keeps ended sessions 1 ms (it prunes what it may as it opens and closes), then what is left.
+      const ids = async (r: ProcessRegistry, ended: boolean) => (await r.list()).filter((s) => !ended || s.status === 'exited').map((s) => s.id);
+      const ended = await withRegistry(opts, (r) => ids(r, true));
+      await withRegistry(opts, (r) => r.list(), { finishedTtlMs: 1 });
+      const left = new Set(await withRegistry(opts, (r) => ids(r, false)));
       const removed = ended.filter((id) => !left.has(id));
       await print(opts, { removed }, `${removed.length} ended session(s) removed${ended.length > removed.length ? `; ${ended.length - removed.length} kept (another live host owns them)` : ''}`);
     });

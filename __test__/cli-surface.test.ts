@@ -1,0 +1,225 @@
+// Issue 18, DESIGN sections 3, 5 and 8: the CLI as a person meets it. Usage errors, units,
+// colour on a terminal and not in a pipe, what list, poll, tree and recover show, the
+// environment a job gets, signal and kill. The built CLI runs as a subprocess each time.
+import { execFile } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { CLI, cleanupGroup, cli, isAlive, tempDir, until } from './support.js';
+
+async function started(state: string, command: string, ...flags: string[]): Promise<{ id: string; pid: number; supervisorPid?: number }> {
+  const r = await cli(['start', '--state-dir', state, '--json', ...flags, '--', command]);
+  expect(r.code, r.stderr).toBe(0);
+  const s = JSON.parse(r.stdout);
+  cleanupGroup(s.pid);
+  return s;
+}
+
+/** The CLI under a pseudo-terminal (util-linux `script`), with colour variables as given and no others. */
+function onTerminal(args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
+  const { FORCE_COLOR: _f, NO_COLOR: _n, ...rest } = process.env;
+  const command = [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  return new Promise((resolve, reject) =>
+    execFile('script', ['-qfec', command, '/dev/null'], { env: { ...rest, TERM: 'xterm-256color', ...env }, timeout: 30_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
+  );
+}
+
+/** The CLI with stdout a pipe and colour variables as given and no others. */
+function inPipe(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const { FORCE_COLOR: _f, NO_COLOR: _n, ...rest } = process.env;
+  return new Promise<string>((resolve) => execFile(process.execPath, [CLI, ...args], { env: { ...rest, ...env }, timeout: 30_000 }, (_e, stdout) => resolve(stdout)));
+}
+
+describe('usage errors and units', () => {
+  it('a duration without a unit is refused with a hint, for --timeout and --grace alike; exit 2, one line', async () => {
+    const state = tempDir();
+    for (const [args, value] of [
+      [['wait', 'proc_0000', '--timeout', '30'], '30'],
+      [['kill', 'proc_0000', '--grace', '5'], '5'],
+      [['start', '--timeout', '1.5', '--', 'true'], '1.5'],
+    ] as const) {
+      const r = await cli([...args, '--state-dir', state]);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(new RegExp(`^procward: INVALID_ARGUMENT: .*give a unit: ${value.replace('.', '\\.')}s or ${value.replace('.', '\\.')}ms\\?`));
+      expect(r.stderr).toMatch(/--help\)\n$/);
+    }
+  });
+
+  it('unknown commands and options, missing and excess arguments: one line "procward: INVALID_ARGUMENT: …", exit 2, no help dump', async () => {
+    for (const args of [['frobnicate'], ['list', '--bogus'], ['poll'], ['poll', 'a', 'b'], ['log', 'x', '--tail', '-3'], ['start', '--env', 'NOEQUALS', '--', 'true']]) {
+      const r = await cli(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/^procward: INVALID_ARGUMENT: [^\n]+\n$/);
+      expect(r.stderr).not.toContain('Usage:');
+    }
+    const json = await cli(['poll', '--json']);
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
+  });
+
+  it('a missing session is exit 1 with the library code; tree of a PID that does not exist is not success', async () => {
+    const state = tempDir();
+    const r = await cli(['wait', 'proc_000000000000', '--state-dir', state]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^procward: UNKNOWN_SESSION: /);
+    for (const pid of ['999999', '4194304']) {
+      const t = await cli(['tree', pid]);
+      expect(t.code).toBe(1);
+      expect(t.stderr).toContain(`no process ${pid}`);
+    }
+  });
+
+  it('--help ends with the exit status table; --version prints the version alone', async () => {
+    const help = await cli(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/Exit status:\n {2}0 +success[\s\S]*124 +wait --timeout/);
+    const v = await cli(['--version']);
+    expect(v.stdout).toMatch(/^\d+\.\d+\.\d+\S*\n$/);
+  });
+});
+
+describe('colour', () => {
+  it('list is coloured on a pseudo-terminal and plain in a pipe; NO_COLOR and FORCE_COLOR are honoured', async () => {
+    const state = tempDir();
+    const s = await started(state, 'exit 3');
+    await cli(['wait', s.id, '--state-dir', state]);
+    const args = ['list', '--state-dir', state];
+    const tty = await onTerminal(args);
+    expect(tty).toContain(s.id);
+    expect(tty).toMatch(/\u001b\[31mexit 3/);
+    const noColor = await onTerminal(args, { NO_COLOR: '1' });
+    expect(noColor).toContain('exit 3');
+    expect(noColor).not.toContain('\u001b[');
+    const pipe = await inPipe(args);
+    expect(pipe).toContain('exit 3');
+    expect(pipe).not.toContain('\u001b[');
+    expect(await inPipe(args, { FORCE_COLOR: '1' })).toMatch(/\u001b\[31mexit 3/);
+    expect(await inPipe(['poll', s.id, '--state-dir', state], { FORCE_COLOR: '0' })).not.toContain('\u001b[');
+  }, 60_000);
+
+  it('list cuts long commands to the terminal width on a terminal, and keeps them whole in a pipe', async () => {
+    const state = tempDir();
+    const long = `echo ${'word '.repeat(60)}end-of-command`;
+    const s = await started(state, long);
+    await cli(['wait', s.id, '--state-dir', state]);
+    const tty = await onTerminal(['list', '--state-dir', state], { COLUMNS: '100' });
+    const row = tty.split(/\r?\n/).find((l) => l.includes(s.id)) as string;
+    expect(row).toContain('…');
+    expect(row.replace(/\u001b\[[0-9;]*m/g, '').length).toBeLessThanOrEqual(100);
+    expect(await inPipe(['list', '--state-dir', state])).toContain('end-of-command');
+  }, 60_000);
+
+  it('a command with escape sequences is shown escaped, never sent to the terminal', async () => {
+    const state = tempDir();
+    const s = await started(state, "printf '' # \u001b]0;pwned\u0007\u001b[2J");
+    const out = await inPipe(['list', '--state-dir', state]);
+    expect(out).toContain('\\x1b]0;pwned\\x07\\x1b[2J');
+    expect(out).not.toContain('\u001b');
+    expect(await inPipe(['poll', s.id, '--state-dir', state])).not.toContain('\u0007');
+  });
+});
+
+describe('list, poll, tree and recover', () => {
+  it("list shows start, end and run time; list and poll flag a job whose child outlived it ('sleep 77 & echo started')", async () => {
+    const state = tempDir();
+    const s = await started(state, 'sleep 77 & echo started');
+    await until(async () => (JSON.parse((await cli(['poll', s.id, '--state-dir', state, '--json'])).stdout).leftovers ?? 0) >= 1, 30_000, 'leftovers noticed');
+    const list = await cli(['ps', '--state-dir', state]);
+    expect(list.stdout).toMatch(/SESSION +PID +STATUS +STARTED +ENDED +RAN +NOTES +COMMAND/);
+    const row = list.stdout.split('\n').find((l) => l.includes(s.id)) as string;
+    expect(row).toMatch(/exit 0 +\d+s ago +\d+s ago +\d+s +1 left running +sleep 77 & echo started/);
+    const poll = await cli(['poll', s.id, '--state-dir', state]);
+    expect(poll.stdout).toContain(`note: 1 left running; procward kill ${s.id} ends what it left running`);
+    // kill ends the leftover (and says it had exited).
+    const k = await cli(['stop', s.id, '--state-dir', state, '--grace', '500ms']);
+    expect(k.stdout).toMatch(/had already exited \(its leftovers: \d+ process(es)? signalled/);
+  }, 60_000);
+
+  it('tree takes a session id (or prefix) or a PID and draws the tree with command lines', async () => {
+    const state = tempDir();
+    const s = await started(state, 'sleep 61 & sleep 62 & wait');
+    let text = '';
+    await until(async () => {
+      // proc_ + 7 hex: a prefix of digits alone would be read as a PID.
+      text = (await cli(['tree', s.id.slice(0, 12), '--state-dir', state])).stdout;
+      return text.includes('sleep 61') && text.includes('sleep 62');
+    }, 30_000, 'both sleeps in the tree');
+    const lines = text.trimEnd().split('\n');
+    expect(lines[0]).toMatch(new RegExp(`^${s.pid}  .*sleep 61 & sleep 62 & wait`));
+    expect(lines).toHaveLength(3);
+    expect(lines.slice(1).map((l) => l.slice(0, 3)).sort()).toEqual(['└─ ', '├─ ']);
+    expect(lines.slice(1).map((l) => l.replace(/^\S+ \d+ {2}/, '')).sort()).toEqual(['sleep 61', 'sleep 62']);
+    expect((await cli(['tree', String(s.pid)])).stdout).toBe(text);
+  }, 60_000);
+
+  it('recover lists each session with its verdict; prune forgets the ended ones and keeps the running one', async () => {
+    const state = tempDir();
+    const running = await started(state, 'sleep 60');
+    const ended = await started(state, 'exit 4');
+    await cli(['wait', ended.id, '--state-dir', state]);
+    const r = await cli(['recover', '--state-dir', state]);
+    expect(r.stdout).toMatch(new RegExp(`${running.id} +adopted +pid ${running.pid} `));
+    expect(r.stdout).toMatch(new RegExp(`${ended.id} +ended +exited \\(exit code 4\\)`));
+    expect(r.stdout).toContain('2 session(s): 1 running, 1 ended');
+    const p = await cli(['prune', '--state-dir', state, '--json']);
+    expect(JSON.parse(p.stdout)).toEqual({ removed: [ended.id] });
+    const ids = JSON.parse((await cli(['ls', '--state-dir', state, '--json'])).stdout).map((s: { id: string }) => s.id);
+    expect(ids).toEqual([running.id]);
+  }, 60_000);
+});
+
+describe('environment, signal and kill', () => {
+  it('--env reaches the job; secret-looking variables are withheld and named on stderr (not their values); --allow-env passes one; --quiet silences', async () => {
+    const state = tempDir();
+    const env = { MY_API_KEY: 'value-of-key-123', GITHUB_TOKEN: 'ghp_notreal', PLAIN_VAR: 'plain' };
+    const r = await cli(['start', '--state-dir', state, '--env', 'FOO=bar baz', '-e', 'EMPTY=', '--', 'echo "[$FOO][$EMPTY][$MY_API_KEY][$GITHUB_TOKEN][$PLAIN_VAR]"'], env);
+    const id = r.stdout.trim();
+    expect(id).toMatch(/^proc_[0-9a-f]{12}$/);
+    expect(r.stderr).toMatch(/withheld from the job .*GITHUB_TOKEN, MY_API_KEY/);
+    expect(r.stderr).not.toContain('value-of-key-123');
+    expect((await cli(['wait', id, '--state-dir', state])).stdout).toBe('[bar baz][][][][plain]\n');
+    const allowed = await cli(['start', '--state-dir', state, '--allow-env', 'MY_API_KEY', '--quiet', '--', 'echo "[$MY_API_KEY]"'], env);
+    expect(allowed.stderr).toBe('');
+    expect((await cli(['wait', allowed.stdout.trim(), '--state-dir', state])).stdout).toBe('[value-of-key-123]\n');
+  }, 60_000);
+
+  it('parallel starts print nothing but their ids', async () => {
+    const state = tempDir();
+    const all = await Promise.all(Array.from({ length: 8 }, () => cli(['start', '--state-dir', state, '--', 'exit 0'], { MY_API_KEY: '' })));
+    for (const r of all) {
+      expect(r.stdout).toMatch(/^proc_[0-9a-f]{12}\n$/);
+      expect(r.stderr.replace(/^procward: withheld from the job[^\n]*\n/m, '')).toBe('');
+    }
+  }, 60_000);
+
+  it('signal sends one signal and never escalates: SIGINT to a job that traps it, then kill --grace 0 ends a TERM-ignoring job at once', async () => {
+    const state = tempDir();
+    const s = await started(state, 'trap "echo got INT" INT; trap "" TERM; echo ready; while :; do sleep 0.05; done');
+    await until(async () => (await cli(['log', s.id, '--state-dir', state])).stdout.includes('ready'), 30_000, 'traps set');
+    const sig = await cli(['signal', s.id, 'int', '--state-dir', state]);
+    // A durable job's group is led by its supervisor, which ignores SIGINT: the group gets it.
+    expect(sig.stdout).toMatch(new RegExp(`^${s.id}: SIGINT sent to process group ${s.supervisorPid ?? s.pid}\n$`));
+    await until(async () => (await cli(['log', s.id, '--state-dir', state])).stdout.includes('got INT'), 30_000, 'INT handled');
+    expect(isAlive(s.pid)).toBe(true);
+    const bad = await cli(['signal', s.id, 'SIGBOGUS', '--state-dir', state]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^procward: INVALID_ARGUMENT: /);
+    const k = await cli(['kill', s.id, '--grace', '0', '--state-dir', state, '--json']);
+    expect(k.code, k.stderr).toBe(0);
+    expect(JSON.parse(k.stdout)).toMatchObject({ outcome: 'killed', escalated: true, survivors: [] });
+    expect(isAlive(s.pid)).toBe(false);
+    const p = JSON.parse((await cli(['poll', s.id, '--state-dir', state, '--json'])).stdout);
+    expect(p).toMatchObject({ status: 'exited', reason: 'killed', signal: 'SIGKILL' });
+  }, 60_000);
+
+  it('kill --grace 0s of a TERM-ignoring tree (a child ignoring it too) leaves nothing alive and never says it keeps trying', async () => {
+    const state = tempDir();
+    const s = await started(state, 'trap "" TERM; sh -c \'trap "" TERM; echo ready; sleep 60\' & wait');
+    await until(async () => (await cli(['log', s.id, '--state-dir', state])).stdout.includes('ready'), 30_000, 'child ready');
+    const k = await cli(['kill', s.id, '--grace', '0s', '--state-dir', state]);
+    expect(k.code, k.stderr).toBe(0);
+    expect(k.stdout).toMatch(/killed \(\d+ process(es)? signalled, escalated to SIGKILL\)/);
+    expect(`${k.stdout}${k.stderr}`).not.toMatch(/background/);
+    expect(isAlive(s.pid)).toBe(false);
+  }, 60_000);
+});
