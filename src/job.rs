@@ -208,7 +208,7 @@ impl NativeJob {
   /// of its output; kept after the job ended); `null` for a job without a PTY.
   #[napi]
   pub fn screen(&self) -> Option<TerminalScreen> {
-    self.terminal.as_ref().map(|t| core::terminal::lock(t).screen().into())
+    self.terminal.as_ref().map(|t| t.screen().into())
   }
 
   /// Resizes a PTY job's terminal. Errors: `EINVAL` without a PTY; `ENOTSUP` where the

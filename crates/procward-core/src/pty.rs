@@ -158,7 +158,7 @@ impl JobInput {
         _ => Error::io("resizing the terminal", e),
       })?;
     if let Some(t) = &self.terminal {
-      crate::terminal::lock(t).resize(size);
+      t.resize(size);
     }
     Ok(())
   }

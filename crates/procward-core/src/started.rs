@@ -9,7 +9,7 @@ use crate::job::{EventSink, Input, JobEvent};
 use crate::pty::JobInput;
 use crate::status::ExitInfo;
 use crate::tail::SharedTail;
-use crate::terminal::{answering_sink, SharedTerminal, Terminal};
+use crate::terminal::{answering_sink, PtyTerminal, SharedTerminal};
 use std::sync::{Arc, Mutex};
 
 /// The job's end once the reader published it, shared with the job's handle.
@@ -67,9 +67,9 @@ pub(crate) fn recording_sink(tail: SharedTail, exit: SharedExit, forward: bool, 
 pub(crate) fn pty_sink(input: Input, side: Option<&mut JobInput>, sink: EventSink) -> (EventSink, Option<SharedTerminal>) {
   match (input, side) {
     (Input::Pty(size), Some(side)) => {
-      let terminal = Terminal::shared(size);
+      let terminal = PtyTerminal::new(size, side.answerer());
       side.attach_terminal(terminal.clone());
-      (answering_sink(terminal.clone(), side.answerer(), sink), Some(terminal))
+      (answering_sink(terminal.clone(), sink), Some(terminal))
     }
     _ => (sink, None),
   }

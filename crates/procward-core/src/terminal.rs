@@ -16,19 +16,26 @@
 //! rustix-openpty, parking_lot, serde, miow on Windows) that procward has already;
 //! `vt100` is the grid and the parser only (`vte`, `itoa`, `unicode-width`).
 //!
+//! Drawing is far slower than reading, so it happens on a thread of its own, not on the
+//! reactor that reads every job's output (`terminal/feed.rs`: the queue, its cap, the
+//! thread).
+//!
 //! Limits: the emulated screen is at most [`MAX_COLS`] × [`MAX_ROWS`] cells (a larger PTY
 //! is emulated at that size; its screen shows the top-left part) and keeps no scrollback,
-//! so one session costs at most 4 MiB here whatever size a caller asks for. A panic in the
-//! emulator (hostile output) resets it instead of ending the job's output capture.
+//! so one session costs at most 4 MiB here whatever size a caller asks for, plus at most
+//! [`MAX_BACKLOG`] of output waiting to be drawn. A panic in the emulator (hostile output)
+//! resets it instead of ending the job's output capture.
 
+mod feed;
 mod queries;
 
-use crate::job::{EventSink, JobEvent, PtySize, WriteDone};
+pub(crate) use feed::answering_sink;
+pub use feed::{PtyTerminal, SharedTerminal, MAX_BACKLOG};
+
+use crate::job::{PtySize, WriteDone};
 use queries::Answers;
 use std::num::NonZeroU16;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Widest screen emulated, in columns.
 pub const MAX_COLS: u16 = 512;
@@ -68,9 +75,6 @@ impl std::fmt::Debug for Terminal {
   }
 }
 
-/// A terminal shared by the job's output reader and its handle.
-pub type SharedTerminal = Arc<Mutex<Terminal>>;
-
 fn cells(size: PtySize) -> (NonZeroU16, NonZeroU16) {
   let clamp = |v: u16, max: u16| NonZeroU16::new(v.clamp(1, max)).expect("clamped to at least 1");
   (clamp(size.rows, MAX_ROWS), clamp(size.cols, MAX_COLS))
@@ -82,11 +86,6 @@ impl Terminal {
   pub fn new(size: PtySize) -> Self {
     let (rows, cols) = cells(size);
     Terminal { parser: vt100::Parser::new_with_callbacks(rows, cols, 0, Answers::default()) }
-  }
-
-  /// A terminal shared between the reader that feeds it and the handle that reads it.
-  pub fn shared(size: PtySize) -> SharedTerminal {
-    Arc::new(Mutex::new(Terminal::new(size)))
   }
 
   /// Takes the job's output (any bytes, any split) and returns the answers to the queries
@@ -126,44 +125,9 @@ impl Terminal {
   }
 }
 
-/// Locks a shared terminal; a poisoned lock is taken as it is (the emulator recovers from
-/// its own panics, see [`Terminal::feed`]).
-pub fn lock(terminal: &SharedTerminal) -> MutexGuard<'_, Terminal> {
-  terminal.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// Writes answers to the job's input, after the writes before them, and reports through
 /// the [`WriteDone`] (see `JobInput::answerer`).
-pub(crate) type Answerer = Box<dyn Fn(Vec<u8>, WriteDone) + Send>;
-
-/// Most answer bytes on their way to the job's input at once: a job that asks and never
-/// reads (its input full) gets no more answers queued in the host, as a terminal whose
-/// input is full gets none to it.
-const MAX_IN_FLIGHT: usize = 4096;
-
-/// Wraps `sink` so that every output event (late output too) is fed to `terminal` first,
-/// and the answers it gives go to `answer`. A failed answer (the input is closed, the job
-/// is gone) is dropped: a terminal does not fail because its program stopped reading.
-pub(crate) fn answering_sink(terminal: SharedTerminal, answer: Answerer, mut sink: EventSink) -> EventSink {
-  let in_flight = Arc::new(AtomicUsize::new(0));
-  Box::new(move |ev: JobEvent| {
-    if let JobEvent::Output { text, .. } = &ev {
-      let answers = lock(&terminal).feed(text.as_bytes());
-      let len = answers.len();
-      if len > 0 && in_flight.load(Ordering::Acquire) + len <= MAX_IN_FLIGHT {
-        in_flight.fetch_add(len, Ordering::AcqRel);
-        let done = in_flight.clone();
-        answer(
-          answers,
-          Box::new(move |_| {
-            done.fetch_sub(len, Ordering::AcqRel);
-          }),
-        );
-      }
-    }
-    sink(ev)
-  })
-}
+pub(crate) type Answerer = Box<dyn Fn(Vec<u8>, WriteDone) + Send + Sync>;
 
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@
 use procward_core::job::{Input, JobEvent, PtySize, SpawnOptions};
 use procward_core::spawn::{spawn, Job};
 use procward_core::status::ExitInfo;
-use procward_core::terminal::{self, Screen};
+use procward_core::terminal::Screen;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -39,7 +39,7 @@ fn screen_when(job: &Job, ready: impl Fn(&Screen) -> bool) -> Screen {
   let terminal = job.terminal.as_ref().expect("a PTY job has a terminal");
   let deadline = Instant::now() + Duration::from_secs(30);
   loop {
-    let screen = terminal::lock(terminal).screen();
+    let screen = terminal.screen();
     if ready(&screen) {
       return screen;
     }

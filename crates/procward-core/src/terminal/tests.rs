@@ -1,5 +1,6 @@
 use super::*;
-use std::sync::mpsc;
+use crate::job::JobEvent;
+use std::sync::{mpsc, Arc, Mutex};
 
 fn term() -> Terminal {
   Terminal::new(PtySize { cols: 80, rows: 24 })
@@ -138,20 +139,23 @@ fn resize_follows_the_pty_within_the_limits() {
 }
 
 #[test]
-fn the_answering_sink_feeds_the_terminal_answers_once_and_passes_output_on_unchanged() {
-  let terminal = Terminal::shared(PtySize { cols: 80, rows: 24 });
+fn the_answering_sink_queues_output_for_the_terminal_which_answers_once_and_passes_output_on_unchanged() {
   let (answers_tx, answers_rx) = mpsc::channel::<Vec<u8>>();
   let (events_tx, events_rx) = mpsc::channel();
   // Answers are never completed: the in-flight cap holds the rest back.
   let held = Arc::new(Mutex::new(Vec::new()));
   let keep = held.clone();
+  let answers_tx = Mutex::new(answers_tx);
   let answer: Answerer = Box::new(move |bytes, done| {
-    answers_tx.send(bytes).unwrap();
+    answers_tx.lock().unwrap().send(bytes).unwrap();
     keep.lock().unwrap().push(done);
   });
-  let mut sink = answering_sink(terminal.clone(), answer, Box::new(move |ev| events_tx.send(ev).unwrap()));
+  let terminal = PtyTerminal::new(PtySize { cols: 80, rows: 24 }, answer);
+  let mut sink = answering_sink(terminal.clone(), Box::new(move |ev| events_tx.send(ev).unwrap()));
   sink(JobEvent::Output { text: "x\x1b".into(), late: false });
   sink(JobEvent::Output { text: "[6n".into(), late: true });
+  // The screen draws what is queued first: the answer has been sent once it returns.
+  assert_eq!(terminal.screen().lines[0], "x");
   assert_eq!(answers_rx.try_recv().unwrap(), b"\x1b[1;2R");
   assert!(answers_rx.try_recv().is_err());
   let texts: Vec<JobEvent> = events_rx.try_iter().collect();
@@ -160,13 +164,30 @@ fn the_answering_sink_feeds_the_terminal_answers_once_and_passes_output_on_uncha
   for _ in 0..2000 {
     sink(JobEvent::Output { text: "\x1b[6n".into(), late: false });
   }
+  terminal.screen();
   let queued: usize = answers_rx.try_iter().map(|a| a.len()).sum::<usize>() + 6;
-  assert!(queued <= MAX_IN_FLIGHT, "{queued}");
+  assert!(queued <= feed::MAX_IN_FLIGHT && queued > feed::MAX_IN_FLIGHT - 6, "{queued}");
   // Once the job takes them, answers flow again.
   for done in held.lock().unwrap().drain(..) {
     done(Ok(0));
   }
   sink(JobEvent::Output { text: "\x1b[5n".into(), late: false });
+  terminal.screen();
   assert_eq!(answers_rx.try_recv().unwrap(), b"\x1b[0n");
-  assert_eq!(lock(&terminal).screen().lines[0], "x");
+}
+
+#[test]
+fn output_past_the_backlog_drops_the_oldest_and_keeps_the_newest() {
+  // 3 MiB of lines: the terminal thread draws what it keeps up with, the queue drops the
+  // oldest of the rest; either way the screen ends with the newest lines.
+  let terminal = PtyTerminal::new(PtySize { cols: 80, rows: 24 }, Box::new(|_, done| done(Ok(0))));
+  let mut sink = answering_sink(terminal.clone(), Box::new(|_| {}));
+  let line = format!("{}\r\n", "y".repeat(78));
+  for _ in 0..(3 * MAX_BACKLOG / line.len()) {
+    sink(JobEvent::Output { text: line.clone(), late: false });
+  }
+  sink(JobEvent::Output { text: "last".into(), late: false });
+  let s = terminal.screen();
+  assert_eq!(s.lines[23], "last", "{:?}", s.lines);
+  assert_eq!(s.lines[22], "y".repeat(78));
 }

@@ -180,7 +180,7 @@ impl JobInput {
       None => return Err(Error::InvalidInput("the terminal is closed".into())),
     }
     if let Some(t) = &self.terminal {
-      crate::terminal::lock(t).resize(size);
+      t.resize(size);
     }
     Ok(())
   }

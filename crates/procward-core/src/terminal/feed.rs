@@ -1,0 +1,173 @@
+//! Feeding a PTY job's output to its emulator away from the thread that reads it.
+//!
+//! Emulation costs about 100 times what reading and decoding the output costs (`vt100`
+//! draws every character into its grid), and the reader is the reactor that follows every
+//! job of the host: a PTY job printing as fast as it can would hold it from the others. So
+//! the reader only queues the output ([`answering_sink`]), and one thread for every PTY
+//! job of the process (`procward-terminal`) feeds the queues to their emulators and writes
+//! the answers. `screen` feeds what is queued first, so it shows all output read so far.
+//!
+//! A job's queue holds at most [`MAX_BACKLOG`] bytes: a job that prints faster than its
+//! emulator draws loses the oldest of it, and its emulator starts over from a blank screen
+//! with what is left (a screen is a few KiB: what scrolled away is no loss; modes a TUI set
+//! in the lost part are). The newest output is never dropped, so the query a program sends
+//! last, before it waits for the answer, is always answered.
+
+use super::{Answerer, Screen, Terminal};
+use crate::job::{EventSink, JobEvent, PtySize};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+
+/// Most bytes of output a PTY job's queue holds before its oldest bytes are dropped (1 MiB).
+pub const MAX_BACKLOG: usize = 1 << 20;
+
+/// Most answer bytes on their way to the job's input at once: a job that asks and never
+/// reads (its input full) gets no more answers queued in the host, as a terminal whose
+/// input is full gets none to it.
+pub(super) const MAX_IN_FLIGHT: usize = 4096;
+
+/// Output read but not yet drawn.
+#[derive(Default)]
+struct Backlog {
+  chunks: VecDeque<Vec<u8>>,
+  bytes: usize,
+  /// Bytes were dropped since the last feed: start over from a blank screen.
+  dropped: bool,
+}
+
+/// A PTY job's terminal: its emulator, the output queued for it, and where its answers go.
+/// Shared by the job's reader (which queues), the terminal thread (which feeds) and the
+/// job's handle (which reads the screen and resizes).
+pub struct PtyTerminal {
+  terminal: Mutex<Terminal>,
+  backlog: Mutex<Backlog>,
+  /// Handed to the terminal thread and not fed since.
+  scheduled: AtomicBool,
+  answer: Answerer,
+  in_flight: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for PtyTerminal {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    f.write_str("PtyTerminal")
+  }
+}
+
+/// A PTY job's terminal, shared by its reader, the terminal thread and its handle.
+pub type SharedTerminal = Arc<PtyTerminal>;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+  m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl PtyTerminal {
+  /// A blank terminal of `size` whose answers go to `answer`.
+  pub(crate) fn new(size: PtySize, answer: Answerer) -> SharedTerminal {
+    Arc::new(PtyTerminal {
+      terminal: Mutex::new(Terminal::new(size)),
+      backlog: Mutex::new(Backlog::default()),
+      scheduled: AtomicBool::new(false),
+      answer,
+      in_flight: Arc::new(AtomicUsize::new(0)),
+    })
+  }
+
+  /// What the screen shows now, with all output read so far drawn.
+  pub fn screen(&self) -> Screen {
+    self.catch_up().screen()
+  }
+
+  /// Follows a resize of the PTY (after drawing what was read before it).
+  pub fn resize(&self, size: PtySize) {
+    self.catch_up().resize(size);
+  }
+
+  /// Queues output for the emulator; true when the terminal thread must be told.
+  fn queue(&self, bytes: &[u8]) -> bool {
+    let mut b = lock(&self.backlog);
+    b.bytes += bytes.len();
+    b.chunks.push_back(bytes.to_vec());
+    while b.bytes > MAX_BACKLOG && b.chunks.len() > 1 {
+      let old = b.chunks.pop_front().expect("more than one chunk");
+      b.bytes -= old.len();
+      b.dropped = true;
+    }
+    drop(b);
+    !self.scheduled.swap(true, Ordering::AcqRel)
+  }
+
+  /// Draws the queued output and sends the answers it asks for; returns the emulator,
+  /// locked. The emulator's lock is taken before the queue's, so output is drawn in the
+  /// order it was read whoever catches up.
+  fn catch_up(&self) -> MutexGuard<'_, Terminal> {
+    let mut terminal = lock(&self.terminal);
+    let backlog = std::mem::take(&mut *lock(&self.backlog));
+    if backlog.dropped {
+      let s = terminal.screen();
+      *terminal = Terminal::new(PtySize { cols: s.cols, rows: s.rows });
+    }
+    for chunk in backlog.chunks {
+      let answers = terminal.feed(&chunk);
+      self.send(answers);
+    }
+    terminal
+  }
+
+  /// Hands answers to the job's input, unless too many are on their way already. A failed
+  /// answer (the input is closed, the job is gone) is dropped: a terminal does not fail
+  /// because its program stopped reading.
+  fn send(&self, answers: Vec<u8>) {
+    let len = answers.len();
+    if len == 0 || self.in_flight.load(Ordering::Acquire) + len > MAX_IN_FLIGHT {
+      return;
+    }
+    self.in_flight.fetch_add(len, Ordering::AcqRel);
+    let in_flight = self.in_flight.clone();
+    (self.answer)(
+      answers,
+      Box::new(move |_| {
+        in_flight.fetch_sub(len, Ordering::AcqRel);
+      }),
+    );
+  }
+}
+
+/// The terminal thread's queue of terminals with output to draw (started on first use).
+fn thread() -> Option<&'static Mutex<Sender<Weak<PtyTerminal>>>> {
+  static THREAD: OnceLock<Option<Mutex<Sender<Weak<PtyTerminal>>>>> = OnceLock::new();
+  THREAD
+    .get_or_init(|| {
+      let (tx, rx) = channel::<Weak<PtyTerminal>>();
+      let started = std::thread::Builder::new().name("procward-terminal".into()).stack_size(256 * 1024).spawn(move || {
+        for terminal in rx {
+          if let Some(t) = terminal.upgrade() {
+            // Cleared first: output queued from now on schedules another turn.
+            t.scheduled.store(false, Ordering::Release);
+            drop(t.catch_up());
+          }
+        }
+      });
+      started.ok().map(|_| Mutex::new(tx))
+    })
+    .as_ref()
+}
+
+/// Wraps `sink` so that every output event (late output too) is queued for `terminal`'s
+/// emulator, which the terminal thread feeds (see the module docs); without that thread
+/// (it could not start) the output is drawn here, on the reader's thread.
+pub(crate) fn answering_sink(terminal: SharedTerminal, mut sink: EventSink) -> EventSink {
+  Box::new(move |ev: JobEvent| {
+    if let JobEvent::Output { text, .. } = &ev {
+      if terminal.queue(text.as_bytes()) {
+        let handed = thread().is_some_and(|tx| lock(tx).send(Arc::downgrade(&terminal)).is_ok());
+        if !handed {
+          terminal.scheduled.store(false, Ordering::Release);
+          drop(terminal.catch_up());
+        }
+      }
+    }
+    sink(ev)
+  })
+}
