@@ -113,6 +113,20 @@ describe('notifications in results', () => {
     expect(await ctx.registry.drainNotifications({ sessionKey: 'k' })).toEqual([expect.objectContaining({ sessionId: s.session_id })]);
   });
 
+  it('polling an ended session neither loses its completion (it comes in that result) nor consumes it for a host that drains events itself', async () => {
+    const quiet = { sessionKey: 'p', notifications: false };
+    const a = await started('echo a', quiet, { notify_on_complete: true });
+    const b = await started('echo b', quiet, { notify_on_complete: true });
+    await until(async () => (await ctx.registry.poll(a.session_id)).status === 'exited' && (await ctx.registry.poll(b.session_id)).status === 'exited', 10_000, 'the ends');
+    const polled = await call('process', { action: 'poll', session_id: a.session_id }, { sessionKey: 'p' });
+    expect(polled.notifications?.map((n: Result) => n.session_id).sort()).toEqual([a.session_id, b.session_id].sort());
+    expect((await call('process', { action: 'log', session_id: a.session_id }, { sessionKey: 'p' })).notifications).toBeUndefined();
+    const c = await started('echo c', quiet, { notify_on_complete: true });
+    await until(async () => (await ctx.registry.poll(c.session_id)).status === 'exited', 10_000, 'the end');
+    expect(await call('process', { action: 'poll', session_id: c.session_id }, quiet)).not.toHaveProperty('notifications');
+    expect(await ctx.registry.drainNotifications({ sessionKey: 'p' })).toEqual([expect.objectContaining({ sessionId: c.session_id })]);
+  });
+
   it('a flood of watch hits is cut to the budget, says how many wait, and each hit arrives once over the next calls', async () => {
     const s = await started(`for i in $(seq 1 40); do echo "ERROR number $i $(head -c 300 /dev/zero | tr '\\0' x)"; done`, {}, { watch_patterns: ['ERROR'] });
     await until(async () => (await ctx.registry.poll(s.session_id)).status === 'exited', 10_000, 'the end');

@@ -144,6 +144,18 @@ export async function handleToolCall(
 }
 
 /**
+ * The scope's pending events taken before a read: reading a session's output to its end
+ * after it exited consumes its completion (DESIGN section 7), which would otherwise be lost
+ * to the model as an event. `{}` when the host drains events itself.
+ */
+async function eventsFirst(registry: ProcessRegistry, ctx: ToolContext, maxChars: number): Promise<Record<string, unknown>> {
+  if (ctx.notifications === false) return {};
+  const result: ToolSuccess = {};
+  await attachNotifications(registry, ctx, result, Math.min(maxChars, 4000));
+  return result;
+}
+
+/**
  * Adds the scope's pending events to a result, in the room its output left (at least 2500
  * characters, one completion event, or the whole budget when it is smaller). A failure to
  * take them leaves them queued.
@@ -224,18 +236,25 @@ async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext,
   const endCursor = async (sessionId: string) => ({ cursor: (await readOutput(registry, sessionId, { from: { limit: 1 }, maxChars })).cursor });
   switch (input.action) {
     case 'poll': {
+      const events = await eventsFirst(registry, ctx, maxChars);
       const polled = await registry.poll(id, { acknowledge: input.acknowledge === true });
-      if (input.cursor === undefined) return { result: { ...polled, ...(await endCursor(polled.id)) }, maxChars };
+      if (input.cursor === undefined) {
+        // A poll does not consume the completion: a host that drains events itself gets no
+        // end cursor for an ended session (reading to the end would consume it).
+        const keep = polled.status === 'exited' && ctx.notifications === false;
+        return { result: { ...polled, ...(keep ? {} : await endCursor(polled.id)), ...events }, maxChars, delivered: true };
+      }
       const { outputPreview: _preview, ...rest } = polled;
-      return { result: { ...rest, ...(await since(polled.id)) }, maxChars };
+      return { result: { ...rest, ...(await since(polled.id)), ...events }, maxChars, delivered: true };
     }
     case 'log': {
       if (input.cursor !== undefined && (input.offset !== undefined || input.limit !== undefined)) {
         throw new ProcwardError('INVALID_ARGUMENT', 'log takes either a cursor or offset/limit, not both');
       }
       const from = input.cursor !== undefined ? { cursor: input.cursor } : { ...(input.offset !== undefined && { offset: input.offset }), ...(input.limit !== undefined && { limit: input.limit }) };
+      const events = await eventsFirst(registry, ctx, maxChars);
       const out = await readOutput(registry, id, { from, maxChars, ...(input.max_bytes !== undefined && { maxBytes: input.max_bytes }), ...(filter && { filter }) });
-      return { result: { ...out }, maxChars };
+      return { result: { ...out, ...events }, maxChars, delivered: true };
     }
     case 'wait': {
       const { result: w, aborted, clamped } = await waitForHost(registry, id, input.timeout_ms ?? 30_000, options);
