@@ -1,11 +1,22 @@
 // DESIGN sections 7 and 8, MCP server: job events as logging messages at the client's
 // level, a long wait cut below the client's request timeout when the call takes no
 // progress, and a cancelled call that stops its wait on the server.
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { connectInMemory } from './mcp-support.js';
 import { cleanupGroup, perTestRegistry, until } from './support.js';
 
 const ctx = perTestRegistry();
+
+/** Whether `pid` ignores SIGTERM now (bit 15 of SigIgn in /proc/<pid>/status): its trap line has run. */
+function ignoresTerm(pid: number): boolean {
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('SigIgn:')) ?? 'SigIgn: 0';
+    return (BigInt(`0x${line.split(/\s+/)[1]}`) & (1n << 14n)) !== 0n;
+  } catch {
+    return false;
+  }
+}
 
 describe('MCP logging', () => {
   it('a completion and a watch hit go out as notifications/message, redacted, with snake_case data and control characters escaped', async () => {
@@ -98,6 +109,25 @@ describe('MCP progress and cancellation', () => {
       await c.close();
     }
   }, 40_000);
+
+  it('a kill that waits out its grace period reports progress too (the heartbeat of any slow call)', async () => {
+    const c = await connectInMemory(ctx.registry);
+    try {
+      const s = await ctx.start("trap '' TERM; sleep 60");
+      await until(() => ignoresTerm(s.pid!), 5000, 'the shell to ignore SIGTERM');
+      const messages: string[] = [];
+      const r = await c.client.callTool({ name: 'process_control', arguments: { action: 'kill', session_id: s.id, grace_ms: 4000 } }, undefined, {
+        onprogress: (p) => {
+          messages.push(p.message ?? '');
+        },
+      });
+      expect(r.structuredContent).toMatchObject({ outcome: 'killed' });
+      expect(messages.length).toBeGreaterThanOrEqual(1);
+      expect(messages[0]).toMatch(/^process_control kill: running for \d+ s$/);
+    } finally {
+      await c.close();
+    }
+  });
 
   it('without a progress token a long wait is cut below the client 60 s timeout and says the job is still running', async () => {
     const c = await connectInMemory(ctx.registry);

@@ -1,8 +1,8 @@
 /**
  * MCP progress for a running tool call: when the request carries a progress token
  * (`_meta.progressToken`, which the official client sends when `callTool` is given an
- * `onprogress` callback), `notifications/progress` go out about once a second until the
- * call returns, so a client with `resetTimeoutOnProgress: true` keeps waiting past its
+ * `onprogress` callback), `notifications/progress` go out until the call returns (about
+ * once a second during a wait, at least every 1.5 s for any call), so a client with `resetTimeoutOnProgress: true` keeps waiting past its
  * request timeout (60 s by default in the official SDK).
  *
  * The tool handler's own progress (a `wait`'s "still running" messages, with the wait's
@@ -15,8 +15,11 @@
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 
-/** Milliseconds between two progress notifications when the handler reports nothing. */
-export const HEARTBEAT_MS = 1000;
+/**
+ * Milliseconds of silence after which the heartbeat reports: longer than the handler's
+ * own period (about 1 s), so the two never double up, and far below any client timeout.
+ */
+export const HEARTBEAT_MS = 1500;
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -32,20 +35,23 @@ export function callProgress(extra: Extra, label: string): CallProgress {
   if (token === undefined) return { stop() {} };
   const started = Date.now();
   let last = 0;
-  let lastAt = 0;
   let total: number | undefined;
   let stopped = false;
+  let heartbeat: NodeJS.Timeout | undefined;
   const send = (message: string) => {
     if (stopped || extra.signal.aborted) return;
-    lastAt = Date.now();
-    last = Math.max(last + 1, lastAt - started);
+    last = Math.max(last + 1, Date.now() - started);
     const params = { progressToken: token, progress: last, ...(total !== undefined && total >= last && { total }), message };
     extra.sendNotification({ method: 'notifications/progress', params }).catch(() => {});
+    arm();
   };
-  const heartbeat = setInterval(() => {
-    if (Date.now() - lastAt >= HEARTBEAT_MS - 100) send(`${label}: running for ${Math.round((Date.now() - started) / 1000)} s`);
-  }, HEARTBEAT_MS);
-  heartbeat.unref();
+  // Re-armed by every notification: it fires only after HEARTBEAT_MS without one.
+  const arm = () => {
+    clearTimeout(heartbeat);
+    heartbeat = setTimeout(() => send(`${label}: running for ${Math.round((Date.now() - started) / 1000)} s`), HEARTBEAT_MS);
+    heartbeat.unref();
+  };
+  arm();
   return {
     onProgress: (p) => {
       if (typeof p.totalMs === 'number' && Number.isFinite(p.totalMs)) total = p.totalMs;
@@ -53,7 +59,7 @@ export function callProgress(extra: Extra, label: string): CallProgress {
     },
     stop() {
       stopped = true;
-      clearInterval(heartbeat);
+      clearTimeout(heartbeat);
     },
   };
 }
