@@ -11,9 +11,9 @@ export default defineConfig([
     shims: true,
     clean: true,
     target: 'node20',
-    // The generated napi loader must stay a runtime require: it locates the .node file
-    // relative to itself.
-    external: [/index\.js$/],
+    // The generated napi loader (`../index.js` from ts/) must stay outside the bundle; only
+    // that path: a pattern on any `index.js` silently dropped our own `ts/**/index.ts` modules.
+    external: [/^\.\.\/index\.js$/],
   },
   {
     entry: { cli: 'ts/surfaces/cli.ts' },
@@ -22,6 +22,6 @@ export default defineConfig([
     target: 'node20',
     banner: { js: '#!/usr/bin/env node' },
     define: { __PROCWARD_VERSION__: JSON.stringify(version) },
-    external: [/index\.js$/],
+    external: [/^\.\.\/index\.js$/],
   },
 ]);
