@@ -30,7 +30,7 @@ mod feed;
 mod queries;
 
 pub(crate) use feed::answering_sink;
-pub use feed::{PtyTerminal, SharedTerminal, MAX_BACKLOG};
+pub use feed::{PtyTerminal, SharedTerminal, MAX_BACKLOG, SCREEN_CATCH_UP};
 
 use crate::job::{PtySize, WriteDone};
 use queries::Answers;

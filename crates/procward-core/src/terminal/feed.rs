@@ -5,7 +5,10 @@
 //! job of the host: a PTY job printing as fast as it can would hold it from the others. So
 //! the reader only queues the output ([`answering_sink`]), and one thread for every PTY
 //! job of the process (`procward-terminal`) feeds the queues to their emulators and writes
-//! the answers. `screen` feeds what is queued first, so it shows all output read so far.
+//! the answers. `screen` draws what is queued first (up to [`SCREEN_CATCH_UP`] of it, so a
+//! caller's thread, Node's event loop, waits a few milliseconds at most), so it shows all
+//! output read so far unless a flood keeps the terminal thread behind. The emulator's lock
+//! is held for one chunk at a time (a read of the PTY), never for a whole queue.
 //!
 //! A job's queue holds at most [`MAX_BACKLOG`] bytes: a job that prints faster than its
 //! emulator draws loses the oldest of it, and its emulator starts over from a blank screen
@@ -22,6 +25,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 /// Most bytes of output a PTY job's queue holds before its oldest bytes are dropped (1 MiB).
 pub const MAX_BACKLOG: usize = 1 << 20;
+
+/// Most queued output `screen` draws itself before it reads the screen (64 KiB).
+pub const SCREEN_CATCH_UP: usize = 64 << 10;
 
 /// Most answer bytes on their way to the job's input at once: a job that asks and never
 /// reads (its input full) gets no more answers queued in the host, as a terminal whose
@@ -74,14 +80,15 @@ impl PtyTerminal {
     })
   }
 
-  /// What the screen shows now, with all output read so far drawn.
+  /// What the screen shows now: all output read so far is drawn, unless more than
+  /// [`SCREEN_CATCH_UP`] of it waits (then the terminal thread is still drawing a flood).
   pub fn screen(&self) -> Screen {
-    self.catch_up().screen()
+    self.catch_up(SCREEN_CATCH_UP).screen()
   }
 
-  /// Follows a resize of the PTY (after drawing what was read before it).
+  /// Follows a resize of the PTY (after the output [`PtyTerminal::screen`] would draw).
   pub fn resize(&self, size: PtySize) {
-    self.catch_up().resize(size);
+    self.catch_up(SCREEN_CATCH_UP).resize(size);
   }
 
   /// Queues output for the emulator; true when the terminal thread must be told.
@@ -98,21 +105,32 @@ impl PtyTerminal {
     !self.scheduled.swap(true, Ordering::AcqRel)
   }
 
-  /// Draws the queued output and sends the answers it asks for; returns the emulator,
-  /// locked. The emulator's lock is taken before the queue's, so output is drawn in the
-  /// order it was read whoever catches up.
-  fn catch_up(&self) -> MutexGuard<'_, Terminal> {
-    let mut terminal = lock(&self.terminal);
-    let backlog = std::mem::take(&mut *lock(&self.backlog));
-    if backlog.dropped {
-      let s = terminal.screen();
-      *terminal = Terminal::new(PtySize { cols: s.cols, rows: s.rows });
-    }
-    for chunk in backlog.chunks {
+  /// Draws queued output, a chunk at a time, until the queue is empty or `limit` bytes
+  /// were drawn, and sends the answers it asks for; returns the emulator, locked. A chunk
+  /// is taken from the queue under the emulator's lock, so output is drawn in the order it
+  /// was read whoever catches up.
+  fn catch_up(&self, limit: usize) -> MutexGuard<'_, Terminal> {
+    let mut drawn = 0;
+    loop {
+      let mut terminal = lock(&self.terminal);
+      let next = {
+        let mut b = lock(&self.backlog);
+        let chunk = b.chunks.pop_front();
+        b.bytes -= chunk.as_ref().map_or(0, Vec::len);
+        (chunk, std::mem::take(&mut b.dropped))
+      };
+      let (Some(chunk), dropped) = next else { return terminal };
+      if dropped {
+        let s = terminal.screen();
+        *terminal = Terminal::new(PtySize { cols: s.cols, rows: s.rows });
+      }
       let answers = terminal.feed(&chunk);
       self.send(answers);
+      drawn += chunk.len();
+      if drawn >= limit {
+        return terminal;
+      }
     }
-    terminal
   }
 
   /// Hands answers to the job's input, unless too many are on their way already. A failed
@@ -145,7 +163,7 @@ fn thread() -> Option<&'static Mutex<Sender<Weak<PtyTerminal>>>> {
           if let Some(t) = terminal.upgrade() {
             // Cleared first: output queued from now on schedules another turn.
             t.scheduled.store(false, Ordering::Release);
-            drop(t.catch_up());
+            drop(t.catch_up(usize::MAX));
           }
         }
       });
@@ -164,7 +182,7 @@ pub(crate) fn answering_sink(terminal: SharedTerminal, mut sink: EventSink) -> E
         let handed = thread().is_some_and(|tx| lock(tx).send(Arc::downgrade(&terminal)).is_ok());
         if !handed {
           terminal.scheduled.store(false, Ordering::Release);
-          drop(terminal.catch_up());
+          drop(terminal.catch_up(usize::MAX));
         }
       }
     }

@@ -187,7 +187,15 @@ fn output_past_the_backlog_drops_the_oldest_and_keeps_the_newest() {
     sink(JobEvent::Output { text: line.clone(), late: false });
   }
   sink(JobEvent::Output { text: "last".into(), late: false });
-  let s = terminal.screen();
+  // screen() draws 64 KiB at most itself; the terminal thread draws the rest.
+  let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+  let s = loop {
+    let s = terminal.screen();
+    if s.lines[23] == "last" || std::time::Instant::now() > deadline {
+      break s;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(10));
+  };
   assert_eq!(s.lines[23], "last", "{:?}", s.lines);
   assert_eq!(s.lines[22], "y".repeat(78));
 }
