@@ -13,6 +13,20 @@ const ctx = perTestRegistry({ maxOutputChars: 8_000_000, maxTotalOutputChars: 40
 type Result = Record<string, any>;
 const call = (name: string, input: unknown, r: ProcessRegistry = ctx.registry) => handleToolCall(r, name, input) as Promise<Result>;
 
+/** Calls `get` until `ok` holds for its result (at most 10 s), and returns that result. */
+async function eventually(get: () => Promise<Result>, ok: (r: Result) => boolean, what: string): Promise<Result> {
+  let last: Result = {};
+  await until(
+    async () => {
+      last = await get();
+      return ok(last);
+    },
+    10_000,
+    what,
+  );
+  return last;
+}
+
 /** Runs `command` to its end through the tool and returns its session id. */
 async function finished(command: string): Promise<string> {
   const s = await call('process_start', { command });
@@ -121,13 +135,12 @@ describe('cursors', () => {
 
   it('a line without its line break yet comes back whole once it grew; an unchanged one does not come back', async () => {
     const s = await call('process_start', { command: "printf 'Password: '; read x; echo \"got $x\"; sleep 30", stdin: true });
-    let first: Result = await call('process', { action: 'log', session_id: s.session_id, offset: 0 });
-    await until(async () => (first = await call('process', { action: 'log', session_id: s.session_id, offset: 0 })).text === 'Password: ', 10_000, 'the prompt');
+    cleanupGroup(s.pid);
+    const first = await eventually(() => call('process', { action: 'log', session_id: s.session_id, offset: 0 }), (r) => r.text === 'Password: ', 'the prompt');
     const again = await call('process', { action: 'poll', session_id: s.session_id, cursor: first.cursor });
     expect(again.output).toBe('');
     await call('process', { action: 'submit', session_id: s.session_id, text: 'hunter2-not-a-secret' });
-    let next: Result = again;
-    await until(async () => (next = await call('process', { action: 'poll', session_id: s.session_id, cursor: first.cursor })).output.includes('got'), 10_000, 'the answer');
+    const next = await eventually(() => call('process', { action: 'poll', session_id: s.session_id, cursor: first.cursor }), (r) => r.output.includes('got'), 'the answer');
     // A pipe does not echo the answer: the prompt's line grew, and comes back whole.
     expect(next.output).toBe('Password: got hunter2-not-a-secret');
     await call('process', { action: 'kill', session_id: s.session_id, grace_ms: 100 });
