@@ -10,20 +10,6 @@ const ctx = perTestRegistry({ watch: { cooldownMs: 0, maxPerSession: 50, maxPerM
 type Result = Record<string, any>;
 const call = (name: string, input: unknown, context: ToolContext = {}, options = {}) => handleToolCall(ctx.registry, name, input, context, options) as Promise<Result>;
 
-/** Calls `get` until `ok` holds for its result (at most 10 s), and returns that result. */
-async function eventually(get: () => Promise<Result>, ok: (r: Result) => boolean, what: string): Promise<Result> {
-  let last: Result = {};
-  await until(
-    async () => {
-      last = await get();
-      return ok(last);
-    },
-    10_000,
-    what,
-  );
-  return last;
-}
-
 async function started(command: string, context: ToolContext = {}, extra: Record<string, unknown> = {}): Promise<Result> {
   const s = await call('process_start', { command, ...extra }, context);
   expect(s.error).toBeUndefined();
@@ -229,7 +215,10 @@ describe('start deadlines, signals, screens and model-written env', () => {
 
   it('screen shows what a pty session’s terminal shows, as text', async () => {
     const s = await started("printf 'hello screen'; sleep 30", {}, { pty: true });
-    const screen = await eventually(() => call('process', { action: 'screen', session_id: s.session_id }), (r) => (r.text ?? '').includes('hello screen'), 'the screen');
+    const screenOf = () => call('process', { action: 'screen', session_id: s.session_id });
+    await until(async () => ((await screenOf()).text ?? '').includes('hello screen'), 10_000, 'the screen');
+    // The job sleeps: the screen stays as it was.
+    const screen = await screenOf();
     expect(screen).toMatchObject({ session_id: s.session_id, status: 'running', cursor: { row: 0, col: 12 } });
     expect(screen).not.toHaveProperty('lines');
     const plain = await started('sleep 30');
