@@ -70,7 +70,20 @@ export function ago(at: number, now = Date.now()): string {
  * process name chosen by anyone cannot move the cursor, recolour or retitle the terminal.
  */
 export function printable(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => {
+  return escapeControls(text, /[\u0000-\u001f\u007f-\u009f]/g);
+}
+
+/**
+ * Output text safe for a terminal: as {@link printable}, but line breaks and tabs stay.
+ * The plain view has no colour sequences left, but may still hold a bell, shift-out/in
+ * or a character-set switch (`ESC ( 0`) that would garble the terminal.
+ */
+export function terminalSafe(text: string): string {
+  return escapeControls(text, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g);
+}
+
+function escapeControls(text: string, controls: RegExp): string {
+  return text.replace(controls, (c) => {
     if (c === '\n') return '\\n';
     if (c === '\t') return '\\t';
     const code = c.charCodeAt(0);

@@ -3,7 +3,7 @@ import { constants as osConstants } from 'node:os';
 import type { Command } from 'commander';
 import { duration, int } from './args.js';
 import { common } from './common.js';
-import { describeEnd } from './format.js';
+import { describeEnd, terminalSafe } from './format.js';
 import { interrupted, withRegistry } from './host.js';
 import { type Common, note, print } from './output.js';
 import { type StreamReport, streamOutput } from './stream.js';
@@ -17,6 +17,11 @@ function signalExit(name: string): number {
 function reportGaps(id: string, s: StreamReport): void {
   if (s.logEvicted) note(`procward: ${id}: the log was evicted to keep the state directory within its disk budget: ${s.showing}`);
   else if (s.droppedChars > 0) note(`procward: ${id}: not all output was kept: ${s.showing}`);
+}
+
+/** On a terminal, the plain view's leftover control characters are shown escaped; in a pipe the text goes as it is. */
+function forTerminal(view: 'plain' | 'raw'): { transform?: (text: string) => string } {
+  return view === 'plain' && process.stdout.isTTY ? { transform: terminalSafe } : {};
 }
 
 interface LogOpts extends Common {
@@ -47,7 +52,7 @@ export function registerLogs(program: Command): void {
           return;
         }
         const from = opts.tail !== undefined ? { tail: opts.tail } : (opts.offset ?? 0);
-        const s = await streamOutput(r, id, { from, view, follow: opts.follow === true, signal, ...(opts.limit !== undefined && { limit: opts.limit }) });
+        const s = await streamOutput(r, id, { from, view, follow: opts.follow === true, signal, ...(opts.limit !== undefined && { limit: opts.limit }), ...forTerminal(view) });
         reportGaps(id, s);
         const stop = interrupted();
         if (stop) throw stop;
@@ -65,7 +70,7 @@ export function registerLogs(program: Command): void {
         const w = await r.wait(id, { ...(opts.timeout !== undefined && { timeoutMs: opts.timeout }), signal });
         if (opts.json) await print(opts, w, '');
         else {
-          if (!opts.quiet) reportGaps(w.id, await streamOutput(r, w.id, { from: 0 }));
+          if (!opts.quiet) reportGaps(w.id, await streamOutput(r, w.id, { from: 0, ...forTerminal('plain') }));
           note(`${w.id}: ${w.timedOut ? 'still running (timed out)' : describeEnd(w)}`);
         }
         process.exitCode = w.timedOut ? 124 : (w.exitCode ?? (w.signal ? signalExit(w.signal) : 1));

@@ -9,7 +9,7 @@
  */
 import type { ProcessRegistry } from '../../registry.js';
 import type { LogResult } from '../../types.js';
-import { note, out } from './output.js';
+import { note, out as write } from './output.js';
 
 /** Lines per page: with the 4 MiB cap, a page of short lines is one readLog call per 100 000 lines. */
 const PAGE_LINES = 100_000;
@@ -30,6 +30,8 @@ export interface StreamOptions {
   /** Keep reading as the job writes, until it ends or `signal` aborts. */
   follow?: boolean;
   signal?: AbortSignal;
+  /** Applied to the text as it is written (character for character, e.g. control characters escaped for a terminal). */
+  transform?: (text: string) => string;
 }
 
 /** What a stream showed and what it could not. */
@@ -66,6 +68,7 @@ const sleep = (ms: number, signal?: AbortSignal) =>
  */
 export async function streamOutput(r: ProcessRegistry, id: string, opts: StreamOptions): Promise<StreamReport> {
   const view = opts.view ?? 'plain';
+  const out = (text: string) => write(opts.transform ? opts.transform(text) : text);
   const read = (offset: number | undefined, limit: number) => r.readLog(id, { ...(offset !== undefined && { offset }), limit, maxBytes: PAGE_BYTES, view });
   const first = await read(undefined, 1);
   const report: StreamReport = {

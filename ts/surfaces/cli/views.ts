@@ -5,7 +5,7 @@ import type { ProcessRegistry } from '../../registry.js';
 import type { SessionSummary } from '../../types.js';
 import { int } from './args.js';
 import { common } from './common.js';
-import { age, ago, describeEnd, flags, logFooter, printable, shortStatus, table } from './format.js';
+import { age, ago, describeEnd, flags, logFooter, printable, shortStatus, table, terminalSafe } from './format.js';
 import { withRegistry } from './host.js';
 import { type Common, print } from './output.js';
 import { commandOf } from './procfs.js';
@@ -37,7 +37,7 @@ function pollText(p: SessionSummary & { outputPreview: string }): string {
   const head = `${p.id}  pid ${p.pid ?? '-'}${supervisor}  ${describeEnd(p)}  ${p.status === 'running' ? 'running for' : 'ran'} ${age(p.uptimeMs)}  started ${ago(p.startedAt)}`;
   const notes = [...flags(p)];
   if (p.status === 'exited' && p.leftovers) notes.push(`procward kill ${p.id} ends what it left running`);
-  return [head, printable(p.command), ...(notes.length ? [`note: ${notes.join('; ')}`] : []), '', p.outputPreview].join('\n');
+  return [head, printable(p.command), ...(notes.length ? [`note: ${notes.join('; ')}`] : []), '', terminalSafe(p.outputPreview)].join('\n');
 }
 
 /** A tree of processes with their command lines: the root first, each child indented under its parent. */
