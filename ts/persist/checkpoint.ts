@@ -57,6 +57,9 @@ const LOCK_TIMEOUT_MS = 10_000;
 /** How often a write also keeps the current generation as `checkpoint.prev.json`. */
 const PREV_EVERY_MS = 5_000;
 
+/** `newest` read the previous generation while the current file appeared: read again. */
+const MISSING_NOW = Symbol('current file written meanwhile');
+
 /** What loading found: valid entries and a diagnostic for everything set aside. */
 export interface LoadResult {
   sessions: SessionRecord[];
@@ -145,10 +148,27 @@ export class Checkpoint {
    */
   private async newest(diagnostics: string[]): Promise<Generation | null> {
     this.cache = null;
+    // The current file is never missing once written (see `writeGeneration`), so the previous
+    // generation is read in its place only when it really is missing: after a first read
+    // found none, other hosts may have written their first generations (a current file and,
+    // from the second, its previous one) before the previous one was read. Then the current
+    // file is read again, not reported missing (issue 18: ten parallel first starts).
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const gen = await this.newestOnce(diagnostics);
+      if (gen !== MISSING_NOW) return gen;
+    }
+    return this.newestOnce(diagnostics, true) as Promise<Generation | null>;
+  }
+
+  /** One pass of `newest`; `MISSING_NOW` when it should read again (unless `last`). */
+  private async newestOnce(diagnostics: string[], last = false): Promise<Generation | null | typeof MISSING_NOW> {
     for (const path of [this.path, this.prevPath]) {
       try {
         const gen = await readGeneration(this.dir, path);
-        if (gen && path === this.prevPath) diagnostics.push(`${this.path} is missing; read the previous generation ${this.prevPath}`);
+        if (gen && path === this.prevPath) {
+          if (!last && statSync(this.path, { throwIfNoEntry: false }) !== undefined) return MISSING_NOW;
+          diagnostics.push(`${this.path} is missing; read the previous generation ${this.prevPath}`);
+        }
         if (gen && path === this.path && !gen.newer) {
           this.cache = { key: gen.key, entries: new Map(gen.sessions.map((record) => [record.id, { record, text: null }])), kept: gen.kept, notes: gen.notes };
         }

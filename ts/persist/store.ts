@@ -176,8 +176,19 @@ export class SessionStore {
    */
   async recover(): Promise<Recovered> {
     if (!this.checkpoint) return { records: [], readOnly: [], changed: false };
-    const { sessions, readOnly = [], diagnostics } = await this.checkpoint.load();
-    const orphans = scanOrphanSessions(this.checkpoint.dir, new Set([...sessions, ...readOnly].map((r) => r.id)), (r) => this.isForeign(r));
+    let { sessions, readOnly = [], diagnostics } = await this.checkpoint.load();
+    let orphans = scanOrphanSessions(this.checkpoint.dir, new Set([...sessions, ...readOnly].map((r) => r.id)), (r) => this.isForeign(r));
+    // A session directory whose host is gone and that the checkpoint did not list may have
+    // been written to the checkpoint since it was read (a host that spawned, wrote its
+    // checkpoint and exited meanwhile: issue 18's parallel starts). Read it again before
+    // calling the session orphaned.
+    for (let i = 0; i < 3 && orphans.records.some((r) => !this.isForeign(r)); i++) {
+      const again = await this.checkpoint.load();
+      const listed = new Set([...again.sessions, ...(again.readOnly ?? [])].map((r) => r.id));
+      if (!orphans.records.some((r) => listed.has(r.id))) break;
+      ({ sessions, readOnly = [], diagnostics } = again);
+      orphans = scanOrphanSessions(this.checkpoint.dir, listed, (r) => this.isForeign(r));
+    }
     // The checkpoint's notes are capped where they are made; a few lines of its own may come first.
     appendDiagnostics(this.diagnostics, diagnostics, MAX_READ_DIAGNOSTICS + 10);
     appendDiagnostics(this.diagnostics, orphans.diagnostics);

@@ -1,0 +1,40 @@
+// Issue 18 item 8: parallel CLI starts against one state directory are quiet. Each CLI
+// invocation is a fresh host that recovers first (DESIGN section 8); what another host is
+// writing at that moment is not damage and is not reported as such. A checkpoint that is
+// really missing, and a session whose host really died before writing it, still are.
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cli, tempDir } from './support.js';
+
+describe.skipIf(process.platform === 'win32')('parallel starts', () => {
+  it('ten concurrent `procward start`s, three rounds on one state directory: nothing on stderr, all thirty listed', async () => {
+    const dir = tempDir();
+    const ids: string[] = [];
+    for (let round = 0; round < 3; round++) {
+      const runs = await Promise.all(Array.from({ length: 10 }, () => cli(['start', '--state-dir', dir, '--', 'sleep 1'])));
+      for (const r of runs) {
+        expect(r.stderr, `round ${round}`).toBe('');
+        expect(r.code).toBe(0);
+        ids.push(r.stdout.trim());
+      }
+    }
+    expect(new Set(ids).size).toBe(30);
+    const listed = await cli(['list', '--state-dir', dir, '--json']);
+    expect(listed.stderr).toBe('');
+    const seen = new Set((JSON.parse(listed.stdout) as { id: string }[]).map((s) => s.id));
+    for (const id of ids) expect(seen.has(id), id).toBe(true);
+  }, 120_000);
+
+  it('a checkpoint that is really missing still warns, and so does a session its dead host never checkpointed', async () => {
+    const dir = tempDir();
+    // Two hosts in turn, each a process that ends: the second write of checkpoint.json keeps
+    // the first as checkpoint.prev.json.
+    for (let i = 0; i < 2; i++) expect((await cli(['start', '--state-dir', dir, '--', 'true'])).stderr).toBe('');
+    rmSync(join(dir, 'checkpoint.json'));
+    const listed = await cli(['list', '--state-dir', dir]);
+    expect(listed.stderr).toContain('checkpoint.json is missing; read the previous generation');
+    // The second host's session is only in its directory now, and that host is gone.
+    expect(listed.stderr).toContain('recovered from its session directory (its host stopped before writing the checkpoint)');
+  }, 60_000);
+});
