@@ -186,16 +186,30 @@ describe('list, poll, tree and recover', () => {
 describe('environment, signal and kill', () => {
   it('--env reaches the job; secret-looking variables are withheld and named on stderr (not their values); --allow-env passes one; --quiet silences', async () => {
     const state = tempDir();
-    const env = { MY_API_KEY: 'value-of-key-123', GITHUB_TOKEN: 'ghp_notreal', PLAIN_VAR: 'plain' };
-    const r = await cli(['start', '--state-dir', state, '--env', 'FOO=bar baz', '-e', 'EMPTY=', '--', 'echo "[$FOO][$EMPTY][$MY_API_KEY][$GITHUB_TOKEN][$PLAIN_VAR]"'], env);
+    // The field report's four (DATABASE_URL, PASSWORD, GITHUB_TOKEN, MY_API_KEY) and a plain one.
+    const env = { MY_API_KEY: 'value-of-key-123', GITHUB_TOKEN: 'ghp_notreal', DATABASE_URL: 'postgres://u:pw@db/x', PASSWORD: 'hunter2', PLAIN_VAR: 'plain' };
+    const r = await cli(['start', '--state-dir', state, '--env', 'FOO=bar baz', '-e', 'EMPTY=', '--', 'echo "[$FOO][$EMPTY][$MY_API_KEY][$GITHUB_TOKEN][$DATABASE_URL][$PASSWORD][$PLAIN_VAR]"'], env);
     const id = r.stdout.trim();
     expect(id).toMatch(/^proc_[0-9a-f]{12}$/);
-    expect(r.stderr).toMatch(/withheld from the job .*GITHUB_TOKEN, MY_API_KEY/);
-    expect(r.stderr).not.toContain('value-of-key-123');
-    expect((await cli(['wait', id, '--state-dir', state])).stdout).toBe('[bar baz][][][][plain]\n');
+    expect(r.stderr).toMatch(/withheld from the job .*DATABASE_URL, GITHUB_TOKEN, MY_API_KEY, PASSWORD/);
+    for (const value of Object.values(env)) expect(r.stderr).not.toContain(value);
+    expect((await cli(['wait', id, '--state-dir', state])).stdout).toBe('[bar baz][][][][][][plain]\n');
     const allowed = await cli(['start', '--state-dir', state, '--allow-env', 'MY_API_KEY', '--quiet', '--', 'echo "[$MY_API_KEY]"'], env);
     expect(allowed.stderr).toBe('');
     expect((await cli(['wait', allowed.stdout.trim(), '--state-dir', state])).stdout).toBe('[value-of-key-123]\n');
+  }, 60_000);
+
+  it("the PID list and poll show is the job's own (the shell's $$; kill -USR1 <pid> reaches the job), the supervisor's beside it", async () => {
+    const state = tempDir();
+    const s = await started(state, 'trap "echo got USR1" USR1; echo "me $$"; while :; do sleep 0.05; done');
+    await until(async () => (await cli(['log', s.id, '--state-dir', state])).stdout.includes('me '), 30_000, 'pid printed');
+    const me = Number(/me (\d+)/.exec((await cli(['log', s.id, '--state-dir', state])).stdout)?.[1]);
+    expect(me).toBe(s.pid);
+    const poll = await cli(['poll', s.id, '--state-dir', state]);
+    expect(poll.stdout).toMatch(new RegExp(`^${s.id} {2}pid ${me} \\(supervisor \\d+\\)`));
+    expect((await cli(['ls', '--state-dir', state])).stdout).toMatch(new RegExp(`${s.id} +${me} +running`));
+    process.kill(me, 'SIGUSR1');
+    await until(async () => (await cli(['log', s.id, '--state-dir', state])).stdout.includes('got USR1'), 30_000, 'USR1 reached the job');
   }, 60_000);
 
   it('parallel starts print nothing but their ids', async () => {
