@@ -127,6 +127,48 @@ describe('the PID a durable session reports is its job’s', () => {
   });
 });
 
+describe('a durable job whose supervisor was killed alone', () => {
+  // The job writes nothing, so it does not die of SIGPIPE: it runs on, orphaned.
+  const QUIET = 'while :; do sleep 0.1; done';
+
+  it('runs on, followed by its own PID, and kill ends it', async () => {
+    const r = await ProcessRegistry.open({ stateDir: tempDir() });
+    try {
+      const s = await r.spawn(QUIET, { durable: true });
+      cleanupGroup(s.pid);
+      process.kill(s.supervisorPid as number, 'SIGKILL');
+      await until(async () => (await r.poll(s.id)).detached, 10_000, 'the supervisor’s end seen');
+      expect(isAlive(s.pid as number)).toBe(true);
+      expect(await r.poll(s.id)).toMatchObject({ status: 'running', pid: s.pid });
+      const k = await r.kill(s.id, { graceMs: 500 });
+      expect(k).toMatchObject({ outcome: 'killed', survivors: [] });
+      expect(k.signalled).toContain(s.pid);
+      expect(await r.poll(s.id)).toMatchObject({ status: 'exited', reason: 'killed' });
+      await until(() => !isAlive(s.pid as number), 5000, 'the job gone');
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('a host that recovers it after that sees it running, and ends it lost once it is gone by itself', async () => {
+    const stateDir = tempDir();
+    const { line, host } = await startHost(stateDir, `const s = await r.spawn(${JSON.stringify(QUIET)}, { durable: true }); console.log(JSON.stringify(s));`);
+    cleanupGroup(line.pid);
+    await crashHost(host);
+    process.kill(line.supervisorPid, 'SIGKILL');
+    await until(() => !isAlive(line.supervisorPid), 5000, 'the supervisor gone');
+    const r = await ProcessRegistry.open({ stateDir });
+    try {
+      expect(await r.poll(line.id)).toMatchObject({ status: 'running', pid: line.pid, supervisorPid: line.supervisorPid });
+      process.kill(line.pid, 'SIGKILL');
+      const w = await r.wait(line.id, { timeoutMs: 10_000 });
+      expect(w).toMatchObject({ status: 'exited', reason: 'lost', exitCode: null, signal: null });
+    } finally {
+      await r.close();
+    }
+  });
+});
+
 describe('an old or edited record of a durable job', () => {
   it('an entry written before the job identity was recorded reports the job the supervisor names', async () => {
     const stateDir = tempDir();

@@ -10,7 +10,7 @@ import { supervisorPath } from '../native.js';
 import { readLogFrom, readLogTail } from '../output/durablelog.js';
 import { pageLogFile } from '../output/paging.js';
 import { exitFileTimedOut, filesBelowSessions, type JobFiles, jobFiles, readExitFile, readSupervisorFile, type RecordedExit, sessionFiles } from '../persist/jobfiles.js';
-import { type KillReport, probe, verdict } from '../processes.js';
+import { type Identity, type KillReport, probe, type Verdict, verdict } from '../processes.js';
 import type { RecordedIdentity } from './record.js';
 import { leadsWithKeyMaterial } from '../policy/redact.js';
 import { HostSession } from './host.js';
@@ -67,18 +67,19 @@ export class DurableSession extends HostSession {
    * supervisor and passes {@link isJobOf}; true once the record has one. A recorded one
    * that fails the check (an edited checkpoint) is dropped with a diagnostic.
    */
-  /** Whether the record's `jobIdentity` passed {@link isJobOf} here (or was learnt here). */
-  private jobChecked = false;
+  /** The `jobIdentity` (`pid:startTime`) that passed {@link isJobOf} here, or was learnt here. */
+  private checkedJob: string | undefined;
 
   private learnJob(): boolean {
     const { live, host } = this;
     const r = live.record;
     if (!r.identity || host.stateDir === null) return false;
     if (r.jobIdentity) {
-      // Checked once, when this host first meets the record: later, a job that ended may
-      // have left its PID to another process, which says nothing of the record.
-      if (this.jobChecked) return true;
-      this.jobChecked = true;
+      // Checked once, when this host first meets it: later, a job that ended may have left
+      // its PID to another process, which says nothing of the record.
+      const key = `${r.jobIdentity.pid}:${r.jobIdentity.startTime}`;
+      if (this.checkedJob === key) return true;
+      this.checkedJob = key;
       if (isJobOf(r.jobIdentity, r.identity)) return true;
       host.diagnostics.push(`${r.id}: its record names PID ${r.jobIdentity.pid} as the job of supervisor ${r.identity.pid}, which it is not; ignored`);
       delete r.jobIdentity;
@@ -87,7 +88,7 @@ export class DurableSession extends HostSession {
     const sup = file?.supervisor;
     if (!file?.job || !sup || sup.pid !== r.identity.pid || sup.startTime !== r.identity.startTime || !isJobOf(file.job, r.identity)) return false;
     r.jobIdentity = file.job;
-    this.jobChecked = true;
+    this.checkedJob = `${file.job.pid}:${file.job.startTime}`;
     r.updatedAt = Math.max(Date.now(), r.updatedAt + 1);
     if (!live.foreign) host.persistSoon();
     return true;
@@ -293,8 +294,70 @@ export class DurableSession extends HostSession {
     return super.stopProbe();
   }
 
-  /** The end the reactor saw, with what only the exit file says: the supervisor killed the job at its deadline. */
+  /**
+   * A durable job runs while its own process does, or while its supervisor does (which
+   * writes its end once it has seen it): a supervisor killed alone leaves the job running,
+   * orphaned, and it is followed by its own identity until it is gone.
+   */
+  protected liveVerdict(): Verdict {
+    const r = this.live.record;
+    const supervisor = super.liveVerdict();
+    if (supervisor === 'current' || !r.jobIdentity) return supervisor;
+    const job = verdict(r.jobIdentity);
+    return job === 'current' || job === 'unknown' ? job : supervisor;
+  }
+
+  /** Re-checks an orphaned job (see `endFromExit`) until it ends: a `wait` begun before it was orphaned has no tick of its own. */
+  private orphanTimer: NodeJS.Timeout | undefined;
+
+  private followOrphan(delay = 25): void {
+    this.orphanTimer = setTimeout(() => {
+      const again = (next: number) => this.live.record.status === 'running' && this.orphanTimer !== undefined && this.followOrphan(next);
+      this.host.refresh(this.live).then(
+        () => again(Math.min(delay * 2, 1000)),
+        () => again(1000),
+      );
+    }, delay);
+    this.orphanTimer.unref();
+  }
+
+  close(): void {
+    clearTimeout(this.orphanTimer);
+    this.orphanTimer = undefined;
+    super.close();
+  }
+
+  /** A job whose own process runs has not ended, whatever became of its supervisor (the native job). */
+  protected endedBeforeKill(): boolean {
+    const job = this.live.record.jobIdentity;
+    if (job && verdict(job) === 'current') return false;
+    return super.endedBeforeKill();
+  }
+
+  /**
+   * The supervisor leads the job's session, so the kill starts there; once it is gone while
+   * the job runs, from the job's own process (its group, led by the dead supervisor, is
+   * no session leader's and is not signalled as a whole: its members are, by the walk).
+   */
+  protected killRoot(identity: Identity): { root: Identity; sessionLeader: boolean } {
+    const job = this.live.record.jobIdentity;
+    if (job && verdict(identity) !== 'current' && verdict(job) === 'current') return { root: job, sessionLeader: false };
+    return super.killRoot(identity);
+  }
+
+  /**
+   * The end the reactor saw, with what only the exit file says (the supervisor killed the
+   * job at its deadline). An unknown end (the supervisor died without recording one) while
+   * the job's own process runs on is no end: the job is followed by its identity from now on.
+   */
   endFromExit(end: RecordedExit): void {
+    const { live } = this;
+    const job = live.record.jobIdentity;
+    if (end.exitCode === null && end.signal === null && !end.timedOut && job && !live.killed && verdict(job) === 'current') {
+      live.detached = true;
+      this.followOrphan();
+      return;
+    }
     const exitPath = this.live.record.exitPath;
     if (end.timedOut === undefined && this.live.record.timeoutMs !== undefined && exitPath && exitFileTimedOut(exitPath)) end = { ...end, timedOut: true };
     super.endFromExit(end);

@@ -9,7 +9,7 @@ import { type JobEvent, native, type NativeJob } from '../native.js';
 import { NativeTail } from '../output/tail.js';
 import { type JobFiles, jobFiles, killRequested, type RecordedExit, removeSessionDir, writePrivate } from '../persist/jobfiles.js';
 import { shellCommand } from '../policy/environment.js';
-import { type KillReport, killTree, verdict } from '../processes.js';
+import { type Identity, type KillReport, killTree, type Verdict, verdict } from '../processes.js';
 import type { KillResult } from '../types.js';
 import { BaseSession } from './base.js';
 import { EMPTY_REPORT, type LeftoverQuery, type Outcome, type StartSpec, type StopProbe } from './kind.js';
@@ -143,7 +143,7 @@ export abstract class HostSession extends BaseSession {
     }
     if (!(await this.adopt())) return;
     let recorded = await this.exitRecord();
-    const v = recorded && !('invalid' in recorded) ? 'gone' : r.identity ? verdict(r.identity) : 'gone';
+    const v = recorded && !('invalid' in recorded) ? 'gone' : this.liveVerdict();
     await this.followLog();
     if (v === 'current' || v === 'unknown') return;
     // The supervisor writes the exit file before it exits: one that ended after the first
@@ -176,6 +176,20 @@ export abstract class HostSession extends BaseSession {
     const tail = Buffer.from(live.job.tailText(), 'utf8');
     this.watchedBytes = total;
     this.host.watch(live, tail.subarray(Math.max(0, tail.length - missing)).toString('utf8'));
+  }
+
+  /** Whether the job runs, by its recorded identity (a durable job: its own or its supervisor's). */
+  protected liveVerdict(): Verdict {
+    const r = this.live.record;
+    return r.identity ? verdict(r.identity) : 'gone';
+  }
+
+  /**
+   * What the tree kill starts from: the recorded identity, which leads the job's session
+   * (a durable job whose supervisor is gone: the job's own process, see `durable.ts`).
+   */
+  protected killRoot(identity: Identity): { root: Identity; sessionLeader: boolean } {
+    return { root: identity, sessionLeader: true };
   }
 
   /** Whether a detached job can be judged now (a durable job may still be starting). */
@@ -223,6 +237,7 @@ export abstract class HostSession extends BaseSession {
     const r = live.record;
     const wasRunning = r.status === 'running';
     if (!r.identity) return { id: r.id, outcome: 'already_exited', ...EMPTY_REPORT, exitCode: r.exitCode, signal: r.signal };
+    const { root, sessionLeader } = this.killRoot(r.identity);
     live.finisher?.abort();
     const files = this.files();
     // Counted before the marker is awaited: an end that arrives meanwhile waits for the
@@ -247,7 +262,7 @@ export abstract class HostSession extends BaseSession {
     let report: KillReport;
     try {
       // Every job leads its own session: a root that does not is no job of ours.
-      report = this.judgeReport(await killTree(r.identity, { graceMs, requireSessionLeader: true, ...(r.cgroup && { cgroup: r.cgroup, sessionId: r.id }) }));
+      report = this.judgeReport(await killTree(root, { graceMs, requireSessionLeader: sessionLeader, ...(r.cgroup && { cgroup: r.cgroup, sessionId: r.id }) }));
     } catch (err) {
       // The kill failed before it signalled anything (a refused root, an unreadable process
       // table): the marker it wrote must not make the job's own end look killed.
@@ -255,7 +270,7 @@ export abstract class HostSession extends BaseSession {
       this.dropKillMarker(files);
       throw err;
     }
-    let reachedLeader = wasRunning && !endedFirst && report.signalled.includes(r.identity.pid);
+    let reachedLeader = wasRunning && !endedFirst && report.signalled.includes(root.pid);
     if (reachedLeader && (await this.endedBefore(signalAt))) reachedLeader = false;
     // Two kills (two hosts, or two calls here) may both reach the leader: the first to
     // claim the kill records it, the other finds the job already ended. Either way the job
@@ -290,11 +305,11 @@ export abstract class HostSession extends BaseSession {
       host.consume(live);
       return { id: r.id, outcome, ...report, exitCode: r.exitCode, signal: r.signal };
     };
-    const rootRefused = report.refused.find((x) => x.pid === r.identity?.pid);
+    const rootRefused = report.refused.find((x) => x.pid === root.pid);
     if (rootRefused && wasRunning) {
       throw new ProcwardError('KILL_REFUSED', `the kill of ${r.id} was refused (${rootRefused.reason}): its record names PID ${rootRefused.pid}, which procward never signals; nothing was signalled`, { report });
     }
-    if (report.survivors.length > 0) this.finishInBackground(report, graceMs);
+    if (report.survivors.length > 0) this.finishInBackground(report, graceMs, root);
     if (live.detached) await host.refresh(live);
     else await settle(live, 2000);
     // Whatever became of the leader, the kill emptied the job's own cgroup (the core kills
@@ -319,7 +334,7 @@ export abstract class HostSession extends BaseSession {
   }
 
   /** Keeps killing survivors in the background and throws `KILL_SURVIVORS` with the report. */
-  private finishInBackground(report: KillReport, graceMs: number): never {
+  private finishInBackground(report: KillReport, graceMs: number, root: Identity): never {
     const { live, host } = this;
     const r = live.record;
     // The guard already judged the recorded cgroup: the background kill takes it by name.
@@ -331,7 +346,7 @@ export abstract class HostSession extends BaseSession {
       ...(cgroupOurs && { cgroup: r.id }),
       signal: controller.signal,
       onDone: () => {
-        if (r.identity && verdict(r.identity) !== 'current') host.finish(live, { exitCode: null, signal: 'SIGKILL', reason: 'killed', source: 'kill' });
+        if (verdict(root) !== 'current') host.finish(live, { exitCode: null, signal: 'SIGKILL', reason: 'killed', source: 'kill' });
       },
       onGiveUp: (left) => host.diagnostics.push(`kill of ${r.id}: ${left.map((i) => i.pid).join(', ')} still alive after 60 s`),
     });
