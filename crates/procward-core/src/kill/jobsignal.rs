@@ -3,6 +3,9 @@
 //!
 //! The signal goes to the group the job's leader leads (`kill(-pgid, sig)`), as a terminal's
 //! line discipline sends Ctrl-C to the foreground group: a dev server's children get it too.
+//! A root that does not lead its own session (a durable job's shell, in its supervisor's
+//! group) gets the signal alone, as the kill path signals such a root: the group signal is
+//! only ever sent to a session leader's group.
 //! Descendants that left the group (`setsid`, a daemon) are not reached; a tree kill is the
 //! operation that hunts those down. No SIGCONT follows (a stopped job keeps the signal
 //! pending until it is continued, as in a shell) and nothing is waited for.
@@ -21,10 +24,12 @@ use crate::sys;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-/// What [`signal_job`] did, in the shape of a [`KillReport`]: the leader's PID in
-/// `signalled` (its group got the signal), `already_gone`, `refused_reused`, `survivors`
-/// (the verdict was `unknown`: nothing was sent) or `refused` (the guard's reason).
-/// `escalated` is always false.
+/// Sends `signal` to the job led by `root` (see the module docs). Returns what it did in the
+/// shape of a [`KillReport`]: the root's PID in `signalled` (its group, or the root alone,
+/// got the signal), `already_gone`, `refused_reused`, `survivors` (the verdict was
+/// `unknown`: nothing was sent) or `refused` (the guard's reason). `escalated` is always
+/// false. Errors: `Io` when the boot id cannot be read or the signal fails otherwise than
+/// with ESRCH.
 pub fn signal_job(root: &Identity, signal: Signal) -> Result<KillReport> {
   let mut report = KillReport::default();
   let pid = root.pid;
@@ -44,17 +49,20 @@ pub fn signal_job(root: &Identity, signal: Signal) -> Result<KillReport> {
   };
   match judged() {
     (Verdict::Current, Some(info)) => {
-      if let Err(reason) = host.check_group(&info, session_of(pid)) {
+      let sid = session_of(pid);
+      if let Err(reason) = host.check_process(&info, sid) {
         report.refused.push(super::Refused { pid: Some(pid), cgroup: None, reason });
         return Ok(report);
       }
+      // The group only when the guard passes it (the root leads its own session); else the root alone.
+      let target = if host.check_group(&info, sid).is_ok() { -pid } else { pid };
       // Checked again right before the signal: the guard's reads took time. A session
       // leader stays one for life, so the guard's verdict holds while the identity does.
       match judged().0 {
-        Verdict::Current => match kill(Pid::from_raw(-pid), signal) {
+        Verdict::Current => match kill(Pid::from_raw(target), signal) {
           Ok(()) => report.signalled.push(pid),
           Err(nix::errno::Errno::ESRCH) => report.already_gone.push(pid),
-          Err(e) => return Err(Error::io(format!("sending {signal} to process group {pid}"), e.into())),
+          Err(e) => return Err(Error::io(format!("sending {signal} to {target}"), e.into())),
         },
         Verdict::Gone => report.already_gone.push(pid),
         Verdict::Replaced => report.refused_reused.push(pid),

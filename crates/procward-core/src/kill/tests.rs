@@ -106,7 +106,7 @@ fn a_gone_leader_leaves_its_group_members_to_be_cleaned_up() {
 #[test]
 fn the_host_itself_is_refused_and_never_signalled() {
   let me = identity(std::process::id() as i32).unwrap().unwrap();
-  // SIGCONT with no escalation: harmless should the guard fail, and still reported.
+  // Should the guard fail, SIGCONT and then (grace 0) SIGKILL reach this test process: a loud failure, never a pass.
   let report = kill_tree(&me, &KillOptions { signal: Signal::SIGCONT, grace: Duration::ZERO, ..Default::default() }).unwrap();
   assert!(report.signalled.is_empty(), "{report:?}");
   assert_eq!(report.refused, vec![Refused { pid: Some(me.pid), cgroup: None, reason: Refusal::Host }]);
