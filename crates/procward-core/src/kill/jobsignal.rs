@@ -94,6 +94,23 @@ mod tests {
   }
 
   #[test]
+  fn a_leader_gets_its_group_signalled_and_a_member_is_signalled_alone() {
+    let (mut child, leader) = super::super::tests::spawn_session("sleep 30 & while :; do sleep 5; done");
+    let member = super::super::tests::wait_for_descendants(leader.pid, 1)[0].pid;
+    let member_id = identity(member).unwrap().unwrap();
+    // The member does not lead its session: SIGKILL reaches it alone, and the leader lives.
+    let report = signal_job(&member_id, Signal::SIGKILL).unwrap();
+    assert_eq!(report.signalled, vec![member], "{report:?}");
+    crate::testwait::until("the member to die", || crate::identity::verdict(&member_id) != Verdict::Current);
+    assert_eq!(crate::identity::verdict(&leader), Verdict::Current);
+    // The leader leads its session: its group gets the signal.
+    let report = signal_job(&leader, Signal::SIGKILL).unwrap();
+    assert_eq!(report.signalled, vec![leader.pid], "{report:?}");
+    assert!(!report.escalated);
+    child.wait().unwrap();
+  }
+
+  #[test]
   fn a_recorded_start_time_one_tick_off_is_never_signalled() {
     let mut child = std::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
     let mut id = crate::identity::identity_of_child(child.id() as i32).unwrap();
