@@ -11,8 +11,8 @@
  *   `close`, and any action added later: a new action is taken for one that acts until it
  *   is listed as read-only here). `destructiveHint: true`.
  *
- * Input schemas are derived from the library's `process` schema (`toolschema.ts`) at each
- * `tools/list`, so a property added there appears here: each tool lists the action names
+ * Input schemas are derived from the library's `process` schema (`toolschema.ts`), so a
+ * property added there appears here: each tool lists the action names
  * it runs and the properties whose description does not name only the other tool's actions
  * before its first colon.
  * The library's tool surface (`toolDefinitions`, `handleToolCall`) keeps its single
@@ -39,10 +39,16 @@ export interface McpTool {
 
 type JsonObject = Record<string, unknown>;
 
+/** The library's `process` schema, made once (it is fixed for the life of the process); callers get a copy. */
+let processSchemaOnce: JsonObject | undefined;
+
 function processSchema(): JsonObject {
-  const def = toolDefinitions().find((t) => t.name === 'process');
-  if (!def) throw new Error('the library has no process tool');
-  return structuredClone(def.input_schema);
+  if (!processSchemaOnce) {
+    const def = toolDefinitions().find((t) => t.name === 'process');
+    if (!def) throw new Error('the library has no process tool');
+    processSchemaOnce = def.input_schema;
+  }
+  return structuredClone(processSchemaOnce);
 }
 
 /** The action names of the library's `process` schema. */
