@@ -9,6 +9,18 @@ const ctx = perTestRegistry();
 
 const uriOf = (id: string) => `procward://sessions/${id}/log`;
 
+/** Runs `command` to its end and reads its log resource through a new client. */
+async function endedLog(command: string): Promise<string> {
+  const s = await ctx.start(command);
+  await ctx.registry.wait(s.id, { timeoutMs: 10_000 });
+  const c = await connectInMemory(ctx.registry);
+  try {
+    return ((await c.client.readResource({ uri: uriOf(s.id) })).contents[0] as { text: string }).text;
+  } finally {
+    await c.close();
+  }
+}
+
 describe('MCP resources', () => {
   it('lists the log template and one log per session, and reads a log as plain redacted text', async () => {
     const token = 'ghp_' + 'Zq8rT2vX9wY4uP6sN1mK3jH5gF7dS0aLbCeQ';
@@ -50,32 +62,18 @@ describe('MCP resources', () => {
   });
 
   it('a long log is read within the budget: the last lines that fit, and a first line saying which they are', async () => {
-    const s = await ctx.start("seq -f '%0100g' 1 1500");
-    await ctx.registry.wait(s.id, { timeoutMs: 10_000 });
-    const c = await connectInMemory(ctx.registry);
-    try {
-      const lines = ((await c.client.readResource({ uri: uriOf(s.id) })).contents[0] as { text: string }).text.split('\n');
-      expect(lines[0]).toMatch(/^\[procward: lines \d+-1500 of 1500/);
-      expect(Buffer.byteLength(lines.slice(1).join('\n'))).toBeLessThanOrEqual(64 * 1024);
-      expect(lines.at(-1)).toBe('1500'.padStart(100, '0'));
-      expect(lines.length).toBeGreaterThan(100);
-    } finally {
-      await c.close();
-    }
+    const lines = (await endedLog("seq -f '%0100g' 1 1500")).split('\n');
+    expect(lines[0]).toMatch(/^\[procward: lines \d+-1500 of 1500/);
+    expect(Buffer.byteLength(lines.slice(1).join('\n'))).toBeLessThanOrEqual(64 * 1024);
+    expect(lines.at(-1)).toBe('1500'.padStart(100, '0'));
+    expect(lines.length).toBeGreaterThan(100);
   });
 
   it('one 150 000-character line is cut to the budget with a marker', async () => {
-    const s = await ctx.start("head -c 150000 /dev/zero | tr '\\0' x; echo");
-    await ctx.registry.wait(s.id, { timeoutMs: 10_000 });
-    const c = await connectInMemory(ctx.registry);
-    try {
-      const text = ((await c.client.readResource({ uri: uriOf(s.id) })).contents[0] as { text: string }).text;
-      expect(Buffer.byteLength(text)).toBeLessThanOrEqual(64 * 1024 + 300);
-      expect(text.length).toBeGreaterThan(60_000);
-      expect(text).toMatch(/cut/);
-    } finally {
-      await c.close();
-    }
+    const text = await endedLog("head -c 150000 /dev/zero | tr '\\0' x; echo");
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(64 * 1024 + 300);
+    expect(text.length).toBeGreaterThan(60_000);
+    expect(text).toMatch(/cut/);
   });
 
   it('commands with terminal escapes, C1 controls and line breaks are listed on one line, escaped', async () => {
