@@ -28,12 +28,14 @@
 
 mod feed;
 mod queries;
+mod repeat;
 
 pub(crate) use feed::answering_sink;
 pub use feed::{PtyTerminal, SharedTerminal, MAX_BACKLOG, SCREEN_CATCH_UP};
 
 use crate::job::{PtySize, WriteDone};
 use queries::Answers;
+use repeat::RepeatGuard;
 use std::num::NonZeroU16;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -67,6 +69,8 @@ pub struct Screen {
 /// collects the answers to the job's queries.
 pub struct Terminal {
   parser: vt100::Parser<Answers>,
+  /// Keeps REP from drawing more than the screen holds (`terminal/repeat.rs`).
+  repeat: RepeatGuard,
 }
 
 impl std::fmt::Debug for Terminal {
@@ -85,15 +89,17 @@ impl Terminal {
   /// at the top left.
   pub fn new(size: PtySize) -> Self {
     let (rows, cols) = cells(size);
-    Terminal { parser: vt100::Parser::new_with_callbacks(rows, cols, 0, Answers::default()) }
+    Terminal { parser: vt100::Parser::new_with_callbacks(rows, cols, 0, Answers::default()), repeat: RepeatGuard::default() }
   }
 
   /// Takes the job's output (any bytes, any split) and returns the answers to the queries
   /// it completed, in order: the bytes to write to the job's input (at most 4 KiB a feed;
   /// queries past that go unanswered).
   pub fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
+    let (rows, cols) = self.parser.screen().size();
+    let bytes = self.repeat.filter(bytes, rows.get(), cols.get());
     let parser = &mut self.parser;
-    if catch_unwind(AssertUnwindSafe(|| parser.process(bytes))).is_err() {
+    if catch_unwind(AssertUnwindSafe(|| parser.process(&bytes))).is_err() {
       // The emulator's state is suspect after a panic: start over with a blank screen.
       let (rows, cols) = self.parser.screen().size();
       *self = Terminal::new(PtySize { rows: rows.get(), cols: cols.get() });

@@ -1,5 +1,7 @@
+use super::repeat::RepeatGuard;
 use super::*;
 use crate::job::JobEvent;
+use std::num::NonZeroU16;
 use std::sync::{mpsc, Arc, Mutex};
 
 fn term() -> Terminal {
@@ -198,4 +200,51 @@ fn output_past_the_backlog_drops_the_oldest_and_keeps_the_newest() {
   };
   assert_eq!(s.lines[23], "last", "{:?}", s.lines);
   assert_eq!(s.lines[22], "y".repeat(78));
+}
+
+/// The rows and cursor `input` leaves on a bare vt100 parser of 80x24 (no REP bound).
+fn unbounded(input: &str) -> (Vec<String>, (u16, u16)) {
+  let mut p = vt100::Parser::new(NonZeroU16::new(24).unwrap(), NonZeroU16::new(80).unwrap(), 0);
+  p.process(input.as_bytes());
+  (p.screen().rows(0, 80).collect(), p.screen().cursor_position())
+}
+
+#[test]
+fn a_repeat_over_the_screen_is_drawn_bounded_with_the_same_screen_and_cursor() {
+  for input in [
+    "x\x1b[65535b",
+    "ab\x1b[5;7Hz\x1b[2000b",
+    "\x1b[3;4r\x1b[3;1Hq\x1b[40000;2b",
+    "\x1b[10;10H\u{4e2d}\x1b[9999b",
+    "y\x1b[1919b",
+    "y\x1b[1921b",
+  ] {
+    let mut t = term();
+    t.feed(input.as_bytes());
+    let s = t.screen();
+    let (lines, cursor) = unbounded(input);
+    assert_eq!(s.lines, lines, "{input:?}");
+    assert_eq!((s.cursor_row, s.cursor_col), cursor, "{input:?}");
+  }
+}
+
+#[test]
+fn a_repeat_count_is_lowered_also_when_its_sequence_is_split_across_feeds() {
+  let mut guard = RepeatGuard::default();
+  let mut out = Vec::new();
+  for part in ["x\x1b", "[6", "5535", "b", "tail\x1b[3b\x1b[?65535b\x1b[65535;1b"] {
+    out.extend_from_slice(&guard.filter(part.as_bytes(), 24, 80));
+  }
+  // 1920 cells + (65535 - 1920) % 80 = 1920 + 15.
+  assert_eq!(String::from_utf8(out).unwrap(), "x\x1b[1935btail\x1b[3b\x1b[?65535b\x1b[1935;1b");
+  // Only the parameters wait for the final byte: ESC and [ are handed on at once.
+  assert_eq!(&*guard.filter(b"\x1b[12", 24, 80), b"\x1b[");
+  assert_eq!(&*guard.filter(b"\r3n", 24, 80), b"\r123n");
+  // Text without ESC is passed on untouched, without a copy.
+  assert!(matches!(guard.filter(b"plain", 24, 80), std::borrow::Cow::Borrowed(_)));
+  // A parameter list longer than 64 bytes is handed on unheld, its first parameter bounded.
+  let long = format!("\x1b[{}b", "1;".repeat(40));
+  assert_eq!(&*guard.filter(long.as_bytes(), 24, 80), long.as_bytes());
+  let long = format!("\x1b[65535{}b", ";1".repeat(40));
+  assert_eq!(String::from_utf8(guard.filter(long.as_bytes(), 24, 80).into_owned()).unwrap(), format!("\x1b[1935{}b", ";1".repeat(40)));
 }
