@@ -39,7 +39,7 @@ import { type StartableSession, sessionFor, sessionToStart } from './session/kin
 import { Leftovers } from './session/leftovers.js';
 import { newLive, stoppedFlags, summary, untilEnd } from './session/live.js';
 import { newSession } from './session/newsession.js';
-import type { RecordedIdentity, SessionRecord } from './session/record.js';
+import type { SessionRecord } from './session/record.js';
 import { assertGraceMs, Deadlines } from './session/termination.js';
 import type {
   ActiveForSessionOptions,
@@ -487,8 +487,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const ended = () => new ProcwardError('SESSION_EXITED', `session ${r.id} has ended; ${signal} was not sent`);
     if (r.status !== 'running') throw ended();
     const viaGroup = !r.durable || SUPERVISOR_IGNORES.has(signal);
-    // `jobIdentity`: the durable job's own process (see `session/record.ts`), once known.
-    const target = viaGroup ? r.identity : (r as { jobIdentity?: RecordedIdentity }).jobIdentity;
+    const target = viaGroup ? r.identity : r.jobIdentity;
     if (!target) {
       throw new ProcwardError(
         'ENOTSUP',
