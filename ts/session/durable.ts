@@ -10,8 +10,8 @@ import { supervisorPath } from '../native.js';
 import { readLogFrom, readLogTail } from '../output/durablelog.js';
 import { pageLogFile } from '../output/paging.js';
 import { exitFileTimedOut, filesBelowSessions, type JobFiles, jobFiles, readExitFile, readSupervisorFile, type RecordedExit, sessionFiles } from '../persist/jobfiles.js';
-import { type Identity, type KillReport, probe, type Verdict, verdict } from '../processes.js';
-import type { RecordedIdentity } from './record.js';
+import { type Identity, type KillReport, type Verdict, verdict } from '../processes.js';
+import { isJobOf, namedJob } from './jobidentity.js';
 import { leadsWithKeyMaterial } from '../policy/redact.js';
 import { HostSession } from './host.js';
 import type { WriteOptions } from '../types.js';
@@ -27,22 +27,6 @@ const LOG_MAX_BYTES = 64 * 1024 * 1024;
 const SUPERVISOR_RECORD_BYTES = 60_000;
 /** How long `spawn` waits for the supervisor to name the job it started (it does so right after the fork). */
 const JOB_NAMED_MS = 5_000;
-
-/**
- * Whether `job` (read from `supervisor.json` or a record, both untrusted) is the job of
- * `supervisor` and may be reported as the session's `pid`: on the same boot, started no
- * earlier than it, and, while a process with that PID and start time lives, the
- * supervisor's child or a member of its process group (the job's group is the
- * supervisor's, and stays so when the supervisor is gone). A PID that now names another
- * process is refused too: nobody must be pointed at a stranger.
- */
-export function isJobOf(job: RecordedIdentity, supervisor: RecordedIdentity): boolean {
-  if (job.bootId !== supervisor.bootId || job.pid === supervisor.pid || BigInt(job.startTime) < BigInt(supervisor.startTime)) return false;
-  const [p] = probe([job.pid]);
-  if (!p?.exists || p.state === 'Z' || p.state === 'X') return !p?.error;
-  if (p.startTime !== job.startTime) return false;
-  return p.ppid === supervisor.pid || p.pgid === supervisor.pid;
-}
 
 export class DurableSession extends HostSession {
   /**
@@ -84,11 +68,10 @@ export class DurableSession extends HostSession {
       host.diagnostics.push(`${r.id}: its record names PID ${r.jobIdentity.pid} as the job of supervisor ${r.identity.pid}, which it is not; ignored`);
       delete r.jobIdentity;
     }
-    const file = readSupervisorFile(sessionFiles(host.stateDir, r.id).supervisorPath);
-    const sup = file?.supervisor;
-    if (!file?.job || !sup || sup.pid !== r.identity.pid || sup.startTime !== r.identity.startTime || !isJobOf(file.job, r.identity)) return false;
-    r.jobIdentity = file.job;
-    this.checkedJob = `${file.job.pid}:${file.job.startTime}`;
+    const job = namedJob(sessionFiles(host.stateDir, r.id).supervisorPath, r.identity);
+    if (!job) return false;
+    r.jobIdentity = job;
+    this.checkedJob = `${job.pid}:${job.startTime}`;
     r.updatedAt = Math.max(Date.now(), r.updatedAt + 1);
     if (!live.foreign) host.persistSoon();
     return true;
