@@ -114,6 +114,33 @@ describe.skipIf(process.platform !== 'linux')('signal(id, name) sends one signal
   });
 });
 
+describe.skipIf(process.platform !== 'linux')('signal to a durable job', () => {
+  it('SIGUSR1 reaches the job alone, not its supervisor (whose SIGUSR1 would close the job stdin): the job traps it and runs on', async () => {
+    const r = await ProcessRegistry.open({ stateDir: tempDir() });
+    try {
+      const s = await r.spawn(`trap 'echo got USR1' USR1; while :; do sleep 0.1; done`, { durable: true, stdin: true });
+      cleanupGroup(s.supervisorPid ?? s.pid);
+      await until(() => catches(s.pid!, SIGUSR1), 5000, 'the durable job trap');
+      let res: Awaited<ReturnType<typeof r.signal>> | undefined;
+      await until(async () => {
+        res = await r.signal(s.id, 'SIGUSR1').catch((e) => {
+          if (e.code !== 'ENOTSUP') throw e;
+          return undefined;
+        });
+        return res !== undefined;
+      }, 5000, 'the job identity to be known');
+      expect(res).toMatchObject({ signal: 'SIGUSR1', pid: s.pid, processGroup: false });
+      await until(async () => (await r.readLog(s.id)).lines.join('\n').includes('got USR1'), 5000, 'the trap output');
+      // The supervisor got nothing: the job's stdin is still open for writes.
+      await r.write(s.id, 'still open\n');
+      expect((await r.poll(s.id)).status).toBe('running');
+      await r.kill(s.id, { graceMs: 0 });
+    } finally {
+      await r.close();
+    }
+  });
+});
+
 describe.skipIf(process.platform !== 'linux')('signalJob, the low-level helper', () => {
   it('never signals a PID whose start time differs (reused), not even SIGKILL', async () => {
     const s = await ctx.registry.spawn('sleep 30');
