@@ -4,7 +4,7 @@
 // escapee, and a restarted host re-attaching. Far-side processes are checked from the far
 // side itself (the environment runs the check), since a container's PIDs are not the host's.
 import { randomInt } from 'node:crypto';
-import { expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { type ExecutionEnvironment, ProcessRegistry } from '../dist/index.mjs';
 import { crashHost, ROOT, startHost, tempDir, until } from './support.js';
 
@@ -46,7 +46,21 @@ function uniqueSleep(): number {
 
 /** Registers the shared behaviour tests; `far()` gives the far side once the block's `beforeAll` ran. */
 export function farSideBehaviour(far: () => FarSide): void {
-  const open = () => ProcessRegistry.open({ sandbox: { pollIntervalMs: 50 } });
+  const opened: ProcessRegistry[] = [];
+  const open = async () => {
+    const r = await ProcessRegistry.open({ sandbox: { pollIntervalMs: 50 } });
+    opened.push(r);
+    return r;
+  };
+  // A test that failed midway leaves its far-side job running: kill what is still running.
+  afterEach(async () => {
+    for (const r of opened.splice(0)) {
+      for (const s of await r.list().catch(() => [])) {
+        if (s.status === 'running') await r.kill(s.id, { graceMs: 0 }).catch(() => undefined);
+      }
+      await r.close().catch(() => undefined);
+    }
+  });
 
   it('runs a job with exact output and exit code', async () => {
     const r = await open();

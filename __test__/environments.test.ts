@@ -9,6 +9,17 @@ import { farSideBehaviour, QUOTED_OUTPUT, QUOTING } from './environments.behavio
 import { haveSshd, testSshd, type TestSshd } from './sshd.mjs';
 import { crashHost, isAlive, startHost, tempDir, until } from './support.js';
 
+/** A temp dir that lives for the whole describe block (tempDir() is removed after each test). */
+function tempDirKeep(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'procward-ssh-test-'));
+  keep.push(dir);
+  return dir;
+}
+const keep: string[] = [];
+afterAll(() => {
+  for (const d of keep) rmSync(d, { recursive: true, force: true });
+});
+
 describe('sandbox sessions through the local shell', () => {
   it('quotes, $, backticks, newlines and heredocs reach the far shell byte for byte', async () => {
     const r = await ProcessRegistry.open();
@@ -71,6 +82,11 @@ describe('sandbox sessions through the local shell', () => {
     expect(w).toMatchObject({ exitCode: 4, reason: 'exited', outputPreview: 'a\nb\n' });
     await next.close();
   });
+});
+
+describe('the shared far-side behaviour through the local shell', () => {
+  const tmpDir = tempDirKeep();
+  farSideBehaviour(() => ({ env: localShell({ tmpDir }), envSource: `M.localShell({ tmpDir: ${JSON.stringify(tmpDir)} })` }));
 });
 
 describe('sandbox sessions: failure modes', () => {
@@ -142,7 +158,7 @@ describe.skipIf(!haveSshd)('SSH environment against a real sshd on 127.0.0.1', (
     sshd = await testSshd(tempDirKeep());
     await sshd.start();
     env = new SshEnvironment({ kind: 'ssh', host: '127.0.0.1', port: sshd.port, user: sshd.user, identityFile: sshd.identityFile, options: sshd.options, tmpDir: tempDirKeep() });
-  });
+  }, 60_000);
   afterAll(async () => {
     await env?.close();
     await sshd?.stop();
@@ -220,15 +236,4 @@ describe.skipIf(!haveSshd)('SSH environment against a real sshd on 127.0.0.1', (
     expect(isAlive(s.pid!)).toBe(false);
     await r.close();
   });
-});
-
-/** A temp dir that lives for the whole describe block (tempDir() is removed after each test). */
-function tempDirKeep(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'procward-ssh-test-'));
-  keep.push(dir);
-  return dir;
-}
-const keep: string[] = [];
-afterAll(() => {
-  for (const d of keep) rmSync(d, { recursive: true, force: true });
 });
