@@ -129,7 +129,7 @@ describe('screen', () => {
 
   it('is refused with INVALID_ARGUMENT for a session without a PTY', async () => {
     const s = await ctx.start(`printf '\\033[6n'`);
-    await expect(ctx.registry.screen(s.id)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('only PTY sessions have a screen') });
+    await expect(ctx.registry.screen(s.id)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('only PTY sessions started by this host have a screen') });
     await expect(ctx.registry.screen('proc_ffffffffffff')).rejects.toMatchObject({ code: 'UNKNOWN_SESSION' });
   });
 });

@@ -66,11 +66,10 @@ export abstract class BaseSession implements JobSession {
   }
 
   screen(): NativeScreen {
-    const r = this.live.record;
-    const job = this.live.job;
-    if (!job) throw new ProcwardError('INVALID_ARGUMENT', `${r.id} was not started by this host; only the host that started a PTY session has its screen`);
-    const screen = job.screen();
-    if (!screen) throw new ProcwardError('INVALID_ARGUMENT', `${r.id} has no terminal: only PTY sessions have a screen (start it with { pty: true })`);
+    // Only a PTY job this host started has an emulator: a pipe, durable or sandbox job has
+    // no terminal, and another host's job is drawn (if at all) by that host.
+    const screen = this.live.job?.screen();
+    if (!screen) throw new ProcwardError('INVALID_ARGUMENT', `${this.live.record.id} has no terminal this host draws: only PTY sessions started by this host have a screen (start one with { pty: true })`);
     return screen;
   }
 
