@@ -4,7 +4,6 @@
  * both streams are flushed (`finish`). A reader that goes away (`| head`) ends the command
  * with exit status 141, as SIGPIPE ends `cat`.
  */
-import { once } from 'node:events';
 
 /** Options every command takes. */
 export interface Common {
@@ -39,12 +38,14 @@ export async function out(text: string): Promise<void> {
   if (closed) throw new OutputClosed();
   if (text === '') return;
   if (process.stdout.write(text)) return;
-  try {
-    // `once` rejects when 'error' comes first: the reader went away while the buffer was full.
-    await Promise.race([once(process.stdout, 'drain'), once(process.stdout, 'close')]);
-  } catch {
-    closed = true;
-  }
+  // Drained, or the reader went away (an error or the stream's close): every listener goes after.
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      process.stdout.off('drain', done).off('close', done).off('error', done);
+      resolve();
+    };
+    process.stdout.on('drain', done).on('close', done).on('error', done);
+  });
   if (closed) throw new OutputClosed();
 }
 

@@ -102,14 +102,16 @@ export async function streamOutput(r: ProcessRegistry, id: string, opts: StreamO
       next = at;
     }
     // A rotation between the pages moved the lines back: skip what was written already.
-    const lines = at < next ? page.lines.slice(next - at) : page.lines;
+    const whole = at >= next;
+    const lines = whole ? page.lines : page.lines.slice(next - at);
     const reachesEnd = page.offset + page.lines.length >= page.totalLines;
     const ended = page.status === 'exited';
     // The last line of a running job's log may lack its line break yet: held back until more
     // lines follow, the job ends, or it stays unchanged for a second (a prompt).
     const held = opts.follow && !ended && reachesEnd ? lines.pop() : undefined;
     if (lines.length > 0) {
-      let text = `${lines.join('\n')}\n`;
+      // The page's own text when it is written whole (no join of a few hundred thousand lines).
+      let text = `${whole && held === undefined ? page.text : lines.join('\n')}\n`;
       const shown = partial?.shown;
       if (shown != null) text = text.startsWith(shown) ? text.slice(shown.length) : `\n${text}`;
       partial = null;
