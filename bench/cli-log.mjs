@@ -18,9 +18,9 @@ try {
   execSync(`${CLI} wait -q ${id} --state-dir ${state}`, { stdio: 'ignore' });
   const log = join(state, 'sessions', id, 'output.log');
   const cases = {
-    [`cat output.log > /dev/null`]: `cat ${log} > /dev/null`,
-    [`procward log ID > /dev/null`]: `${CLI} log ${id} --state-dir ${state} > /dev/null`,
-    [`procward wait ID | wc -l`]: `${CLI} wait ${id} --state-dir ${state} 2>/dev/null | wc -l`,
+    'cat output.log > /dev/null': `cat ${log} > /dev/null`,
+    'procward log ID > /dev/null': `${CLI} log ${id} --state-dir ${state} > /dev/null`,
+    'procward wait ID | wc -l': `${CLI} wait ${id} --state-dir ${state} 2>/dev/null | wc -l`,
   };
   const samples = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
   for (let i = 0; i < runs; i++) {
