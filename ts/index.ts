@@ -53,4 +53,5 @@ export type { ToolDefinition, ToolResult, ToolError, ToolSuccess, ToolContext, T
 export { toolDefinitionsFor, type ToolProvider, type ProviderToolDefinitions } from './surfaces/providers.js';
 export { createMcpServer } from './surfaces/mcp.js';
 export { localShell, SshEnvironment, dockerExec, kubectlExec, environmentFrom, CommandEnvironment } from './remote/environments.js';
-export type { ExecutionEnvironment, EnvironmentDescription, ExecResult } from './remote/environments.js';
+export type { ExecutionEnvironment, EnvironmentDescription, ExecResult, ContainerEngineOptions } from './remote/environments.js';
+export { environmentsConfigPath, loadEnvironments, readEnvironmentsConfig } from './remote/configfile.js';
