@@ -24,33 +24,19 @@ import { normalizeToolArgs } from './toolargs.js';
 import { processInput, startInput } from './toolschema.js';
 
 export { openAiTools, type ToolDefinition, toolDefinitions } from './toolschema.js';
+export type * from './toolresult.js';
 import type { ProcessRegistry } from '../registry.js';
 import type { SessionSummary } from '../types.js';
 import { DEFAULT_MAX_CHARS, fitText, newestFitting } from './toolbudget.js';
 import { compileFilter } from './toolfilter.js';
-import { type ToolEvent, takeNotifications } from './toolnotify.js';
+import { takeNotifications } from './toolnotify.js';
+import type { ToolError, ToolResult, ToolSuccess } from './toolresult.js';
 import { readOutput, type ToolOutput } from './tooloutput.js';
 import { type Access, ToolScope } from './toolscope.js';
 import { waitForHost } from './toolwait.js';
 
-/** A failed tool call: procward's error code (or `UNKNOWN_TOOL`, or `ERROR` for a foreign error), its message and details. */
-export interface ToolError {
-  error: { code: ProcwardErrorCode | 'UNKNOWN_TOOL' | 'ERROR'; message: string; details?: Record<string, unknown> };
-}
-
-/**
- * A successful tool result: a JSON object with snake_case keys (a session's `id` is
- * `session_id`), one shape per action (see the schemas' descriptions), plus the pending
- * `notifications` of the call's scope and `notifications_pending` when some did not fit.
- */
-export interface ToolSuccess {
-  [key: string]: unknown;
-  notifications?: ToolEvent[];
-  notifications_pending?: number;
-}
-
-/** A tool result, or a {@link ToolError}. Narrow with `'error' in result`. */
-export type ToolResult = ToolError | ToolSuccess;
+/** A result as the handler builds it, before it is typed as a {@link ToolSuccess}. */
+type Building = Record<string, unknown>;
 
 /** snake_case keys; a session's `id` is `session_id`, the name the model sends back. */
 function snake(value: unknown): unknown {
@@ -133,9 +119,10 @@ export async function handleToolCall(
     if (name === 'process_start') done = await start(registry, input, context, options);
     else if (name === 'process') done = await manage(registry, input, context, options);
     else return errorResult('UNKNOWN_TOOL', `unknown tool ${JSON.stringify(name)}; the tools are process_start and process`);
-    const result = snake(done.result) as ToolSuccess;
+    const result = snake(done.result) as Building;
     if (!done.delivered && context.notifications !== false) await attachNotifications(registry, context, result, done.maxChars);
-    return result;
+    // Built from the registry's typed results by `snake`, whose output TypeScript cannot follow.
+    return result as unknown as ToolSuccess;
   } catch (err) {
     if (err instanceof z.ZodError) return errorResult('INVALID_ARGUMENT', describeIssues(err, name === 'process' ? processInput : startInput));
     const e = err as { code?: ProcwardErrorCode; message?: string; details?: Record<string, unknown> };
@@ -150,7 +137,7 @@ export async function handleToolCall(
  */
 async function eventsFirst(registry: ProcessRegistry, ctx: ToolContext, maxChars: number): Promise<Record<string, unknown>> {
   if (ctx.notifications === false) return {};
-  const result: ToolSuccess = {};
+  const result: Building = {};
   await attachNotifications(registry, ctx, result, Math.min(maxChars, 4000));
   return result;
 }
@@ -160,7 +147,7 @@ async function eventsFirst(registry: ProcessRegistry, ctx: ToolContext, maxChars
  * characters, one completion event, or the whole budget when it is smaller). A failure to
  * take them leaves them queued.
  */
-async function attachNotifications(registry: ProcessRegistry, ctx: ToolContext, result: ToolSuccess, maxChars: number): Promise<void> {
+async function attachNotifications(registry: ProcessRegistry, ctx: ToolContext, result: Building, maxChars: number): Promise<void> {
   const used = [result.text, result.output, result.output_preview].reduce<number>((n, v) => n + (typeof v === 'string' ? v.length : 0), 0);
   try {
     const { events, pending } = await takeNotifications(registry, await ToolScope.of(registry, ctx), Math.max(Math.min(maxChars, 2500), maxChars - used));
