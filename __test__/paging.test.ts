@@ -62,8 +62,10 @@ describe('paging a durable log', () => {
       expect(fromEnd.lines).toEqual(seqLines(300_001 - fromEnd.lines.length, 300_000));
       expect(Buffer.byteLength(fromEnd.text)).toBeLessThanOrEqual(1000);
       // The tool passes max_bytes (bounded) and the same default.
-      const viaTool = (await handleToolCall(r, 'process', { action: 'log', session_id: id, offset: 0, limit: 500, max_bytes: 300 })) as { lines: string[]; text: string };
-      expect(viaTool.lines).toEqual(seqLines(1, viaTool.lines.length));
+      // (The tool returns the page as text only, no second copy as lines.)
+      const viaTool = (await handleToolCall(r, 'process', { action: 'log', session_id: id, offset: 0, limit: 500, max_bytes: 300 })) as { text: string };
+      const toolLines = viaTool.text.split('\n');
+      expect(toolLines).toEqual(seqLines(1, toolLines.length));
       expect(Buffer.byteLength(viaTool.text)).toBeLessThanOrEqual(300);
       for (const max_bytes of [255, 4 * 1024 * 1024 + 1, 1.5]) {
         expect(await handleToolCall(r, 'process', { action: 'log', session_id: id, max_bytes })).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
