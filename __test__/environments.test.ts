@@ -1,6 +1,6 @@
 // Remote and sandboxed environments (issue: SSH, docker exec, kubectl exec): sandbox
 // sessions against the local shell and a real sshd on 127.0.0.1.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -141,13 +141,43 @@ describe('sandbox sessions: failure modes', () => {
   });
 });
 
-describe('command construction (no docker engine or cluster runs here)', () => {
+describe('command construction (engines run in container.test.ts; no cluster runs here)', () => {
   it('docker exec and kubectl exec run `sh -s` in the container, with the script on stdin', () => {
     expect(dockerExec('web-1').argv).toEqual(['docker', 'exec', '-i', 'web-1', 'sh', '-s']);
     expect(kubectlExec('api-0', { container: 'app', namespace: 'prod', context: 'k3d' }).argv).toEqual([
       'kubectl', '--context', 'k3d', 'exec', '-i', 'api-0', '-c', 'app', '-n', 'prod', '--', 'sh', '-s',
     ]);
     expect(kubectlExec('api-0').description).toEqual({ kind: 'kubectl', pod: 'api-0' });
+  });
+
+  it('the engine is chosen by name: docker takes --host, podman and a podman binary take --url, another binary docker’s syntax', () => {
+    expect(dockerExec('web-1', { host: 'tcp://10.0.0.5:2376', user: 'app' }).argv).toEqual(['docker', '--host', 'tcp://10.0.0.5:2376', 'exec', '-i', '-u', 'app', 'web-1', 'sh', '-s']);
+    expect(dockerExec('web-1', { engine: 'podman', host: 'unix:///run/podman.sock' }).argv.slice(0, 3)).toEqual(['podman', '--url', 'unix:///run/podman.sock']);
+    expect(dockerExec('web-1', { engine: '/opt/bin/podman-remote', host: 'unix:///s' }).argv.slice(0, 3)).toEqual(['/opt/bin/podman-remote', '--url', 'unix:///s']);
+    expect(dockerExec('web-1', { engine: '/usr/local/bin/nerdctl', host: 'unix:///s' }).argv.slice(0, 3)).toEqual(['/usr/local/bin/nerdctl', '--host', 'unix:///s']);
+    expect(dockerExec('web-1', { engine: 'podman' }).description).toEqual({ kind: 'docker', container: 'web-1', engine: 'podman' });
+  });
+
+  it('kubectl (a stand-in script on PATH, since no cluster runs here): a pod that ended or was deleted is gone for good, a running one is not', async () => {
+    const bin = tempDirKeep();
+    // The stand-in answers `kubectl get pod <pod> ... -o jsonpath={.status.phase}` from the pod's name, and logs its argv.
+    writeFileSync(
+      join(bin, 'kubectl'),
+      `#!/bin/sh\necho "$*" >> "${bin}/argv"\ncase "$*" in *" done-0 "*) echo Succeeded;; *" crashed-0 "*) echo Failed;; *" gone-0 "*) echo 'Error from server (NotFound): pods "gone-0" not found' >&2; exit 1;; *) echo Running;; esac\n`,
+      { mode: 0o755 },
+    );
+    const path = process.env.PATH;
+    process.env.PATH = `${bin}:${path}`;
+    try {
+      expect(await kubectlExec('done-0', { namespace: 'prod' }).goneReason?.()).toBe('pod done-0 has ended (Succeeded)');
+      expect(await kubectlExec('crashed-0').goneReason?.()).toBe('pod crashed-0 has ended (Failed)');
+      expect(await kubectlExec('gone-0').goneReason?.()).toBe('pod gone-0 no longer exists');
+      expect(await kubectlExec('api-0', { context: 'k3d' }).goneReason?.()).toBeNull();
+      expect(readFileSync(join(bin, 'argv'), 'utf8').split('\n')).toContain('--context k3d get pod api-0 -o jsonpath={.status.phase}');
+      expect(readFileSync(join(bin, 'argv'), 'utf8')).toContain('get pod done-0 -n prod -o jsonpath={.status.phase}');
+    } finally {
+      process.env.PATH = path;
+    }
   });
 });
 
