@@ -27,6 +27,22 @@ function killText(k: KillResult): string {
   return k.outcome === 'already_exited' ? `${k.id}: had already exited${n > 0 ? ` (its leftovers: ${what})` : ''}` : `${k.id}: killed (${what})`;
 }
 
+/**
+ * The library keeps killing survivors in the background for as long as its registry is
+ * open; this invocation closes it as it exits, so its error must not say so. The survivors
+ * and the report stay (`details`).
+ */
+function noBackgroundPromise(err: unknown): never {
+  const e = err as { code?: unknown; message?: unknown; details?: { report?: { survivors?: number[] } } };
+  if (e?.code !== 'KILL_SURVIVORS' || typeof e.message !== 'string') throw err;
+  const survivors = e.details?.report?.survivors ?? [];
+  const what = survivors.length > 0 ? `PID ${survivors.join(', ')} survived SIGKILL` : 'processes survived SIGKILL';
+  throw Object.assign(new Error(`${what} (a process in uninterruptible sleep, state D, ends when its I/O does); nothing keeps trying after this command: run procward kill again`), {
+    code: 'KILL_SURVIVORS',
+    details: e.details,
+  });
+}
+
 export function registerJobs(program: Command): void {
   common(program.command('start'))
     .description('start a command in the background (durable: it outlives this process, with its output and exit code) and print its session id')
@@ -73,7 +89,7 @@ export function registerJobs(program: Command): void {
     .option('-t, --grace <duration>', 'time between SIGTERM and SIGKILL (500ms, 5s; default 2s; 0 = SIGKILL right after SIGTERM, as docker stop -t 0)', duration('grace', 0))
     .action(async (id: string, opts: Common & { grace?: number }) => {
       await withRegistry(opts, async (r) => {
-        const k = await r.kill(id, opts.grace !== undefined ? { graceMs: opts.grace } : {});
+        const k = await r.kill(id, opts.grace !== undefined ? { graceMs: opts.grace } : {}).catch(noBackgroundPromise);
         await print(opts, k, killText(k));
       });
     });
