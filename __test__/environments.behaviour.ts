@@ -30,12 +30,10 @@ function shq(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
-/** How many live (non-zombie) far-side processes have a command line containing `text`. */
+/** How many live (non-zombie) far-side processes have a command line containing `text` (one `ps`, BusyBox or procps). */
 export async function farCount(env: ExecutionEnvironment, text: string): Promise<number> {
-  const out = await farRun(
-    env,
-    `n=0; for f in /proc/[0-9]*/cmdline; do c=$(tr '\\0' ' ' < "$f" 2>/dev/null) || continue; case "$c" in *${shq(text)}*) n=$((n+1));; esac; done; echo $n`,
-  );
+  // The text goes in through the environment, so no command line holds it but the ones counted.
+  const out = await farRun(env, `export T=${shq(text)}\nps -eo stat,args | awk 'NR > 1 && $1 !~ /^Z/ && index($0, ENVIRON["T"]) { n++ } END { print n + 0 }'`);
   return Number(out.trim());
 }
 
