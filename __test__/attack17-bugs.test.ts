@@ -1,0 +1,126 @@
+// Adversarial findings against issues 16 item 2, 17 and 18 (attack of 2026-12-01).
+//
+// KNOWN BUGS, written as `it.fails`: each test states the RIGHT behaviour, and vitest
+// reports it as passing only while the bug is still there. When a bug is fixed, its test
+// starts failing: turn `it.fails` into `it` then. Reproductions are in the comments.
+import { realpathSync, mkdirSync, symlinkSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { handleToolCall, ProcessRegistry } from '../dist/index.mjs';
+import { cleanupGroup, perTestRegistry, tempDir, until } from './support.js';
+
+const ctx = perTestRegistry();
+
+// A JWT is longer than a terminal row: the screen shows it wrapped over several rows, and
+// registry.screen redacts `lines.join('\n')`, so the redactor sees pieces, none of which
+// looks like a token. readLog of the same output masks it. Same for an OpenAI key or an AWS
+// secret that starts near the end of a row (ts/registry.ts, screen(): join of soft-wrapped
+// rows with '\n' before this.clean).
+const JWT =
+  'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c';
+
+describe('screen redaction (issue 16 item 2)', () => {
+  it.fails('a token wrapped over several rows of the screen is masked as in the log (BUG: it is shown whole)', async () => {
+    const s = await ctx.start(`echo "${JWT}"; sleep 20`, { pty: { cols: 40, rows: 10 } });
+    let text = '';
+    await until(async () => {
+      text = (await ctx.registry.screen(s.id)).lines.join('');
+      return text.includes('sw5c');
+    }, 10_000, 'the token on screen');
+    const log = await ctx.registry.readLog(s.id, {});
+    expect(log.text).not.toContain('SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV'); // the log masks it
+    expect(text).not.toContain('SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV'); // the screen does not
+  });
+});
+
+describe('tool handler never throws (issue 17)', () => {
+  // ts/optioncheck.ts closestName: ALIASES[key] with key 'constructor' is
+  // Object.prototype.constructor, and nameDistance calls .toLowerCase() on it. The TypeError
+  // escapes from handleToolCall's catch block (describeIssues runs inside it).
+  it.fails('an unknown key named `constructor` is INVALID_ARGUMENT (BUG: handleToolCall rejects with a TypeError)', async () => {
+    const r = await handleToolCall(ctx.registry, 'process', { action: 'list', constructor: 'x' });
+    expect(r).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
+  });
+});
+
+describe('spawn policy (issue 18)', () => {
+  // ts/policy/spawnpolicy.ts DEFAULT_DENIED_ENV refuses BASH_ENV, PROMPT_COMMAND, SHELLOPTS
+  // and IFS but not exported bash functions: BASH_FUNC_<name>%% is imported by the job's own
+  // `bash -c` and replaces any command of the job (here echo) with the model's code.
+  it.fails('a model-supplied exported bash function (BASH_FUNC_echo%%) is refused (BUG: it runs)', async () => {
+    const r = (await handleToolCall(ctx.registry, 'process_start', {
+      command: 'echo hi',
+      env: { 'BASH_FUNC_echo%%': '() { builtin echo injected; }' },
+      yield_ms: 5000,
+    })) as Record<string, unknown>;
+    if (typeof r.pid === 'number') cleanupGroup(r.pid);
+    expect(r).toMatchObject({ error: { code: 'SPAWN_REFUSED' } });
+  });
+
+  // checkWorkdir resolves the path and checks it, but the job is spawned with the path as
+  // given: a symbolic link swapped after the check (here by the approval hook, which runs
+  // after the workdir rule; a running job of the model can do it too — 9 of 60 spawns ran in
+  // /etc with a flipping link) puts the job outside workdirRoots.
+  it.fails('a link swapped after the workdir check does not move the job out of workdirRoots (BUG: it runs in /etc)', async () => {
+    const root = realpathSync(tempDir());
+    mkdirSync(join(root, 'sub'));
+    const link = join(root, 'link');
+    symlinkSync(join(root, 'sub'), link);
+    const registry = await ProcessRegistry.open({
+      spawnPolicy: {
+        workdirRoots: [root],
+        approve: () => {
+          rmSync(link);
+          symlinkSync('/etc', link);
+          return { allow: true };
+        },
+      },
+    });
+    try {
+      const s = await registry.spawn('pwd -P', { cwd: link });
+      const w = await registry.wait(s.id, { timeoutMs: 10_000 });
+      expect(w.outputPreview.trim()).not.toBe('/etc');
+    } finally {
+      await registry.close();
+    }
+  });
+});
+
+describe('tool scope with half a context (issue 17)', () => {
+  // ts/surfaces/tool.ts start() and manage('list'): `ctx.taskId ?? input.task_id` and
+  // `ctx.sessionKey ?? input.session_key`. A host that scopes calls by one of the two (an MCP
+  // server made for one conversation: { sessionKey }) lets the model fill in the other:
+  // list shows another conversation's sessions, and process_start files a job under another
+  // task, whose agent then sees it as its own and gets its (attacker-written) output as a
+  // completion notification.
+  it.fails('a context with only a session key cannot list another task by task_id (BUG: it can)', async () => {
+    const victim = await ctx.start('sleep 20', { taskId: 'taskB', sessionKey: 'convB' });
+    const r = (await handleToolCall(ctx.registry, 'process', { action: 'list', task_id: 'taskB' }, { sessionKey: 'convA' })) as { sessions: { session_id: string }[] };
+    expect(r.sessions.map((s) => s.session_id)).not.toContain(victim.id);
+  });
+
+  it.fails('a context with only a task id cannot file a job under another conversation (BUG: it can)', async () => {
+    const r = (await handleToolCall(ctx.registry, 'process_start', { command: 'sleep 20', session_key: 'convB' }, { taskId: 'A' })) as { session_id: string; pid: number };
+    cleanupGroup(r.pid);
+    const b = (await handleToolCall(ctx.registry, 'process', { action: 'list' }, { taskId: 'taskB', sessionKey: 'convB' })) as { sessions: { session_id: string }[] };
+    expect(b.sessions.map((s) => s.session_id)).not.toContain(r.session_id);
+  });
+});
+
+describe('terminal emulator under a REP flood (issue 16 item 2)', () => {
+  // terminal/repeat.rs bounds one REP to rows x cols cells (131 072 on a 512x256 PTY), so
+  // nine bytes (x ESC[65535b) still draw 65 535 cells; feed.rs has one terminal thread for
+  // all PTY jobs and screen()/resize catch up on 64 KiB of *bytes* (SCREEN_CATCH_UP), i.e.
+  // ~7 000 REPs. Measured here: registry.screen() held Node's event loop 125 s (512x256)
+  // and 3 s (80x24); another PTY job's ESC[6n got no answer within 5 s.
+  it.fails('another PTY job still gets its cursor-position answer (BUG: none within 5 s)', async () => {
+    const flood = await ctx.start(`python3 -c "
+import os
+while True: os.write(1, b'x\\x1b[65535b')"`, { pty: { cols: 512, rows: 256 } });
+    await new Promise((r) => setTimeout(r, 1000));
+    const p = await ctx.start(`printf '\\033[6n'; if IFS= read -rs -t 5 -d R reply; then echo ANSWERED; else echo NO-ANSWER; fi`, { pty: { cols: 80, rows: 24 } });
+    const w = await ctx.registry.wait(p.id, { timeoutMs: 15_000 });
+    await ctx.registry.kill(flood.id, { graceMs: 0 });
+    expect(w.outputPreview).toContain('ANSWERED');
+  }, 30_000);
+});
