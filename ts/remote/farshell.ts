@@ -151,8 +151,9 @@ export const WRAPPER = [
   '  { read -r _ <&8; exec $SH "$D/cmd" > "$D/output.log" 2>&1 < /dev/null 8>&- 9>&-; } &',
   '  C=$!; pstat "$C" && echo "$C $T" > "$D/job"',
   '  (',
-  // The gate opens once the wrapper sleeps in its read (or after about 2 s regardless).
-  '    i=0; while [ $i -lt 200 ] && pstat $$ && [ "$ST" != S ]; do sleep 0.01 2>/dev/null || sleep 1; i=$((i+1)); done',
+  // The gate opens once the wrapper sleeps in its read (after about 2 s regardless; at once
+  // where sleep takes no fractions).
+  '    i=0; while [ $i -lt 200 ] && pstat $$ && [ "$ST" != S ]; do sleep 0.01 2>/dev/null || break; i=$((i+1)); done',
   '    echo go >&8',
   '    Z=0.02',
   '    while pstat "$C" && [ "$ST" != Z ]; do',
