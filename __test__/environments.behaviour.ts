@@ -37,9 +37,17 @@ export async function farCount(env: ExecutionEnvironment, text: string): Promise
   return Number(out.trim());
 }
 
-/** A sleep duration no other test uses, to find this test's processes on the far side. */
-function uniqueSleep(): number {
-  return 100_000 + randomInt(800_000);
+/**
+ * A sleep duration no other test uses, to find this test's processes on the far side, and
+ * bounded (about 300 s), so a job a failed test could not kill still ends by itself.
+ */
+function uniqueSleep(): string {
+  return `300.${100_000 + randomInt(800_000)}`;
+}
+
+/** Shell that waits until `/tmp/<marker>` exists, for at most about 120 s. */
+function awaitMarker(marker: string): string {
+  return `i=0; while [ ! -e /tmp/${marker} ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done`;
 }
 
 /** Registers the shared behaviour tests; `far()` gives the far side once the block's `beforeAll` ran. */
@@ -73,7 +81,7 @@ export function farSideBehaviour(far: () => FarSide): void {
     const r = await open();
     const { env } = far();
     const marker = `outlives-${uniqueSleep()}`;
-    const s = await r.spawn(`echo started; while [ ! -e /tmp/${marker} ]; do sleep 0.05; done; echo released; exit 7`, { environment: env });
+    const s = await r.spawn(`echo started; ${awaitMarker(marker)}; echo released; exit 7`, { environment: env });
     await until(async () => (await r.poll(s.id)).outputPreview.includes('started'), 20_000, 'first line');
     expect((await r.poll(s.id)).status).toBe('running');
     await farRun(env, `touch /tmp/${marker}`);
@@ -107,7 +115,7 @@ export function farSideBehaviour(far: () => FarSide): void {
     const r = await open();
     const { env } = far();
     const marker = `late-${uniqueSleep()}`;
-    const s = await r.spawn(`( while [ ! -e /tmp/${marker} ]; do sleep 0.05; done; echo late-one; sleep 0.2; echo late-two ) & echo early; exit 0`, { environment: env });
+    const s = await r.spawn(`( ${awaitMarker(marker)}; echo late-one; sleep 0.2; echo late-two ) & echo early; exit 0`, { environment: env });
     const w = await r.wait(s.id, { timeoutMs: 20_000 });
     expect(w).toMatchObject({ exitCode: 0, reason: 'exited' });
     expect(w.outputPreview).toContain('early');
@@ -128,7 +136,7 @@ export function farSideBehaviour(far: () => FarSide): void {
       const r = await open();
       const { env } = far();
       const marker = `replace-${uniqueSleep()}`;
-      const s = await r.spawn(`echo first-line; while [ ! -e /tmp/${marker} ]; do sleep 0.05; done; exit 0`, { environment: env });
+      const s = await r.spawn(`echo first-line; ${awaitMarker(marker)}; exit 0`, { environment: env });
       await until(async () => (await r.poll(s.id)).outputPreview.includes('first-line'), 20_000, 'first line');
       await farRun(env, `L=$(echo '${env.tmpDir}/${s.id}/output.log' | sed "s/%i/$(id -u)/g"); ${replace}`);
       await until(async () => (await r.poll(s.id)).outputPreview.includes('much longer'), 20_000, 'the new log read');
@@ -175,7 +183,7 @@ export function farSideBehaviour(far: () => FarSide): void {
     const { env, envSource } = far();
     const { line: s, host } = await startHost(
       state,
-      `const s = await r.spawn('echo a; while [ ! -e /tmp/${marker} ]; do sleep 0.05; done; echo b; exit 4', { environment: 'far' }); console.log(JSON.stringify(s));`,
+      `const s = await r.spawn('echo a; ${awaitMarker(marker)}; echo b; exit 4', { environment: 'far' }); console.log(JSON.stringify(s));`,
       `{ environments: { far: ((M) => ${envSource})(require(${JSON.stringify(`${ROOT}/dist/index.js`)})) } }`,
     );
     await crashHost(host);
