@@ -27,6 +27,12 @@ pub struct TerminalScreen {
   pub rows: u32,
   /// The program draws on the alternate screen (`CSI ? 1049 h`), as full-screen TUIs do.
   pub alternate_screen: bool,
+  /// For each row, whether its text goes on in the next row (a soft wrap: the line was
+  /// longer than the width), so `lines[i]` and `lines[i + 1]` are one logical line.
+  pub wrapped: Vec<bool>,
+  /// Bytes of output read but not drawn yet: 0 when the screen shows all of it; more when
+  /// the job writes faster than its screen is drawn (the screen is as drawn so far).
+  pub pending_bytes: u32,
 }
 
 impl From<core::terminal::Screen> for TerminalScreen {
@@ -37,6 +43,8 @@ impl From<core::terminal::Screen> for TerminalScreen {
       cols: s.cols.into(),
       rows: s.rows.into(),
       alternate_screen: s.alternate_screen,
+      wrapped: s.wrapped,
+      pending_bytes: u32::try_from(s.pending_bytes).unwrap_or(u32::MAX),
     }
   }
 }

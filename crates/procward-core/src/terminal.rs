@@ -26,14 +26,16 @@
 //! [`MAX_BACKLOG`] of output waiting to be drawn. A panic in the emulator (hostile output)
 //! resets it instead of ending the job's output capture.
 
+mod cost;
 mod feed;
 mod queries;
 mod repeat;
 
 pub(crate) use feed::answering_sink;
-pub use feed::{PtyTerminal, SharedTerminal, MAX_BACKLOG, SCREEN_CATCH_UP};
+pub use feed::{PtyTerminal, SharedTerminal, MAX_BACKLOG, SCREEN_CATCH_UP, TURN_WORK};
 
 use crate::job::{PtySize, WriteDone};
+use cost::CostMeter;
 use queries::Answers;
 use repeat::RepeatGuard;
 use std::num::NonZeroU16;
@@ -63,6 +65,12 @@ pub struct Screen {
   pub cursor_visible: bool,
   /// The program switched to the alternate screen (`CSI ? 1049 h`, as full-screen TUIs do).
   pub alternate_screen: bool,
+  /// For each row, whether its text goes on in the next row (a soft wrap: the line was
+  /// longer than the width), so `lines[i]` and `lines[i + 1]` are one logical line.
+  pub wrapped: Vec<bool>,
+  /// Bytes of output read but not drawn yet (0 when the screen shows all of it; more when
+  /// the job writes faster than its screen is drawn and `screen` did not wait for it all).
+  pub pending_bytes: usize,
 }
 
 /// A PTY job's terminal emulator: fed with the job's output, it keeps the screen and
@@ -71,6 +79,8 @@ pub struct Terminal {
   parser: vt100::Parser<Answers>,
   /// Keeps REP from drawing more than the screen holds (`terminal/repeat.rs`).
   repeat: RepeatGuard,
+  /// Counts the work the fed output costs (`terminal/cost.rs`).
+  cost: CostMeter,
 }
 
 impl std::fmt::Debug for Terminal {
@@ -89,7 +99,11 @@ impl Terminal {
   /// at the top left.
   pub fn new(size: PtySize) -> Self {
     let (rows, cols) = cells(size);
-    Terminal { parser: vt100::Parser::new_with_callbacks(rows, cols, 0, Answers::default()), repeat: RepeatGuard::default() }
+    Terminal {
+      parser: vt100::Parser::new_with_callbacks(rows, cols, 0, Answers::default()),
+      repeat: RepeatGuard::default(),
+      cost: CostMeter::default(),
+    }
   }
 
   /// Takes the job's output (any bytes, any split) and returns the answers to the queries
@@ -106,6 +120,15 @@ impl Terminal {
       return Vec::new();
     }
     self.parser.callbacks_mut().take()
+  }
+
+  /// Feeds the first of `bytes` that fit in `budget` cells of work (at least one byte;
+  /// `terminal/cost.rs`) and returns how many it fed, the work spent, and the answers as
+  /// [`Terminal::feed`] does.
+  pub fn feed_bounded(&mut self, bytes: &[u8], budget: u64) -> (usize, u64, Vec<u8>) {
+    let (rows, cols) = self.parser.screen().size();
+    let (n, spent) = self.cost.take(bytes, rows.get(), cols.get(), budget);
+    (n, spent, self.feed(&bytes[..n]))
   }
 
   /// Follows a resize of the PTY (clamped as in [`Terminal::new`]).
@@ -127,6 +150,8 @@ impl Terminal {
       cols: cols.get(),
       cursor_visible: !s.hide_cursor(),
       alternate_screen: s.alternate_screen(),
+      wrapped: (0..rows.get()).map(|r| s.row_wrapped(r)).collect(),
+      pending_bytes: 0,
     }
   }
 }

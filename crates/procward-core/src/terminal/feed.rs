@@ -5,10 +5,18 @@
 //! job of the host: a PTY job printing as fast as it can would hold it from the others. So
 //! the reader only queues the output ([`answering_sink`]), and one thread for every PTY
 //! job of the process (`procward-terminal`) feeds the queues to their emulators and writes
-//! the answers. `screen` draws what is queued first (up to [`SCREEN_CATCH_UP`] of it, so a
-//! caller's thread, Node's event loop, waits a few milliseconds at most), so it shows all
-//! output read so far unless a flood keeps the terminal thread behind. The emulator's lock
-//! is held for one chunk at a time (a read of the PTY), never for a whole queue.
+//! the answers.
+//!
+//! Drawing is bounded by work (cells touched, `terminal/cost.rs`), not by bytes: nine bytes
+//! of REP draw a whole screen. The thread gives each job with queued output a turn of at
+//! most [`TURN_WORK`] cells, then puts it back at the end of the line (round robin), so a
+//! job flooding its terminal with cheap-to-send, costly-to-draw sequences delays the
+//! others' answers by one turn, not by its whole queue. `screen` draws what is queued first
+//! (up to [`SCREEN_CATCH_UP`] cells of work, so a caller's thread, Node's event loop, waits
+//! a few milliseconds at most), so it shows all output read so far unless a flood keeps
+//! the terminal thread behind; then [`Screen::pending_bytes`] says how much is not drawn
+//! yet. The emulator's lock is held for one slice of a chunk at a time, never for a whole
+//! queue.
 //!
 //! A job's queue holds at most [`MAX_BACKLOG`] bytes: a job that prints faster than its
 //! emulator draws loses the oldest of it, and its emulator starts over from a blank screen
@@ -26,8 +34,14 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 /// Most bytes of output a PTY job's queue holds before its oldest bytes are dropped (1 MiB).
 pub const MAX_BACKLOG: usize = 1 << 20;
 
-/// Most queued output `screen` draws itself before it reads the screen (64 KiB).
-pub const SCREEN_CATCH_UP: usize = 64 << 10;
+/// Most work (cells touched, `terminal/cost.rs`) `screen` and `resize` spend drawing
+/// queued output before they read or resize the screen: 256 Ki cells, two full screens of
+/// the largest size, a few milliseconds.
+pub const SCREEN_CATCH_UP: u64 = 256 << 10;
+
+/// Most work (cells touched) the terminal thread spends on one job before it turns to the
+/// next job with output queued: 256 Ki cells.
+pub const TURN_WORK: u64 = 256 << 10;
 
 /// Most answer bytes on their way to the job's input at once: a job that asks and never
 /// reads (its input full) gets no more answers queued in the host, as a terminal whose
@@ -80,15 +94,24 @@ impl PtyTerminal {
     })
   }
 
-  /// What the screen shows now: all output read so far is drawn, unless more than
-  /// [`SCREEN_CATCH_UP`] of it waits (then the terminal thread is still drawing a flood).
+  /// What the screen shows now: all output read so far is drawn, unless drawing it would
+  /// take more than [`SCREEN_CATCH_UP`] cells of work (then the terminal thread is still
+  /// drawing a flood, and [`Screen::pending_bytes`] says how many bytes wait).
   pub fn screen(&self) -> Screen {
-    self.catch_up(SCREEN_CATCH_UP).screen()
+    let terminal = self.catch_up(SCREEN_CATCH_UP);
+    let mut screen = terminal.screen();
+    screen.pending_bytes = lock(&self.backlog).bytes;
+    screen
   }
 
   /// Follows a resize of the PTY (after the output [`PtyTerminal::screen`] would draw).
   pub fn resize(&self, size: PtySize) {
     self.catch_up(SCREEN_CATCH_UP).resize(size);
+  }
+
+  /// Output waits to be drawn.
+  fn behind(&self) -> bool {
+    lock(&self.backlog).bytes > 0
   }
 
   /// Queues output for the emulator; true when the terminal thread must be told.
@@ -105,12 +128,13 @@ impl PtyTerminal {
     !self.scheduled.swap(true, Ordering::AcqRel)
   }
 
-  /// Draws queued output, a chunk at a time, until the queue is empty or `limit` bytes
-  /// were drawn, and sends the answers it asks for; returns the emulator, locked. A chunk
-  /// is taken from the queue under the emulator's lock, so output is drawn in the order it
+  /// Draws queued output, a slice of a chunk at a time, until the queue is empty or `work`
+  /// cells of work (`terminal/cost.rs`) were spent, and sends the answers it asks for;
+  /// returns the emulator, locked. A chunk is taken from the queue under the emulator's
+  /// lock (what is left of it goes back to the front), so output is drawn in the order it
   /// was read whoever catches up.
-  fn catch_up(&self, limit: usize) -> MutexGuard<'_, Terminal> {
-    let mut drawn = 0;
+  fn catch_up(&self, work: u64) -> MutexGuard<'_, Terminal> {
+    let mut spent = 0u64;
     loop {
       let mut terminal = lock(&self.terminal);
       let next = {
@@ -119,15 +143,21 @@ impl PtyTerminal {
         b.bytes -= chunk.as_ref().map_or(0, Vec::len);
         (chunk, std::mem::take(&mut b.dropped))
       };
-      let (Some(chunk), dropped) = next else { return terminal };
+      let (Some(mut chunk), dropped) = next else { return terminal };
       if dropped {
         let s = terminal.screen();
         *terminal = Terminal::new(PtySize { cols: s.cols, rows: s.rows });
       }
-      let answers = terminal.feed(&chunk);
+      let (fed, cost, answers) = terminal.feed_bounded(&chunk, work.saturating_sub(spent));
+      if fed < chunk.len() {
+        chunk.drain(..fed);
+        let mut b = lock(&self.backlog);
+        b.bytes += chunk.len();
+        b.chunks.push_front(chunk);
+      }
       self.send(answers);
-      drawn += chunk.len();
-      if drawn >= limit {
+      spent += cost;
+      if spent >= work {
         return terminal;
       }
     }
@@ -158,12 +188,17 @@ fn thread() -> Option<&'static Mutex<Sender<Weak<PtyTerminal>>>> {
   THREAD
     .get_or_init(|| {
       let (tx, rx) = channel::<Weak<PtyTerminal>>();
+      let again = tx.clone();
       let started = std::thread::Builder::new().name("procward-terminal".into()).stack_size(256 * 1024).spawn(move || {
         for terminal in rx {
           if let Some(t) = terminal.upgrade() {
             // Cleared first: output queued from now on schedules another turn.
             t.scheduled.store(false, Ordering::Release);
-            drop(t.catch_up(usize::MAX));
+            drop(t.catch_up(TURN_WORK));
+            // Not done in one turn: back to the end of the line, after the other jobs.
+            if t.behind() && !t.scheduled.swap(true, Ordering::AcqRel) && again.send(terminal).is_err() {
+              t.scheduled.store(false, Ordering::Release);
+            }
           }
         }
       });
@@ -182,7 +217,7 @@ pub(crate) fn answering_sink(terminal: SharedTerminal, mut sink: EventSink) -> E
         let handed = thread().is_some_and(|tx| lock(tx).send(Arc::downgrade(&terminal)).is_ok());
         if !handed {
           terminal.scheduled.store(false, Ordering::Release);
-          drop(terminal.catch_up(usize::MAX));
+          drop(terminal.catch_up(u64::MAX));
         }
       }
     }

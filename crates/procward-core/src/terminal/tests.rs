@@ -248,3 +248,45 @@ fn a_repeat_count_is_lowered_also_when_its_sequence_is_split_across_feeds() {
   let long = format!("\x1b[65535{}b", ";1".repeat(40));
   assert_eq!(String::from_utf8(guard.filter(long.as_bytes(), 24, 80).into_owned()).unwrap(), format!("\x1b[1935{}b", ";1".repeat(40)));
 }
+
+#[test]
+fn soft_wrapped_rows_are_marked_and_hard_line_ends_are_not() {
+  let mut t = Terminal::new(PtySize { cols: 40, rows: 6 });
+  t.feed(format!("{}\r\nshort\r\n{}x", "a".repeat(100), "b".repeat(40)).as_bytes());
+  let s = t.screen();
+  assert_eq!(s.wrapped, vec![true, true, false, false, true, false], "{:?}", s.lines);
+  assert_eq!(s.lines[0..3].concat(), "a".repeat(100));
+  assert_eq!(s.lines[5], "x");
+  assert_eq!(s.pending_bytes, 0);
+}
+
+#[test]
+fn a_repeat_flood_of_one_job_leaves_another_job_answered_and_screen_bounded() {
+  // 1 MiB of `x ESC[65535b` on the largest screen: ~7.6 G cells of drawing queued.
+  let flood = PtyTerminal::new(PtySize { cols: 512, rows: 256 }, Box::new(|_, done| done(Ok(0))));
+  let mut flood_sink = answering_sink(flood.clone(), Box::new(|_| {}));
+  let rep = "x\x1b[65535b".repeat(4096);
+  for _ in 0..(MAX_BACKLOG / rep.len()) {
+    flood_sink(JobEvent::Output { text: rep.clone(), late: false });
+  }
+  // screen() draws a bounded amount of work and says how much is left.
+  let s = flood.screen();
+  assert!(s.pending_bytes > 0, "a flood this size is not drawn in one screen() call");
+  assert_eq!(s.lines[0].chars().next(), Some('x'));
+  // Another job's query is answered by the terminal thread while the flood is queued.
+  let (tx, rx) = mpsc::channel::<Vec<u8>>();
+  let tx = Mutex::new(tx);
+  let other = PtyTerminal::new(
+    PtySize { cols: 80, rows: 24 },
+    Box::new(move |a, done| {
+      let _ = tx.lock().unwrap().send(a);
+      done(Ok(0));
+    }),
+  );
+  let mut other_sink = answering_sink(other.clone(), Box::new(|_| {}));
+  other_sink(JobEvent::Output { text: "ab\x1b[6n".into(), late: false });
+  // A condition to wait for, not a deadline on speed: without turns it would take hours.
+  let answer = rx.recv_timeout(std::time::Duration::from_secs(120)).expect("the other job's query is answered");
+  assert_eq!(answer, b"\x1b[1;3R");
+  assert!(flood.screen().pending_bytes > 0, "the flood is still being drawn");
+}
