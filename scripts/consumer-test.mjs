@@ -172,6 +172,44 @@ try {
     check(res.exit === 3 && res.out === 'consumer-ok\n' && res.kids >= 2 && res.killed === 'killed' && res.survivors === 0, `${file}: job ran, waited, tree killed ${JSON.stringify(res)}`);
   }
 
+  // The framework adapters: subpath exports whose framework is an optional peer. Without it,
+  // importing the subpath fails naming the package (procward itself loads none); with it,
+  // ESM and CommonJS both give the tools, and the AI SDK's tool runs a real job.
+  const adapters = { 'ai-sdk': 'ai', langchain: '@langchain/core', 'openai-agents': '@openai/agents' };
+  for (const [sub, peer] of Object.entries(adapters)) {
+    for (const [file, load] of [
+      [`missing-${sub}.mjs`, `import('procward/${sub}')`],
+      [`missing-${sub}.cjs`, `Promise.resolve().then(() => require('procward/${sub}'))`],
+    ]) {
+      writeFileSync(join(app, file), `${load}.then(() => console.log('loaded'), (e) => console.log(String(e.message).split('\\n')[0]));`);
+      const { out } = runNode([file], app);
+      check(out.includes(`'${peer}`) && !out.includes('loaded'), `${file}: without ${peer} the import fails naming it (${out.trim()})`);
+    }
+  }
+  if (!windows) {
+    const peerVersion = (name) => JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')).version;
+    run('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', ...Object.values(adapters).map((p) => `${p}@${peerVersion(p)}`)], app);
+    const body = (load) => `${load}
+(async () => {
+  const r = await ProcessRegistry.open({});
+  const names = [Object.keys(ai.procwardTools(r)), lc.procwardTools(r).map((t) => t.name), oa.procwardTools(r).map((t) => t.name)];
+  const res = await ai.procwardTools(r).process_start.execute({ command: 'echo adapter-ok', yield_ms: 30000 }, { toolCallId: 'c1', messages: [] });
+  await r.close();
+  console.log(JSON.stringify({ names, exit: res.exit_code, out: JSON.stringify(res) }));
+})().catch((e) => { console.error(e); process.exit(1); });`;
+    writeFileSync(join(app, 'adapters.mjs'), body("import { ProcessRegistry } from 'procward';\nimport * as ai from 'procward/ai-sdk';\nimport * as lc from 'procward/langchain';\nimport * as oa from 'procward/openai-agents';"));
+    writeFileSync(join(app, 'adapters.cjs'), body("const { ProcessRegistry } = require('procward');\nconst ai = require('procward/ai-sdk');\nconst lc = require('procward/langchain');\nconst oa = require('procward/openai-agents');"));
+    for (const file of ['adapters.mjs', 'adapters.cjs']) {
+      const { code, out, err } = runNode([file], app);
+      let res = {};
+      try {
+        res = JSON.parse(out.trim().split('\n').pop());
+      } catch {}
+      const names = JSON.stringify(res.names);
+      check(code === 0 && names === JSON.stringify([['process_start', 'process'], ['process_start', 'process'], ['process_start', 'process']]) && res.exit === 0 && /adapter-ok/.test(res.out ?? ''), `${file}: the three adapters load with their frameworks and the AI SDK tool ran a job (${out.trim() || err.trim()})`);
+    }
+  }
+
   // `procward start` makes a durable job.
   if (durableWorks) {
     // The CLI through its bin link (npx) here; under Wine through Node for Windows.
