@@ -218,7 +218,7 @@ try {
     const started = cli(['start', '--', windows ? 'echo from-cli& exit 5' : 'echo from-cli; exit 5']);
     const id = started.out.trim();
     check(/^proc_[0-9a-f]{12}$/.test(id), `installed CLI started a job (${id || started.err})`);
-    const waited = cli(['wait', id, '--timeout', '60000']);
+    const waited = cli(['wait', id, '--timeout', '60s']);
     const output = waited.out.replace(/\r\n/g, '\n');
     check(waited.code === 5 && output === 'from-cli\n', `installed CLI waited: exit ${waited.code}, output ${JSON.stringify(output)}`);
   }
