@@ -42,8 +42,11 @@ function nameDistance(a: string, b: string): number {
   return (d[x.length] as number[])[y.length]!;
 }
 
-/** Names other surfaces use for an option (the tool's `workdir` is `cwd`). */
-const ALIASES: Record<string, string> = { workdir: 'cwd', dir: 'cwd', directory: 'cwd', timeout: 'timeoutMs', grace: 'graceMs', columns: 'cols', width: 'cols', height: 'rows' };
+/**
+ * Names other surfaces use for an option (the tool's `workdir` is `cwd`). A null prototype:
+ * a key such as `constructor` must find nothing inherited.
+ */
+const ALIASES: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, { workdir: 'cwd', dir: 'cwd', directory: 'cwd', timeout: 'timeoutMs', grace: 'graceMs', columns: 'cols', width: 'cols', height: 'rows' });
 
 /**
  * The known name `key` most likely meant: an alias (`workdir` → `cwd`), the same name in

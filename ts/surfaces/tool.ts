@@ -177,10 +177,7 @@ async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext, 
     ...(input.timeout_ms !== undefined && { timeoutMs: input.timeout_ms }),
     // The model writes `env`: loader and runtime variables (LD_PRELOAD, NODE_OPTIONS, ...) are refused.
     envSource: 'model',
-    // The host's context wins over the model's input: an agent cannot file a job under
-    // another task or conversation.
-    ...((ctx.taskId ?? input.task_id) !== undefined && { taskId: ctx.taskId ?? input.task_id }),
-    ...((ctx.sessionKey ?? input.session_key) !== undefined && { sessionKey: ctx.sessionKey ?? input.session_key }),
+    ...filing(ctx, input),
   });
   const started = { sessionId: s.id, pid: s.pid, status: s.status, command: s.command, ...(s.withheldEnv.length > 0 && { withheldEnv: s.withheldEnv }) };
   if (!input.yield_ms) return { result: started, maxChars };
@@ -192,6 +189,19 @@ async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext, 
   return { result: { ...started, status: w.status, ...ended, ...outputFields(out, 'output'), ...(aborted && { aborted: true }), ...(note && { note: out.note ? `${note}; ${out.note}` : note }) }, maxChars };
 }
 
+/**
+ * The task and conversation a call files a job under (start) or lists (list). A host
+ * context that names either decides both: the model cannot fill in the other (a context of
+ * one conversation listing another task's sessions, or a task filing a job under another
+ * conversation). Without a context, the model's `task_id`/`session_key`.
+ */
+function filing(ctx: ToolContext, input: { task_id?: string | undefined; session_key?: string | undefined }): { taskId?: string; sessionKey?: string } {
+  const scoped = ctx.taskId !== undefined || ctx.sessionKey !== undefined;
+  const taskId = scoped ? ctx.taskId : input.task_id;
+  const sessionKey = scoped ? ctx.sessionKey : input.session_key;
+  return { ...(taskId !== undefined && { taskId }), ...(sessionKey !== undefined && { sessionKey }) };
+}
+
 /** Actions that only read a session; the others act on it. */
 const READS: ReadonlySet<string> = new Set(['poll', 'log', 'wait', 'screen']);
 
@@ -199,9 +209,7 @@ async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext,
   const input = processInput.parse(normalizeToolArgs('process', raw));
   const maxChars = input.max_chars ?? DEFAULT_MAX_CHARS;
   if (input.action === 'list') {
-    const taskId = ctx.taskId ?? input.task_id;
-    const sessionKey = ctx.sessionKey ?? input.session_key;
-    const all: SessionSummary[] = await registry.list({ ...(taskId !== undefined && { taskId }), ...(sessionKey !== undefined && { sessionKey }) });
+    const all: SessionSummary[] = await registry.list(filing(ctx, input));
     // The newest sessions that fit the budget (snake_case adds an underscore to at most 20 keys).
     const { kept, omitted } = newestFitting(all, maxChars, 20);
     const note = omitted > 0 ? `${omitted} older sessions left out to fit max_chars; ${all.length - omitted} newest shown` : undefined;
