@@ -3,7 +3,7 @@
 import { chmodSync, chownSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { environmentsConfigPath, loadEnvironments, ProcessRegistry, readEnvironmentsConfig } from '../dist/index.mjs';
+import { type CommandEnvironment, environmentsConfigPath, loadEnvironments, ProcessRegistry, readEnvironmentsConfig } from '../dist/index.mjs';
 import { tempDir } from './support.js';
 
 function configFile(content: unknown, mode = 0o600): string {
@@ -27,9 +27,9 @@ describe('environments from a configuration file', () => {
     });
     const envs = loadEnvironments({ path });
     expect(Object.keys(envs).sort()).toEqual(['api', 'box', 'build', 'web']);
-    expect((envs.web as { argv: string[] }).argv).toEqual(['podman', '--url', 'unix:///run/podman/podman.sock', 'exec', '-i', '-u', 'app', 'web-1', 'sh', '-s']);
-    expect((envs.api as { argv: string[] }).argv).toEqual(['kubectl', 'exec', '-i', 'api-0', '-c', 'app', '-n', 'prod', '--', 'sh', '-s']);
-    const build = envs.build as { argv: string[]; close(): Promise<void> };
+    expect((envs.web as unknown as CommandEnvironment).argv).toEqual(['podman', '--url', 'unix:///run/podman/podman.sock', 'exec', '-i', '-u', 'app', 'web-1', 'sh', '-s']);
+    expect((envs.api as unknown as CommandEnvironment).argv).toEqual(['kubectl', 'exec', '-i', 'api-0', '-c', 'app', '-n', 'prod', '--', 'sh', '-s']);
+    const build = envs.build as unknown as CommandEnvironment;
     expect(build.argv).toContain('ci@build.internal');
     expect(build.argv.join(' ')).toMatch(/-i \/\S+\/\.ssh\/ci_ed25519/);
     const r = await ProcessRegistry.open({ environments: envs });
