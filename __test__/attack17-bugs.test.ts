@@ -72,49 +72,6 @@ describe('notifications larger than the budget (issue 17)', () => {
   });
 });
 
-describe('spawn policy (issue 18)', () => {
-  // ts/policy/spawnpolicy.ts DEFAULT_DENIED_ENV refuses BASH_ENV, PROMPT_COMMAND, SHELLOPTS
-  // and IFS but not exported bash functions: BASH_FUNC_<name>%% is imported by the job's own
-  // `bash -c` and replaces any command of the job (here echo) with the model's code.
-  it.fails('a model-supplied exported bash function (BASH_FUNC_echo%%) is refused (BUG: it runs)', async () => {
-    const r = (await handleToolCall(ctx.registry, 'process_start', {
-      command: 'echo hi',
-      env: { 'BASH_FUNC_echo%%': '() { builtin echo injected; }' },
-      yield_ms: 5000,
-    })) as Record<string, unknown>;
-    if (typeof r.pid === 'number') cleanupGroup(r.pid);
-    expect(r).toMatchObject({ error: { code: 'SPAWN_REFUSED' } });
-  });
-
-  // checkWorkdir resolves the path and checks it, but the job is spawned with the path as
-  // given: a symbolic link swapped after the check (here by the approval hook, which runs
-  // after the workdir rule; a running job of the model can do it too — 9 of 60 spawns ran in
-  // /etc with a flipping link) puts the job outside workdirRoots.
-  it.fails('a link swapped after the workdir check does not move the job out of workdirRoots (BUG: it runs in /etc)', async () => {
-    const root = realpathSync(tempDir());
-    mkdirSync(join(root, 'sub'));
-    const link = join(root, 'link');
-    symlinkSync(join(root, 'sub'), link);
-    const registry = await ProcessRegistry.open({
-      spawnPolicy: {
-        workdirRoots: [root],
-        approve: () => {
-          rmSync(link);
-          symlinkSync('/etc', link);
-          return { allow: true };
-        },
-      },
-    });
-    try {
-      const s = await registry.spawn('pwd -P', { cwd: link });
-      const w = await registry.wait(s.id, { timeoutMs: 10_000 });
-      expect(w.outputPreview.trim()).not.toBe('/etc');
-    } finally {
-      await registry.close();
-    }
-  });
-});
-
 describe('kill-after deadline of a durable job (issue 18)', () => {
   // The deadline of a durable job is enforced by procward-supervise alone. The job runs in
   // its supervisor's process group with its uid, so `kill -9 $PPID` or `kill -STOP $PPID`

@@ -14,6 +14,7 @@ import { checkOptions, checkRegistryOptions, checkSpawn } from './options.js';
 import { rebalance } from './output/budget.js';
 import { logResult } from './output/paging.js';
 import { DEFAULT_TAIL_CHARS, DEFAULT_TOTAL_OUTPUT_CHARS } from './output/tail.js';
+import { redactScreenRows } from './output/screenview.js';
 import { preview, redactedView } from './output/views.js';
 import { DiskBudget, evictedLogResult } from './persist/diskbudget.js';
 import { SessionStore } from './persist/store.js';
@@ -255,18 +256,19 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       environments: this.environments,
       writer: this.store.writer,
     });
-    const started = await this.spawnGate.admit(spawnRequest(command, checked, record), checked.environment !== undefined);
+    const admitted = await this.spawnGate.admit(spawnRequest(command, checked, record), checked.environment !== undefined);
+    const runSpec = admitted.cwd !== undefined ? { ...spec, cwd: admitted.cwd } : spec;
     try {
       // The approval hook may have taken a while: the registry may have closed meanwhile.
       this.assertOpen();
-      const live = newLive(record, this.tailChars, false, false, (l) => sessionToStart(l, this.host, spec));
+      const live = newLive(record, this.tailChars, false, false, (l) => sessionToStart(l, this.host, runSpec));
       live.watcher = this.watching.watcherFor(live.record);
-      await (live.kind as StartableSession).start(spec);
+      await (live.kind as StartableSession).start(runSpec);
       if (!live.record.durable) this.deadlines.arm(live);
       const withheldEnv = checked.environment === undefined ? withheldVariables(process.env, checked.env, checked.allowEnv) : [];
       return { ...summary(live), withheldEnv };
     } finally {
-      started();
+      admitted.release();
     }
   }
 
@@ -565,9 +567,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const live = this.get(id);
     await this.refresh(live);
     const s = live.kind.screen();
-    const lines = this.options.redact === false ? s.lines : this.clean(s.lines.join('\n')).split('\n');
+    const rows = { lines: s.lines, wrapped: s.wrapped };
+    const { lines, wrapped } = this.options.redact === false ? rows : redactScreenRows(rows, (t) => this.clean(t));
     const { row, col, visible } = s.cursor;
-    return { id: live.record.id, status: live.record.status, lines, cursor: { row, col, visible }, cols: s.cols, rows: s.rows, alternateScreen: s.alternateScreen };
+    return { id: live.record.id, status: live.record.status, lines, wrapped, cursor: { row, col, visible }, cols: s.cols, rows: s.rows, alternateScreen: s.alternateScreen, pendingBytes: s.pendingBytes };
   }
 
   /**

@@ -73,11 +73,14 @@ export interface SpawnPolicy {
 /**
  * Loader and runtime variables that make programs load or run code named in them: the
  * dynamic loaders' (glibc, musl, macOS dyld), and the runtimes' preload and option
- * variables (Node, Python, Perl, Ruby, Java, .NET, bash's startup file, git's hooks).
+ * variables (Node, Python, Perl, Ruby, Java, .NET, bash's startup file and exported
+ * functions, git's hooks).
  */
 export const DEFAULT_DENIED_ENV: readonly string[] = [
   'LD_*',
   'DYLD_*',
+  // glibc loads character-set converters (shared objects) from here.
+  'GCONV_PATH',
   'NODE_OPTIONS',
   'NODE_PATH',
   'NODE_REPL_EXTERNAL_MODULE',
@@ -102,6 +105,9 @@ export const DEFAULT_DENIED_ENV: readonly string[] = [
   'GIT_EXEC_PATH',
   'GIT_CONFIG_GLOBAL',
   'GIT_SSH_COMMAND',
+  // bash imports exported functions from these (`BASH_FUNC_echo%%`): they replace any
+  // command the job's own `bash -c` runs.
+  'BASH_FUNC_*',
   'PROCWARD_*',
 ];
 
@@ -169,10 +175,12 @@ function within(root: string, dir: string): boolean {
 /**
  * Throws `SPAWN_REFUSED` (rule `workdir_root`) unless `cwd`, with every symbolic link
  * resolved, is one of `roots` (resolved the same way) or below one. A directory that does
- * not exist is refused too (nothing to resolve).
+ * not exist is refused too (nothing to resolve). Returns the resolved path, which the job
+ * must be started in (a link swapped after the check must not move it), or `undefined`
+ * without roots.
  */
-export function checkWorkdir(cwd: string, roots: readonly string[] | undefined): void {
-  if (roots === undefined) return;
+export function checkWorkdir(cwd: string, roots: readonly string[] | undefined): string | undefined {
+  if (roots === undefined) return undefined;
   let real: string;
   try {
     real = realpathSync(resolvePath(cwd));
@@ -189,6 +197,7 @@ export function checkWorkdir(cwd: string, roots: readonly string[] | undefined):
   if (!realRoots.some((root) => within(root, real))) {
     refuse('workdir_root', `working directory ${cwd} (${real}) is outside the allowed roots ${realRoots.join(', ')}`, { cwd, resolved: real, roots: realRoots });
   }
+  return real;
 }
 
 /** What the caps count: the owner task and session key of each running session. */
@@ -240,6 +249,12 @@ export async function askApproval(request: SpawnRequest, policy: SpawnPolicy | u
   refuse('approve', 'the approval hook answered neither { allow: true } nor { allow: false, reason }');
 }
 
+/** An admitted spawn: `release` once the job runs or failed to start; `cwd`, with workdir roots, the resolved working directory to start it in. */
+export interface Admitted {
+  release: () => void;
+  cwd?: string;
+}
+
 /**
  * A registry's spawn policy at run time: the rules in order (environment, working directory,
  * caps, approval) and the spawns admitted but not yet running, which the caps count too
@@ -259,7 +274,7 @@ export class SpawnGate {
    * function to call once the job runs or failed to start (it then counts as running, or
    * not at all). `sandbox`: the job runs in another environment (its cwd is not checked).
    */
-  async admit(request: SpawnRequest, sandbox: boolean): Promise<() => void> {
+  async admit(request: SpawnRequest, sandbox: boolean): Promise<Admitted> {
     checkModelEnv(request, this.policy);
     if (!sandbox) checkWorkdir(request.cwd, this.policy?.workdirRoots);
     const job: RunningJob = {
@@ -272,11 +287,13 @@ export class SpawnGate {
     this.starting.add(job);
     try {
       await askApproval(request, this.policy);
+      // Checked again after the (async) approval, and the job starts in the resolved path.
+      const cwd = sandbox ? undefined : checkWorkdir(request.cwd, this.policy?.workdirRoots);
+      return { release: () => this.starting.delete(job), ...(cwd !== undefined && { cwd }) };
     } catch (err) {
       this.starting.delete(job);
       throw err;
     }
-    return () => this.starting.delete(job);
   }
 
   private *counted(): Iterable<RunningJob> {

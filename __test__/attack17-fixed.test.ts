@@ -1,0 +1,94 @@
+// Attack findings against the tool's scope, argument checks and spawn policy (issue 17), fixed: once
+// written as it.fails in attack17-bugs.test.ts, now the behaviour that holds.
+import { mkdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { handleToolCall, ProcessRegistry } from '../dist/index.mjs';
+import { cleanupGroup, perTestRegistry, tempDir } from './support.js';
+
+const ctx = perTestRegistry();
+
+describe('tool handler never throws (issue 17)', () => {
+  // ts/optioncheck.ts closestName: ALIASES[key] with key 'constructor' is
+  // Object.prototype.constructor, and nameDistance calls .toLowerCase() on it. The TypeError
+  // escapes from handleToolCall's catch block (describeIssues runs inside it).
+  it('an unknown key named `constructor` is INVALID_ARGUMENT', async () => {
+    const r = await handleToolCall(ctx.registry, 'process', { action: 'list', constructor: 'x' });
+    expect(r).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
+  });
+});
+
+describe('tool scope with half a context (issue 17)', () => {
+  // ts/surfaces/tool.ts start() and manage('list'): `ctx.taskId ?? input.task_id` and
+  // `ctx.sessionKey ?? input.session_key`. A host that scopes calls by one of the two (an MCP
+  // server made for one conversation: { sessionKey }) lets the model fill in the other:
+  // list shows another conversation's sessions, and process_start files a job under another
+  // task, whose agent then sees it as its own and gets its (attacker-written) output as a
+  // completion notification.
+  it('a context with only a session key cannot list another task by task_id', async () => {
+    const victim = await ctx.start('sleep 20', { taskId: 'taskB', sessionKey: 'convB' });
+    const r = (await handleToolCall(ctx.registry, 'process', { action: 'list', task_id: 'taskB' }, { sessionKey: 'convA' })) as { sessions: { session_id: string }[] };
+    expect(r.sessions.map((s) => s.session_id)).not.toContain(victim.id);
+  });
+
+  it('a context with only a task id cannot file a job under another conversation', async () => {
+    const r = (await handleToolCall(ctx.registry, 'process_start', { command: 'sleep 20', session_key: 'convB' }, { taskId: 'A' })) as { session_id: string; pid: number };
+    cleanupGroup(r.pid);
+    const b = (await handleToolCall(ctx.registry, 'process', { action: 'list' }, { taskId: 'taskB', sessionKey: 'convB' })) as { sessions: { session_id: string }[] };
+    expect(b.sessions.map((s) => s.session_id)).not.toContain(r.session_id);
+  });
+});
+
+
+describe('spawn policy (issue 18)', () => {
+  // ts/policy/spawnpolicy.ts DEFAULT_DENIED_ENV refuses BASH_ENV, PROMPT_COMMAND, SHELLOPTS
+  // and IFS but not exported bash functions: BASH_FUNC_<name>%% is imported by the job's own
+  // `bash -c` and replaces any command of the job (here echo) with the model's code.
+  it('a model-supplied exported bash function (BASH_FUNC_echo%%) is refused', async () => {
+    const r = (await handleToolCall(ctx.registry, 'process_start', {
+      command: 'echo hi',
+      env: { 'BASH_FUNC_echo%%': '() { builtin echo injected; }' },
+      yield_ms: 5000,
+    })) as Record<string, unknown>;
+    if (typeof r.pid === 'number') cleanupGroup(r.pid);
+    expect(r).toMatchObject({ error: { code: 'SPAWN_REFUSED' } });
+  });
+
+  // checkWorkdir resolves the path and checks it, but the job is spawned with the path as
+  // given: a symbolic link swapped after the check (here by the approval hook, which runs
+  // after the workdir rule; a running job of the model can do it too — 9 of 60 spawns ran in
+  // /etc with a flipping link) puts the job outside workdirRoots.
+  it('a link swapped after the workdir check does not move the job out of workdirRoots: checked again after approval, started in the resolved path', async () => {
+    const root = realpathSync(tempDir());
+    mkdirSync(join(root, 'sub'));
+    const link = join(root, 'link');
+    symlinkSync(join(root, 'sub'), link);
+    const registry = await ProcessRegistry.open({
+      spawnPolicy: {
+        workdirRoots: [root],
+        approve: () => {
+          rmSync(link);
+          symlinkSync('/etc', link);
+          return { allow: true };
+        },
+      },
+    });
+    try {
+      await expect(registry.spawn('pwd -P', { cwd: link })).rejects.toMatchObject({ code: 'SPAWN_REFUSED', details: { rule: 'workdir_root' } });
+      // A link that stays inside: the job runs in the resolved directory, not through the link.
+      rmSync(link);
+      symlinkSync(join(root, 'sub'), link);
+      const inside = await ProcessRegistry.open({ spawnPolicy: { workdirRoots: [root] } });
+      try {
+        const s = await inside.spawn('pwd', { cwd: link });
+        const w = await inside.wait(s.id, { timeoutMs: 10_000 });
+        expect(w.outputPreview.trim()).toBe(join(root, 'sub'));
+      } finally {
+        await inside.close();
+      }
+    } finally {
+      await registry.close();
+    }
+  });
+});
+
