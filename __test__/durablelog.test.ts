@@ -37,8 +37,8 @@ describe('durable log cap', () => {
 
       // The LLM tool says it too, in snake_case.
       const viaTool = (await handleToolCall(r, 'process', { action: 'log', session_id: s.id, offset: 0, limit: 1 })) as Record<string, unknown>;
-      expect(viaTool.dropped_lines).toBe(head.droppedLines);
-      expect(String(viaTool.showing)).toContain('dropped by the log cap');
+      expect(String(viaTool.note)).toContain('dropped by the log cap');
+      expect(String(viaTool.note)).toContain(`${head.droppedLines} lines`);
     } finally {
       await r.close();
     }

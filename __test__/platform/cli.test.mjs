@@ -46,7 +46,7 @@ describe('CLI start, wait and kill', () => {
     const s = JSON.parse(started.stdout);
     cleanupPid(s.pid);
 
-    const killed = await cli(['kill', s.id, '--state-dir', stateDir, '--json', '--grace', '1000']);
+    const killed = await cli(['kill', s.id, '--state-dir', stateDir, '--json', '--grace', '1s']);
     assert.equal(killed.code, 0, killed.stdout + killed.stderr);
     const k = JSON.parse(killed.stdout);
     assert.equal(k.outcome, 'killed');
