@@ -197,6 +197,12 @@ export interface TerminalScreen {
    * block on screen is masked as one line and there are fewer lines than `rows`.
    */
   lines: string[];
+  /**
+   * For each of `lines`, whether its line goes on in the next row (a soft wrap: the line
+   * was wider than the terminal). Redaction sees the rows of one line joined, so a token
+   * wrapped over rows is masked on each of them.
+   */
+  wrapped: boolean[];
   /** The cursor, in cells, 0-based from the top left (`col` equals `cols` while it waits to wrap); `visible` unless the program hid it. */
   cursor: { row: number; col: number; visible: boolean };
   /** Width in cells: the PTY's, at most 512 (a wider PTY shows its left 512 columns). */
@@ -205,6 +211,12 @@ export interface TerminalScreen {
   rows: number;
   /** The program draws on the alternate screen (`ESC[?1049h`), as full-screen TUIs do. */
   alternateScreen: boolean;
+  /**
+   * Bytes of output read but not drawn yet: 0 when the screen shows all output so far.
+   * Drawing is bounded by work per call, so a job flooding its terminal (costly sequences
+   * such as REP or erase in display) is shown as drawn so far and this says how far behind.
+   */
+  pendingBytes: number;
 }
 
 /** What every session summary has, running or ended. Times in milliseconds since the epoch. */
