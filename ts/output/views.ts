@@ -5,11 +5,23 @@
  */
 import { insideKeyBlockAt } from '../policy/redact.js';
 
-// CSI (ESC [ ... final byte), OSC (ESC ] ... BEL or ESC \), and other two-byte escapes.
-const ANSI = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]|\u009b[0-?]*[ -/]*[@-~]/g;
+// Control strings, whole: DCS (ESC P), SOS (ESC X), PM (ESC ^), APC (ESC _) up to ST
+// (ESC \ or C1 ST), OSC (ESC ]) up to ST or BEL, and their C1 forms. A terminal shows none
+// of the body (`HEAD ESC P 1$r ESC \ TAIL` shows `HEADTAIL`); CAN, SUB or another ESC
+// cancels the string there, as in vte. A body is at most STRING_MAX characters: an
+// unterminated string longer than that loses only its introducer, so one stray ESC P does
+// not hide the rest of the output (nor make the match scan it all).
+const STRING_MAX = 4096;
+const STRING_END = `\u001b\\\\|\u009c|(?=[\u0018\u001a\u001b])|$`;
+const STRINGS = [
+  `(?:\u001b[PX^_]|[\u0090\u0098\u009e\u009f])[^\u0018\u001a\u001b\u009c]{0,${STRING_MAX}}(?:${STRING_END})`,
+  `(?:\u001b\\]|\u009d)[^\u0007\u0018\u001a\u001b\u009c]{0,${STRING_MAX}}(?:\u0007|${STRING_END})`,
+];
+// Control strings, CSI (ESC [ ... final byte), other two-byte escapes, C1 CSI.
+const ANSI = new RegExp(`${STRINGS.join('|')}|\u001b\\[[0-?]*[ -/]*[@-~]|\u001b[@-Z\\\\-_]|\u009b[0-?]*[ -/]*[@-~]`, 'g');
 
-/** What the plain view changes: escape sequences (ESC, C1 CSI) and carriage returns. */
-const PLAIN_CHANGES = /[\r\u001b\u009b]/;
+/** What the plain view changes: escape sequences (ESC, C1 CSI and strings) and carriage returns. */
+const PLAIN_CHANGES = /[\r\u001b\u0090\u0098\u009b-\u009f]/;
 
 /**
  * The plain view of output: ANSI CSI/OSC sequences removed, `\r\n` as one line break,
