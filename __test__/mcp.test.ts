@@ -59,6 +59,11 @@ describe('MCP tools', () => {
       expect(props('process_read')).not.toContain('data');
       expect(props('process_control')).not.toContain('acknowledge');
       expect(props('process_control')).toContain('session_id');
+      // No description points a model at a tool MCP does not serve, or at the other tool's actions.
+      const actionText = (name: string) => (tools.find((t) => t.name === name)!.inputSchema.properties!.action as { description: string }).description;
+      expect(tools.find((t) => t.name === 'process_start')!.description).not.toContain('`process`');
+      for (const a of control) expect(actionText('process_read')).not.toContain(a);
+      for (const a of read) expect(actionText('process_control')).not.toContain(a);
     } finally {
       await c.close();
     }

@@ -84,7 +84,8 @@ function splitSchema(tool: 'process_read' | 'process_control'): McpTool['inputSc
   const properties = { ...((schema.properties as Record<string, JsonObject> | undefined) ?? {}) };
   for (const [key, prop] of Object.entries(properties)) {
     if (key === 'action') {
-      properties[key] = { ...prop, enum: mine };
+      // The library's description names every action; this tool runs only its own.
+      properties[key] = { ...prop, enum: mine, description: `What to do: ${mine.join(', ')}.` };
       continue;
     }
     const named = actionsNamedBy(prop.description, known);
@@ -131,7 +132,8 @@ export function mcpTools(): McpTool[] {
     {
       name: 'process_start',
       title: 'Start a background command',
-      description: `${startDescription} Read it with process_read; stop it or talk to its stdin with process_control.`,
+      // The library's text points at its single `process` tool, which MCP splits in two.
+      description: `${startDescription.replace(/;? use the `process` tool[^.]*\./, '.')} Read it with process_read; stop it or talk to its stdin with process_control.`,
       inputSchema: startSchema(),
       outputSchema: outputSchemas.process_start,
       annotations: { title: 'Start a background command', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
