@@ -11,39 +11,16 @@ import { cleanupGroup, isAlive, perTestRegistry, tempDir, until } from './suppor
 
 const ctx = perTestRegistry();
 
-// A JWT is longer than a terminal row: the screen shows it wrapped over several rows, and
-// registry.screen redacts `lines.join('\n')`, so the redactor sees pieces, none of which
-// looks like a token. readLog of the same output masks it. Same for an OpenAI key or an AWS
-// secret that starts near the end of a row (ts/registry.ts, screen(): join of soft-wrapped
-// rows with '\n' before this.clean).
-const JWT =
-  'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c';
-
-describe('screen redaction (issue 16 item 2)', () => {
-  it.fails('a token wrapped over several rows of the screen is masked as in the log (BUG: it is shown whole)', async () => {
-    const s = await ctx.start(`echo "${JWT}"; sleep 20`, { pty: { cols: 40, rows: 10 } });
-    let text = '';
-    await until(async () => {
-      text = (await ctx.registry.screen(s.id)).lines.join('');
-      return text.includes('sw5c');
-    }, 10_000, 'the token on screen');
-    const log = await ctx.registry.readLog(s.id, {});
-    expect(log.text).not.toContain('SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV'); // the log masks it
-    expect(text).not.toContain('SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV'); // the screen does not
-  });
-});
-
 describe('plain view and preview redaction of terminal-drawn tokens', () => {
   // What a person sees on the terminal is the whole token; the plain view (previews, the
   // tool's output, readLog) shows both halves, each too short to look like a token.
   // Cursor addressing (CHA/CUP) drawing the second half first: ts/output/views.ts plainText
-  // only removes escapes. A DCS string (ESC P ... ESC \\) between the halves: the ANSI regex
-  // in views.ts line 9 takes ESC P as a two-byte escape and keeps the string's body ('1$r').
+  // only removes escapes: a byte-stream view cannot know where the cursor drew. (A DCS string
+  // between the halves is fixed; its test is in pty-attack.test.ts.)
   const TOKEN = 'ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8';
   const [HEAD, TAIL] = [TOKEN.slice(0, 20), TOKEN.slice(20)];
   const drawn = {
     'second half drawn first (CHA)': `printf '\\033[21G${TAIL}\\033[1G${HEAD}\\n'`,
-    'a DCS string between the halves': `printf '${HEAD}\\033P1$r\\033\\\\${TAIL}\\n'`,
   };
   for (const [what, command] of Object.entries(drawn)) {
     it.fails(`${what}: the tool's output does not hold both halves (BUG: it does)`, async () => {
@@ -118,22 +95,4 @@ describe('signal to a durable job (issue 18)', () => {
       await registry.close();
     }
   });
-});
-
-describe('terminal emulator under a REP flood (issue 16 item 2)', () => {
-  // terminal/repeat.rs bounds one REP to rows x cols cells (131 072 on a 512x256 PTY), so
-  // nine bytes (x ESC[65535b) still draw 65 535 cells; feed.rs has one terminal thread for
-  // all PTY jobs and screen()/resize catch up on 64 KiB of *bytes* (SCREEN_CATCH_UP), i.e.
-  // ~7 000 REPs. Measured here: registry.screen() held Node's event loop 125 s (512x256)
-  // and 3 s (80x24); another PTY job's ESC[6n got no answer within 5 s.
-  it.fails('another PTY job still gets its cursor-position answer (BUG: none within 5 s)', async () => {
-    const flood = await ctx.start(`python3 -c "
-import os
-while True: os.write(1, b'x\\x1b[65535b')"`, { pty: { cols: 512, rows: 256 } });
-    await new Promise((r) => setTimeout(r, 1000));
-    const p = await ctx.start(`printf '\\033[6n'; if IFS= read -rs -t 5 -d R reply; then echo ANSWERED; else echo NO-ANSWER; fi`, { pty: { cols: 80, rows: 24 } });
-    const w = await ctx.registry.wait(p.id, { timeoutMs: 15_000 });
-    await ctx.registry.kill(flood.id, { graceMs: 0 });
-    expect(w.outputPreview).toContain('ANSWERED');
-  }, 30_000);
 });
