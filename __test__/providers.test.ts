@@ -67,6 +67,7 @@ describe('strict tool variants per provider', () => {
     expect(Object.keys(toolDefinitionsFor('gemini')[0]!).sort()).toEqual(['description', 'name', 'parameters']);
     expect(toolDefinitionsFor('default')).toEqual(toolDefinitions());
     expect(() => toolDefinitionsFor('mistral' as never)).toThrow(/unknown provider "mistral"/);
+    expect(() => toolDefinitionsFor('openai' as never)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', details: expect.objectContaining({ provider: 'openai' }) }));
   });
 
   it('the base schemas break exactly the rules the field report names (so the checks can fail)', () => {

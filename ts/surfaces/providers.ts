@@ -3,6 +3,7 @@
  * {@link toolDefinitionsFor}. Built from the live base schemas (`toolschema.ts`) by the
  * generic transformer (`strictschema.ts`), so they follow every field added there.
  */
+import { ProcwardError } from '../errors.js';
 import { type ToolDefinition, toolDefinitions } from './toolschema.js';
 import { DIALECTS, type StrictProvider } from './providers/dialect.js';
 import { type JsonSchema, type OptionalBudget, toStrictSchema } from './providers/strictschema.js';
@@ -80,7 +81,8 @@ function strictTools(provider: StrictProvider): ToolDefinition[] {
  * `{ name, value }` pairs; `session_id` is a string; constraints a provider refuses are in
  * the descriptions. `handleToolCall` reads what models send for all of them (null for an
  * unused field, env pairs, numeric strings). Throws only if the base schema gained a
- * construct no strict dialect can express (an `Error` naming its path).
+ * construct no strict dialect can express (an `Error` naming its path); an unknown provider
+ * is `INVALID_ARGUMENT` (details: `provider`, `allowed`).
  */
 export function toolDefinitionsFor<P extends ToolProvider>(provider: P): ProviderToolDefinitions[P];
 export function toolDefinitionsFor(provider: ToolProvider): ProviderToolDefinitions[ToolProvider] {
@@ -96,6 +98,9 @@ export function toolDefinitionsFor(provider: ToolProvider): ProviderToolDefiniti
     case 'default':
       return toolDefinitions();
     default:
-      throw new TypeError(`unknown provider ${JSON.stringify(provider)}; the providers are openai-chat, openai-responses, anthropic, gemini, default`);
+      throw new ProcwardError('INVALID_ARGUMENT', `unknown provider ${JSON.stringify(provider)}; the providers are openai-chat, openai-responses, anthropic, gemini, default`, {
+        provider,
+        allowed: ['openai-chat', 'openai-responses', 'anthropic', 'gemini', 'default'],
+      });
   }
 }
