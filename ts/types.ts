@@ -245,6 +245,8 @@ export interface SessionFields {
   cgroup?: string;
   /** `sandbox` when the job runs in another environment (its PID is that environment's). */
   pidScope?: 'host' | 'sandbox';
+  /** The configured environment (by name) a sandbox session runs in; absent for an environment passed as an object, and for local jobs. */
+  environment?: string;
   /**
    * Present when this host does not fully understand the session's entry (written by a newer
    * procward, or failing validation): it is listed as far as it can be shown, and `kill`,
@@ -326,6 +328,11 @@ export interface SignalResult {
   pid: number;
   /** Whether the job's process group got it (`kill(-pid)`), or its own process alone (a durable job; see `signal`). */
   processGroup: boolean;
+  /**
+   * When not `processGroup` (a durable job, see `signal`): the PIDs that got the signal, the
+   * job's own process first, then its descendants as snapshotted before the first signal.
+   */
+  signalled?: number[];
 }
 
 /** What `ProcessRegistry.poll` returns: the summary and the output preview. */

@@ -13,6 +13,16 @@ export function isEnvironment(e: unknown): e is ExecutionEnvironment {
   return e !== null && typeof e === 'object' && typeof (e as ExecutionEnvironment).exec === 'function' && typeof (e as ExecutionEnvironment).tmpDir === 'string';
 }
 
+/**
+ * The error for a name this host has not configured: it names the ones it has (names only:
+ * they come from the host's configuration and carry no connection details), or says there
+ * are none. `details.configured`: the names.
+ */
+function unknownEnvironment(name: string, names: string[]): ProcwardError {
+  const known = names.length > 0 ? `the configured environments are: ${names.join(', ')}` : 'this host has configured no environments (its environments file names them)';
+  return new ProcwardError('INVALID_ARGUMENT', `environment ${JSON.stringify(name)} is not configured; ${known}`, { environment: name, configured: names });
+}
+
 export class ConfiguredEnvironments {
   /** The environments of the sandbox sessions this host started (an environment passed as an object is known only here). */
   private readonly started = new Map<string, ExecutionEnvironment>();
@@ -38,7 +48,7 @@ export class ConfiguredEnvironments {
     const configured = Object.entries(this.configured ?? {});
     if (typeof e === 'string') {
       const env = Object.hasOwn(this.configured ?? {}, e) ? this.configured?.[e] : undefined;
-      if (!env) throw new ProcwardError('INVALID_ARGUMENT', `environment ${JSON.stringify(e)} is not configured in the registry's environments`);
+      if (!env) throw unknownEnvironment(e, this.names());
       return { env, name: e };
     }
     if (!isEnvironment(e)) {
@@ -46,6 +56,11 @@ export class ConfiguredEnvironments {
     }
     const name = configured.find(([, env]) => env === e)?.[0];
     return { env: e, ...(name !== undefined && { name }) };
+  }
+
+  /** The names of the configured environments, sorted (what a caller may pick; nothing else about them). */
+  names(): string[] {
+    return Object.keys(this.configured ?? {}).sort();
   }
 
   /** Remembers the environment a session started here runs in. */

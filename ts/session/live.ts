@@ -78,6 +78,7 @@ export function summary(live: Live, scoped = false, stopped?: boolean): SessionS
     ...(r.timeoutMs !== undefined && { timeoutMs: r.timeoutMs }),
     ...(r.cgroup !== undefined && { cgroup: r.cgroup }),
     ...(r.pidScope !== undefined && { pidScope: r.pidScope }),
+    ...(r.environment !== undefined && { environment: r.environment }),
     detached: live.detached,
     ...(scoped && { sessionScoped: true }),
     ...(r.status === 'running' && stopped !== undefined && { stopped }),
