@@ -35,13 +35,14 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 pub const MAX_BACKLOG: usize = 1 << 20;
 
 /// Most work (cells touched, `terminal/cost.rs`) `screen` and `resize` spend drawing
-/// queued output before they read or resize the screen: 256 Ki cells, two full screens of
-/// the largest size, a few milliseconds.
-pub const SCREEN_CATCH_UP: u64 = 256 << 10;
+/// queued output before they read or resize the screen: 64 Ki cells, half a screen of the
+/// largest size or 800 lines of 80 columns; tens of milliseconds at most on a busy host.
+/// They may also wait for one turn of the terminal thread ([`TURN_WORK`]) to end.
+pub const SCREEN_CATCH_UP: u64 = 64 << 10;
 
 /// Most work (cells touched) the terminal thread spends on one job before it turns to the
-/// next job with output queued: 256 Ki cells.
-pub const TURN_WORK: u64 = 256 << 10;
+/// next job with output queued: 64 Ki cells.
+pub const TURN_WORK: u64 = 64 << 10;
 
 /// Most answer bytes on their way to the job's input at once: a job that asks and never
 /// reads (its input full) gets no more answers queued in the host, as a terminal whose
