@@ -3,8 +3,8 @@
 import { mkdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { handleToolCall, ProcessRegistry } from '../dist/index.mjs';
-import { cleanupGroup, perTestRegistry, tempDir } from './support.js';
+import { descendants, handleToolCall, ProcessRegistry, probe } from '../dist/index.mjs';
+import { cleanupGroup, isAlive, perTestRegistry, tempDir, until } from './support.js';
 
 const ctx = perTestRegistry();
 
@@ -92,3 +92,66 @@ describe('spawn policy (issue 18)', () => {
   });
 });
 
+describe.skipIf(process.platform !== 'linux')('signal to a durable job (issue 18)', () => {
+  // ts/registry.ts signal(): a durable job's signal went to its own process alone unless the
+  // supervisor ignores it (the job shares its supervisor's process group), so SIGUSR1,
+  // SIGSTOP, SIGKILL ... reached only the job's shell: `sleep 101 | sleep 102` ran on. Now
+  // the job's tree gets it, one process at a time, never the supervisor.
+  async function pipeline(registry: ProcessRegistry, command: string) {
+    const s = await registry.spawn(command, { durable: true });
+    cleanupGroup(s.supervisorPid);
+    let members: number[] = [];
+    await until(() => {
+      members = descendants(s.pid as number).map((p: { pid: number }) => p.pid);
+      return members.length >= 2;
+    }, 10_000, 'the pipeline');
+    return { s, members };
+  }
+  // The job's identity (its own PID) becomes known a moment after the spawn: until then ENOTSUP.
+  async function send(registry: ProcessRegistry, id: string, name: string) {
+    let res: Record<string, unknown> | undefined;
+    await until(async () => {
+      res = await registry.signal(id, name).catch((e: { code?: string }) => {
+        if (e.code !== 'ENOTSUP') throw e;
+        return undefined;
+      });
+      return res !== undefined;
+    }, 10_000, 'the job identity to be known');
+    return res as Record<string, unknown>;
+  }
+
+  for (const name of ['SIGUSR1', 'SIGUSR2', 'SIGALRM', 'SIGKILL']) {
+    it(`${name} reaches the whole pipeline of a durable job, as of an in-memory one; the supervisor runs on`, async () => {
+      const registry = await ProcessRegistry.open({ stateDir: tempDir() });
+      try {
+        const { s, members } = await pipeline(registry, 'sleep 101 | sleep 102; echo after');
+        const res = await send(registry, s.id, name);
+        expect(res).toMatchObject({ signal: name, pid: s.pid, processGroup: false });
+        expect(new Set(res.signalled as number[])).toEqual(new Set([s.pid, ...members]));
+        await until(() => members.every((p) => !isAlive(p)), 10_000, 'the pipeline to end');
+        // The supervisor was not signalled: it saw the job's death and recorded it.
+        await until(async () => (await registry.poll(s.id)).status === 'exited', 10_000, 'the end');
+        expect(await registry.poll(s.id)).toMatchObject({ status: 'exited', signal: name, reason: 'exited' });
+      } finally {
+        await registry.close();
+      }
+    });
+  }
+
+  it('SIGSTOP stops every process of the pipeline, not the supervisor; SIGCONT resumes them', async () => {
+    const registry = await ProcessRegistry.open({ stateDir: tempDir() });
+    try {
+      const { s, members } = await pipeline(registry, 'sleep 101 | sleep 102');
+      const all = [s.pid as number, ...members];
+      await send(registry, s.id, 'SIGSTOP');
+      const state = (pids: number[]) => probe(pids).map((p: { state: string }) => p.state);
+      await until(() => state(all).every((c) => c === 'T'), 10_000, 'every member stopped');
+      expect(state([s.supervisorPid as number])[0]).not.toBe('T');
+      await registry.signal(s.id, 'SIGCONT');
+      await until(() => state(all).every((c) => c !== 'T'), 10_000, 'every member resumed');
+      await registry.kill(s.id, { graceMs: 0 });
+    } finally {
+      await registry.close();
+    }
+  });
+});

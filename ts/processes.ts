@@ -291,3 +291,38 @@ export function signalJob(root: Identity, signal: string): KillReport {
   const name = jobSignal(signal);
   return wrap(() => native.signalJob(root, name)) as KillReport;
 }
+
+/**
+ * Sends one signal of {@link JOB_SIGNALS} to the process tree of `root` one process at a
+ * time, never as a group: `root`, then each of its descendants. For a job that shares its
+ * process group with a process that must not get the signal (a durable job's supervisor
+ * leads the group the job runs in). The descendants are snapshotted with their identities
+ * (PID + start time; a "child" older than its parent is not one) BEFORE the first signal,
+ * and each is checked `current` right before its own signal, as the kill path does; the
+ * snapshot is trusted only once `root` itself was found `current` after it. A process
+ * forked after the snapshot is not reached (a group signal would not reach it either), nor
+ * one that left the tree (its parent ended and it was reparented). The kill guard applies
+ * to each (never PID <= 1, the host, its group, session or ancestors).
+ *
+ * Returns the reports merged: `signalled` lists the root first when it got the signal;
+ * when it did not (gone, reused, refused, unknown), no descendant is signalled.
+ * Errors: as {@link signalJob}.
+ */
+export function signalTree(root: Identity, signal: string): KillReport {
+  checkPid(root?.pid);
+  const name = jobSignal(signal);
+  const members = descendants(root.pid);
+  const first = wrap(() => native.signalJob(root, name)) as KillReport;
+  if (!first.signalled.includes(root.pid)) return first;
+  const merged: KillReport = { ...first, signalled: [...first.signalled], alreadyGone: [...first.alreadyGone], refusedReused: [...first.refusedReused], survivors: [...first.survivors], survivorIdentities: [...first.survivorIdentities], refused: [...first.refused] };
+  for (const m of members) {
+    const r = wrap(() => native.signalJob(m.identity, name)) as KillReport;
+    merged.signalled.push(...r.signalled);
+    merged.alreadyGone.push(...r.alreadyGone);
+    merged.refusedReused.push(...r.refusedReused);
+    merged.survivors.push(...r.survivors);
+    merged.survivorIdentities.push(...r.survivorIdentities);
+    merged.refused.push(...r.refused);
+  }
+  return merged;
+}

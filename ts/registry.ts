@@ -9,7 +9,7 @@
 import { EventEmitter } from 'node:events';
 import { ProcwardError } from './errors.js';
 import { native } from './native.js';
-import { jobSignal, signalJob } from './processes.js';
+import { jobSignal, signalJob, signalTree } from './processes.js';
 import { checkOptions, checkRegistryOptions, checkSpawn } from './options.js';
 import { rebalance } from './output/budget.js';
 import { logResult } from './output/paging.js';
@@ -466,8 +466,10 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    *
    * A durable job shares its process group with its supervisor, which ignores SIGHUP,
    * SIGINT and SIGTERM (and SIGCONT and SIGWINCH harm nothing): those go to the group; any
-   * other signal goes to the job's own process alone (`processGroup: false`), once its
-   * identity is known.
+   * other signal goes to the job's own process tree, once its identity is known: the job's
+   * process and its descendants one by one, snapshotted with their identities before the
+   * first signal, never the supervisor (`processGroup: false`, `signalled` lists the PIDs
+   * that got it). So `a | b` stops or ends whole, as an in-memory job's group does.
    *
    * `name`: one of `JOB_SIGNALS` (`SIGHUP`, `SIGINT`, `SIGQUIT`, `SIGTERM`, `SIGKILL`,
    * `SIGUSR1`, `SIGUSR2`, `SIGALRM`, `SIGCONT`, `SIGSTOP`, `SIGTSTP`, `SIGWINCH`),
@@ -498,8 +500,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
           : `session ${r.id} runs in another environment (or has no process yet): it cannot be signalled from this host; kill it instead`,
       );
     }
-    const report = signalJob(target, signal);
-    if (report.signalled.includes(target.pid)) return { id: r.id, signal, pid: target.pid, processGroup: viaGroup };
+    // Not via the group: the job's own tree, one by one, never the supervisor that leads the group.
+    const report = viaGroup ? signalJob(target, signal) : signalTree(target, signal);
+    if (report.signalled.includes(target.pid)) return { id: r.id, signal, pid: target.pid, processGroup: viaGroup, ...(!viaGroup && { signalled: report.signalled }) };
     if (report.refused.length > 0) throw new ProcwardError('KILL_REFUSED', `${signal} to session ${r.id} was refused: ${report.refused.map((x) => x.reason).join(', ')}`, { report });
     if (report.survivors.length > 0) throw new ProcwardError('IDENTITY_UNKNOWN', `process ${target.pid} of session ${r.id} cannot be read now; ${signal} was not sent`, { report });
     // Gone or reused since the refresh: the job ended.
