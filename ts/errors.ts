@@ -59,6 +59,9 @@ export const PROCWARD_CODES = [
   'ENVIRONMENT_UNAVAILABLE',
   'STATE_DIR_UNTRUSTED',
   'SESSION_READ_ONLY',
+  // forget() of a session that still runs, or that another live host owns.
+  'SESSION_RUNNING',
+  'SESSION_OWNED',
   // The host's spawn policy refused a spawn (details: rule, reason); see policy/spawnpolicy.ts.
   'SPAWN_REFUSED',
 ] as const;
