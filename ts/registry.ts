@@ -681,6 +681,23 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   /**
+   * Forgets one ended session now, as retention would later: its record, its log and exit
+   * file (its session directory in the state directory). Returns its full id.
+   * Errors: `UNKNOWN_SESSION`, `AMBIGUOUS_SESSION_ID`, `SESSION_READ_ONLY`,
+   * `SESSION_RUNNING` (it has not ended: kill it first), `SESSION_OWNED` (another live host
+   * owns it; that host prunes it).
+   */
+  async forget(id: string): Promise<{ id: string }> {
+    const live = this.actOn(id);
+    await this.refresh(live);
+    const r = live.record;
+    if (r.status !== 'exited') throw new ProcwardError('SESSION_RUNNING', `${r.id} is still running: only an ended session can be forgotten (kill it first)`);
+    if (!this.store.forgetEnded(r)) throw new ProcwardError('SESSION_OWNED', `${r.id} belongs to another live host; that host keeps or prunes it`);
+    await this.store.persist();
+    return { id: r.id };
+  }
+
+  /**
    * Disk taken by the state directory's durable logs against `maxTotalLogBytes`: measures the
    * running logs and enforces the budget first (evicting the oldest delivered logs).
    */

@@ -82,6 +82,8 @@ interface CachedDocument {
 
 /** What a writer hands to `save`. */
 export interface SaveSet {
+  /** Ids the writer forgot on request (`ProcessRegistry.forget`): their entries are removed. */
+  forgotten?: readonly string[];
   /** Its records that may have changed since its last save (a superset is fine: unchanged ones cost a comparison). */
   changed: SessionRecord[];
   /** All of its records: asked for only when the file changed under it (another host wrote it, or it was damaged). */
@@ -359,6 +361,7 @@ export class Checkpoint {
         doc.entries.set(rec.id, { record: rec, text });
         dirty = true;
       }
+      for (const id of set.forgotten ?? []) dirty = doc.entries.delete(id) || dirty;
       if (this.retentionDue(doc.entries.size, retention)) {
         this.retainedAt = Date.now();
         const records = Array.from(doc.entries.values(), (e) => e.record);

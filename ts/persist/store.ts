@@ -49,6 +49,8 @@ export class SessionStore {
   private prunedAt = 0;
   /** What the last save took of each record (see `changedRecords`). */
   private readonly saved = new Map<string, { updatedAt: number; status: string }>();
+  /** Sessions forgotten on request (`forgetEnded`) whose checkpoint entries the next save removes. */
+  private readonly forgotten = new Set<string>();
   /** When the last save took its records. */
   private savedAt = 0;
   /** The next save at or after this time hands every record to the checkpoint (see `changedRecords`). */
@@ -69,9 +71,11 @@ export class SessionStore {
       this.prune();
       if (!this.checkpoint) return;
       const changed = this.changedRecords();
+      const forgotten = [...this.forgotten];
       try {
-        const saved = await this.checkpoint.save({ changed, all: () => this.ownRecords(), own: (r) => this.isWriterOf(r) }, this.options, this.mayPrune());
+        const saved = await this.checkpoint.save({ changed, forgotten, all: () => this.ownRecords(), own: (r) => this.isWriterOf(r) }, this.options, this.mayPrune());
         appendDiagnostics(this.diagnostics, saved.diagnostics);
+        for (const id of forgotten) this.forgotten.delete(id);
       } catch (err) {
         // Not written: the next save hands every record over again.
         this.saved.clear();
@@ -241,16 +245,30 @@ export class SessionStore {
     // Sessions another live host owns are its to prune: it may keep them longer (their
     // session directories hold the logs its readLog serves).
     const prunable = [...this.sessions.values()].filter((l) => !this.readOnly.has(l.record.id)).map((l) => l.record);
-    for (const id of expiredNow(prunable, this.options, now, this.mayPrune())) {
-      const live = this.sessions.get(id);
-      if (live) {
-        live.kind.pruned();
-        forget(this.sessions, live);
-      }
-      this.sessions.delete(id);
-      this.saved.delete(id);
-      if (this.checkpoint) removeSessionDir(this.checkpoint.dir, id);
+    for (const id of expiredNow(prunable, this.options, now, this.mayPrune())) this.drop(id);
+  }
+
+  /**
+   * Forgets one ended session now, as retention would later (its record and session
+   * directory go); false when another live host owns it and it stays.
+   */
+  forgetEnded(record: SessionRecord): boolean {
+    if (record.status !== 'exited' || this.readOnly.has(record.id) || !this.mayPrune()(record)) return false;
+    this.drop(record.id);
+    this.forgotten.add(record.id);
+    return true;
+  }
+
+  /** Drops a session from memory, the next checkpoint and the state directory. */
+  private drop(id: string): void {
+    const live = this.sessions.get(id);
+    if (live) {
+      live.kind.pruned();
+      forget(this.sessions, live);
     }
+    this.sessions.delete(id);
+    this.saved.delete(id);
+    if (this.checkpoint) removeSessionDir(this.checkpoint.dir, id);
   }
 
   /** The checkpoint as other hosts last wrote it, read at most once per 20 ms. */
