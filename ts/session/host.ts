@@ -333,7 +333,10 @@ export abstract class HostSession extends BaseSession {
     live.killMarked = false;
   }
 
-  /** Keeps killing survivors in the background and throws `KILL_SURVIVORS` with the report. */
+  /**
+   * Keeps killing survivors in the background (SIGKILL retries for up to 60 s, only while
+   * this registry stays open) and throws `KILL_SURVIVORS` with the report.
+   */
   private finishInBackground(report: KillReport, graceMs: number, root: Identity): never {
     const { live, host } = this;
     const r = live.record;
@@ -352,7 +355,7 @@ export abstract class HostSession extends BaseSession {
     });
     throw new ProcwardError(
       'KILL_SURVIVORS',
-      `${report.survivors.length} process(es) survived the kill of ${r.id}: ${report.survivors.join(', ')}; procward keeps trying in the background`,
+      `${report.survivors.length} process(es) survived the kill of ${r.id}: ${report.survivors.join(', ')}; this registry retries SIGKILL for up to 60 s while it stays open (a process in uninterruptible sleep, state D, ends when its I/O does)`,
       { report, finishingInBackground: true },
     );
   }
