@@ -39,8 +39,10 @@ export function exitFor(err: unknown, json: boolean): number {
   const e = err as { code?: unknown; message?: unknown; details?: unknown };
   const code = typeof e?.code === 'string' ? e.code : 'ERROR';
   const message = err instanceof Error ? err.message : String(err);
-  report(code, message, e?.details, json, null);
-  return 1;
+  // The library refusing an argument the command line gave (`signal ID FOO`) is a usage error too.
+  const usage = code === 'INVALID_ARGUMENT';
+  report(code, message, e?.details, json, usage ? commandOf() : null);
+  return usage ? EXIT_USAGE : 1;
 }
 
 /** Prints the error; `helpFor`: the command whose help the hint names (`''`: the program's), null for no hint. */

@@ -6,6 +6,7 @@
 import { Command } from 'commander';
 import { common } from './common.js';
 import { exitFor, EXIT_STATUS_HELP } from './exits.js';
+import { closeEnvironments, hostEnvironments, registerEnvironments } from './environments.js';
 import { registerJobs } from './jobs.js';
 import { registerLogs } from './logs.js';
 import { type Common, finish } from './output.js';
@@ -25,20 +26,33 @@ export const program = new Command('procward')
   .configureOutput({ outputError: () => {} })
   .addHelpText('after', `\n${EXIT_STATUS_HELP}`);
 
+// `procward --state-dir D ps` and `procward --json ps`: the options every command takes are
+// also accepted before the command (program options only there, so a job's own words after
+// the command stay its own), and handed to the command unless it was given them itself.
+common(program).enablePositionalOptions();
+program.hook('preAction', (_program, command) => {
+  for (const [key, value] of Object.entries(program.opts())) {
+    if (command !== program && command.getOptionValue(key) === undefined) command.setOptionValue(key, value);
+  }
+});
+
 registerJobs(program);
 registerViews(program);
 registerLogs(program);
 registerTop(program);
+registerEnvironments(program);
 
 common(program.command('mcp'))
   .description('serve the process tools over stdio for an MCP client (the registry stays open until the client disconnects)')
   .action(async (opts: Common) => {
     // Ctrl-C ends the server at once, as before: no interrupt handling of withRegistry here.
     const [{ serveMcpStdio }, { ProcessRegistry }, { defaultStateDir }] = await Promise.all([import('../mcp.js'), import('../../registry.js'), import('../../persist/statedir.js')]);
-    const registry = await ProcessRegistry.open({ stateDir: opts.stateDir ?? defaultStateDir() });
+    const environments = await hostEnvironments(false);
+    const registry = await ProcessRegistry.open({ ...(environments && { environments }), stateDir: opts.stateDir ?? defaultStateDir() });
     for (const d of registry.diagnostics) process.stderr.write(`procward: ${d}\n`);
     await serveMcpStdio(registry, version);
     await registry.close();
+    await closeEnvironments(environments);
   });
 
 /** Runs the command line and ends the process. */

@@ -13,7 +13,7 @@ import type { SessionSummary } from '../../types.js';
 import { duration } from './args.js';
 import { common } from './common.js';
 import { age, bytes, printable, shortStatus, table } from './format.js';
-import { withRegistry } from './host.js';
+import { Interrupted, interrupted, withRegistry } from './host.js';
 import { type Common, out } from './output.js';
 import { CLOCK_TICKS_PER_SECOND, cpuTicks, rssBytes } from './procfs.js';
 
@@ -119,13 +119,18 @@ function frame(rows: Row[], sort: SortKey, width: number | undefined, height: nu
   return `${width === undefined ? head : head.slice(0, width)}\n\n${table(columns, cells, width)}`;
 }
 
-/** Runs the live view until `q`, Ctrl-C, SIGTERM or `signal` aborts. */
+/**
+ * Runs the live view until `q`, Ctrl-C, SIGTERM or `signal` aborts. Ctrl-C (a key in raw
+ * mode, or SIGINT) and SIGTERM throw {@link Interrupted} once the terminal is restored, so
+ * the exit status is 130 (143) as documented; `q` and Ctrl-D end it with 0.
+ */
 async function live(sampler: Sampler, sort: SortKey, intervalMs: number, signal: AbortSignal): Promise<void> {
   const tty = process.stdout;
   const stdin = process.stdin;
   let rows = await sampler.sample();
   let timer: NodeJS.Timeout | undefined;
   let stop: () => void = () => {};
+  let interruptedBy: Interrupted | null = null;
   const stopped = new Promise<void>((resolve) => {
     stop = resolve;
   });
@@ -136,6 +141,7 @@ async function live(sampler: Sampler, sort: SortKey, intervalMs: number, signal:
   };
   const onKey = (data: Buffer) => {
     const key = data.toString('utf8');
+    if (key === '\x03') interruptedBy = new Interrupted('SIGINT');
     if (key === 'q' || key === '\x03' || key === '\x04') stop();
     else if (key in SORTS) {
       sort = key as SortKey;
@@ -164,6 +170,8 @@ async function live(sampler: Sampler, sort: SortKey, intervalMs: number, signal:
     stdin.pause();
     tty.write('\x1b[?25h\x1b[?1049l');
   }
+  const by = interruptedBy ?? interrupted();
+  if (by) throw by;
 }
 
 /** `--sort`'s value: a key's name. */
@@ -187,6 +195,8 @@ export function registerTop(program: Command): void {
         if (process.stdout.isTTY && !opts.once && !opts.json) return live(sampler, key, opts.interval, signal);
         await sampler.sample();
         await new Promise((resolve) => setTimeout(resolve, opts.interval));
+        const stop = interrupted();
+        if (stop) throw stop;
         const rows = await sampler.sample();
         await out(opts.json ? `${JSON.stringify(rows.map(({ s, ...m }) => ({ id: s.id, pid: s.pid, status: s.status, ...m, command: s.command })), null, 2)}\n` : `${frame(rows, key, undefined, undefined)}\n`);
       });

@@ -1,4 +1,4 @@
-/** Commands that show state: `list` (aliases `ps`, `ls`), `poll`, `probe`, `tree`, `recover`, and `prune`. */
+/** Commands that show state: `list` (aliases `ps`, `ls`), `poll`, `probe`, `tree`, `recover`; and `prune` and `rm`, which forget ended sessions. */
 import type { Command } from 'commander';
 import type { ProbeResult, ProcessEntry } from '../../processes.js';
 import type { ProcessRegistry } from '../../registry.js';
@@ -152,5 +152,15 @@ ${report.sessions} session(s): ${report.running} running, ${report.exited} ended
       const left = new Set(await withRegistry(opts, (r) => ids(r, false)));
       const removed = ended.filter((id) => !left.has(id));
       await print(opts, { removed }, `${removed.length} ended session(s) removed${ended.length > removed.length ? `; ${ended.length - removed.length} kept (another live host owns them)` : ''}`);
+    });
+
+  common(program.command('rm'))
+    .description('forget one ended session: its record, its log and exit file in the state directory (a running session is refused: kill it first)')
+    .argument('<id>', 'session id or unique prefix of an ended session')
+    .action(async (id: string, opts: Common) => {
+      await withRegistry(opts, async (r) => {
+        const f = await r.forget(id);
+        await print(opts, { removed: [f.id] }, `${f.id}: removed`);
+      });
     });
 }
