@@ -18,9 +18,14 @@ export function shortStatus(s: SessionSummary): string {
   return s.exitCode === 0 ? 'exit 0' : paint('red', `exit ${s.exitCode ?? '?'}`);
 }
 
-/** What a session left behind or lost, for the table's last column and `poll`: leftovers, an evicted log, read-only. */
+/**
+ * What a session left behind or lost, and where it runs, for the table's notes column and
+ * `poll`: `in NAME` (an environment of the environments file; its PID is that side's),
+ * leftovers, an evicted log, read-only.
+ */
 export function flags(s: SessionSummary): string[] {
   const out: string[] = [];
+  if (s.pidScope === 'sandbox') out.push(s.environment !== undefined ? `in ${printable(s.environment)}` : 'in another environment');
   if (s.status === 'exited' && s.leftovers) out.push(paint('yellow', `${s.leftovers} left running`));
   if (s.logEvicted) out.push('log evicted');
   if (s.readOnly) out.push('read-only');

@@ -4,6 +4,7 @@
  * need it, so `procward --version` and `--help` start about as fast as Node itself.
  */
 import type { ProcessRegistry, RegistryOptions } from '../../registry.js';
+import { closeEnvironments, hostEnvironments } from './environments.js';
 import type { Common } from './output.js';
 
 /** Thrown into a command interrupted by Ctrl-C (SIGINT) or SIGTERM: it exits 130 (143), its jobs keep running. */
@@ -29,12 +30,22 @@ function onSignal(signal: 'SIGINT' | 'SIGTERM'): void {
 
 /**
  * Opens the registry of `--state-dir` (or `$PROCWARD_STATE_DIR`, or the platform's state
- * directory), prints its diagnostics on stderr, runs `fn` with an abort signal that Ctrl-C
- * fires, and closes the registry (writing the checkpoint) whatever `fn` did.
+ * directory) with the host's environments (`extra.environments`, else the environments
+ * file; see `environments.ts`), prints its diagnostics on stderr, runs `fn` with an abort
+ * signal that Ctrl-C fires, and closes the registry (writing the checkpoint) and the
+ * environments whatever `fn` did.
  */
 export async function withRegistry<T>(opts: Common, fn: (r: ProcessRegistry, signal: AbortSignal) => Promise<T>, extra: RegistryOptions = {}): Promise<T> {
   const [{ ProcessRegistry }, { defaultStateDir }] = await Promise.all([import('../../registry.js'), import('../../persist/statedir.js')]);
-  const registry = await ProcessRegistry.open({ ...extra, stateDir: opts.stateDir ?? defaultStateDir() });
+  const environments = extra.environments ?? (await hostEnvironments(false));
+  try {
+    return await withOpen(await ProcessRegistry.open({ ...extra, ...(environments && { environments }), stateDir: opts.stateDir ?? defaultStateDir() }), fn);
+  } finally {
+    await closeEnvironments(environments);
+  }
+}
+
+async function withOpen<T>(registry: ProcessRegistry, fn: (r: ProcessRegistry, signal: AbortSignal) => Promise<T>): Promise<T> {
   for (const d of registry.diagnostics) process.stderr.write(`procward: ${d}\n`);
   process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
   try {

@@ -5,6 +5,7 @@ import type { KillResult } from '../../types.js';
 import { duration, envNames, envPair, size } from './args.js';
 import { commandLine } from './cmdline.js';
 import { common } from './common.js';
+import { environmentNamed, hostEnvironments } from './environments.js';
 import { withRegistry } from './host.js';
 import { type Common, note, print } from './output.js';
 
@@ -18,6 +19,7 @@ interface StartOpts extends Common {
   logMaxBytes?: number;
   timeout?: number;
   quiet?: boolean;
+  in?: string;
 }
 
 /** `killed (3 processes signalled, escalated to SIGKILL)`: what the kill did, nothing it did not. */
@@ -54,6 +56,7 @@ export function registerJobs(program: Command): void {
     .option('--timeout <duration>', "kill the job's tree after this long (SIGTERM, then SIGKILL after 2s), also with no procward running", duration('timeout', 1))
     .option('--task <id>', 'task id to record')
     .option('--session-key <key>', 'session key to record')
+    .option('--in <name>', 'run it in an environment of the environments file (procward environments lists them): a container, an SSH host, a pod')
     .option('--stdin', 'keep its stdin open for write/submit/close from later invocations (default: no input, the null device)')
     .option('-q, --quiet', 'print only the session id (no note of the variables withheld from the job)')
     .addHelpText(
@@ -61,6 +64,8 @@ export function registerJobs(program: Command): void {
       "\nThe job gets this shell's environment except variables that look like secrets (API keys, tokens, passwords, DATABASE_URL, ...): start names them on stderr, never their values. Pass one with --allow-env NAME or set it with --env NAME=VALUE.",
     )
     .action(async (words: string[], opts: StartOpts) => {
+      const environments = opts.in !== undefined ? await hostEnvironments(true) : undefined;
+      if (opts.in !== undefined) await environmentNamed(opts.in, environments ?? {});
       await withRegistry(
         opts,
         async (r) => {
@@ -72,13 +77,14 @@ export function registerJobs(program: Command): void {
             ...(opts.env !== undefined && { env: opts.env }),
             ...(opts.allowEnv !== undefined && { allowEnv: opts.allowEnv }),
             ...(opts.timeout !== undefined && { timeoutMs: opts.timeout }),
+            ...(opts.in !== undefined && { environment: opts.in }),
           });
           if (s.withheldEnv.length > 0 && !opts.quiet && !opts.json) {
             note(`procward: withheld from the job (they look like secrets): ${s.withheldEnv.join(', ')}; pass one with --allow-env NAME or --env NAME=VALUE`);
           }
           await print(opts, s, s.id);
         },
-        opts.logMaxBytes !== undefined ? { logMaxBytes: opts.logMaxBytes } : {},
+        { ...(opts.logMaxBytes !== undefined && { logMaxBytes: opts.logMaxBytes }), ...(environments && { environments }) },
       );
     });
 
