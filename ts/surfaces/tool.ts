@@ -175,6 +175,8 @@ async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext, 
     ...(input.notify_on_complete !== undefined && { notifyOnComplete: input.notify_on_complete }),
     ...(input.watch_patterns !== undefined && { watchPatterns: input.watch_patterns }),
     ...(input.timeout_ms !== undefined && { timeoutMs: input.timeout_ms }),
+    // A name only: the host's configuration (RegistryOptions.environments) says what it is.
+    ...(input.environment !== undefined && { environment: input.environment }),
     // The model writes `env`: loader and runtime variables (LD_PRELOAD, NODE_OPTIONS, ...) are refused.
     envSource: 'model',
     ...filing(ctx, input),
@@ -265,7 +267,7 @@ async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext,
       return { result: { ...rest, ...output, ...(aborted && { aborted: true }), ...(note && { note }) }, maxChars };
     }
     case 'kill':
-      return { result: await registry.kill(id, input.grace_ms !== undefined ? { graceMs: input.grace_ms } : {}), maxChars };
+      return { result: await killForHost(registry, id, input.grace_ms, options.signal), maxChars };
     case 'signal':
       if (input.signal === undefined) throw new ProcwardError('INVALID_ARGUMENT', 'signal needs signal (a name such as SIGINT)');
       return { result: await registry.signal(id, input.signal), maxChars };
@@ -285,3 +287,34 @@ async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext,
       return { result: await registry.closeStdin(id), maxChars };
   }
 }
+
+/**
+ * The kill of a tool call. The host's abort signal ends the CALL, not the kill: a grace
+ * period may last up to an hour, and a cancelled MCP request must not hold its call open
+ * that long. On abort the result says the kill is under way (`aborted: true`, the
+ * session's status now); the registry goes on with it in the background (SIGKILL still
+ * follows the grace period) and publishes the end as any kill does. Errors: those of
+ * `registry.kill` that come before the abort.
+ */
+async function killForHost(registry: ProcessRegistry, id: string, graceMs: number | undefined, signal: AbortSignal | undefined): Promise<object> {
+  const killing = registry.kill(id, graceMs !== undefined ? { graceMs } : {});
+  if (!signal) return await killing;
+  // The kill may fail after the call returned: nobody waits for it then.
+  killing.catch(() => {});
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<'aborted'>((resolve) => {
+    onAbort = () => resolve('aborted');
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    const first = await Promise.race([killing, aborted]);
+    if (first !== 'aborted') return first;
+  } finally {
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+  }
+  const now = await registry.poll(id);
+  const under = now.status === 'running' ? 'SIGKILL follows the grace period for what outlives SIGTERM' : 'the job has ended';
+  return { id, status: now.status, aborted: true, note: `the call was aborted; the kill goes on in the background (${under}): poll or wait for its end` };
+}
+

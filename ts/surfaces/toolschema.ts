@@ -97,6 +97,14 @@ export const startInput = z
       .max(2_147_483_647)
       .optional()
       .describe('Kill the whole process tree this many milliseconds after the start (its result then says deadline_exceeded: true). Default: no deadline.'),
+    environment: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe(
+        'Run the command in an environment the host configured (a container, another machine, a pod), by its name only; an unknown name is refused with the configured names. Default: this machine.',
+      ),
     yield_ms: z
       .number()
       .int()
