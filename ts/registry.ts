@@ -114,7 +114,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   private readonly leftovers = new Leftovers(this.sessions);
   /** The host's spawn policy (`spawnPolicy`, see `policy/spawnpolicy.ts`). */
   private readonly spawnGate: SpawnGate;
-  /** Kill-after deadlines this host enforces (`SpawnOptions.timeoutMs`; durable jobs' supervisors enforce theirs). */
+  /** Kill-after deadlines this host enforces (`SpawnOptions.timeoutMs`; a durable job's only once its supervisor did not). */
   private readonly deadlines: Deadlines;
   /** What the sessions' kinds may ask of this registry. */
   private readonly host: SessionHost;
@@ -132,6 +132,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     this.logs = new DiskBudget(this.store.dir, options, this.sessions, this.diagnostics);
     this.deadlines = new Deadlines({
       session: (id) => this.sessions.get(id),
+      refresh: (live) => this.refresh(live),
       graceMs: () => options.graceMs ?? 2000,
       killed: (live) => {
         this.leftovers.check([live]);
@@ -180,8 +181,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       const live = this.recovered(record, this.store.isForeign(record));
       this.sessions.set(record.id, live);
       await this.refresh(live);
-      // A deadline this host must enforce holds across hosts: one already past fires at once.
-      if (!live.foreign && !record.durable) this.deadlines.arm(live);
+      // A deadline holds across hosts: one already past fires at once (a foreign session's
+      // is its owner's to enforce until it is adopted here; see Deadlines).
+      this.deadlines.arm(live);
     }
     this.leftovers.check(this.sessions.values());
     // A state directory that cannot be written (a full disk) must not keep a host from
@@ -264,7 +266,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       const live = newLive(record, this.tailChars, false, false, (l) => sessionToStart(l, this.host, runSpec));
       live.watcher = this.watching.watcherFor(live.record);
       await (live.kind as StartableSession).start(runSpec);
-      if (!live.record.durable) this.deadlines.arm(live);
+      this.deadlines.arm(live);
       const withheldEnv = checked.environment === undefined ? withheldVariables(process.env, checked.env, checked.allowEnv) : [];
       return { ...summary(live), withheldEnv };
     } finally {

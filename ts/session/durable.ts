@@ -129,7 +129,8 @@ export class DurableSession extends HostSession {
     const r = this.live.record;
     return {
       ...(sessionRecord !== undefined && { sessionRecord }),
-      // The supervisor enforces the deadline, so it holds without a host.
+      // The supervisor enforces the deadline, so it holds without a host (and the host
+      // enforces it when the supervisor did not: see Deadlines).
       ...(r.timeoutMs !== undefined && { timeoutMs: r.timeoutMs, timeoutGraceMs: this.host.options.graceMs ?? 2000 }),
       logPath: files.logPath,
       exitPath: files.exitPath,
@@ -339,6 +340,10 @@ export class DurableSession extends HostSession {
    */
   endFromExit(end: RecordedExit): void {
     const { live } = this;
+    // A supervisor killed right after its fork (by its own job: `kill -9 $PPID`) ends
+    // before `start` has read the job's name: read it now, or the job runs on unfollowed
+    // and its deadline unenforced.
+    if (!live.record.jobIdentity && live.record.status === 'running') this.learnJob();
     const job = live.record.jobIdentity;
     if (end.exitCode === null && end.signal === null && !end.timedOut && job && !live.killed && verdict(job) === 'current') {
       live.detached = true;

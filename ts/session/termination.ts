@@ -188,6 +188,8 @@ export function finishKillInBackground(survivors: Identity[], opts: BackgroundKi
 export interface DeadlineHost {
   /** The session by id, while the registry holds it. */
   session(id: string): Live | undefined;
+  /** Brings the session up to date (its end, its supervisor's record; a foreign one may be adopted). */
+  refresh(live: Live): Promise<void>;
   /** The grace period of the deadline's kill (the registry's `graceMs`). */
   graceMs(): number;
   /** Called once the deadline's kill is over (whatever its outcome): leftovers, the checkpoint. */
@@ -197,12 +199,28 @@ export interface DeadlineHost {
 }
 
 /**
- * The kill-after deadlines (`SpawnOptions.timeoutMs`) this host enforces: every job's but a
- * durable one's, whose supervisor enforces its own. One timer per job, which never keeps
- * the host alive; when it fires on a running job, the job's tree is killed as `kill` does
- * it (SIGTERM, SIGKILL after the grace period) and the session records `timedOut` with
- * `terminationSource: 'timeout'`. Unlike `kill`, the deadline does not consume the
- * completion event: whoever asked to be told of the end still is.
+ * How long after its deadline and grace period this host leaves a durable job to its
+ * supervisor (milliseconds): the supervisor kills it at the deadline (SIGTERM, SIGKILL after
+ * the grace period) and records `"timedOut":true`; a job still running this much later has
+ * no enforcer (its supervisor was killed, or stopped by SIGSTOP) and this host kills it.
+ */
+export const DURABLE_DEADLINE_SLACK_MS = 1_000;
+/** How often a deadline past due is re-checked while another live host owns the session (milliseconds). */
+export const FOREIGN_RECHECK_MS = 1_000;
+
+/**
+ * The kill-after deadlines (`SpawnOptions.timeoutMs`) this host enforces: every job's,
+ * counted from its `startedAt` (so one already past on recovery fires at once). One timer
+ * per job, which never keeps the host alive; when it fires on a running job, the job's tree
+ * is killed as `kill` does it (SIGTERM, SIGKILL after the grace period, each process's
+ * identity checked) and the session records `timedOut` (`deadlineExceeded`) with
+ * `terminationSource: 'timeout'`. A durable job's supervisor enforces the same deadline
+ * without a host: this host's timer fires {@link DURABLE_DEADLINE_SLACK_MS} after the
+ * deadline and grace period, and kills only a job still running then. A session another
+ * live host owns is that host's to kill: its deadline is re-checked every
+ * {@link FOREIGN_RECHECK_MS} until it ends or is adopted here. Whoever ends the job, the
+ * session's end is published once (the registry's single finisher). Unlike `kill`, the
+ * deadline does not consume the completion event: whoever asked to be told of the end still is.
  */
 export class Deadlines {
   private readonly timers = new Map<string, NodeJS.Timeout>();
@@ -213,14 +231,16 @@ export class Deadlines {
   arm(live: Live): void {
     const r = live.record;
     if (r.timeoutMs === undefined || r.status !== 'running') return;
-    const id = r.id;
-    const timer = setTimeout(
-      () => {
-        this.timers.delete(id);
-        this.expire(id).catch((err: unknown) => this.host.diagnostics.push(`deadline of ${id}: ${(err as Error).message}`));
-      },
-      Math.max(0, r.startedAt + r.timeoutMs - Date.now()),
-    );
+    const late = r.durable ? this.host.graceMs() + DURABLE_DEADLINE_SLACK_MS : 0;
+    this.schedule(r.id, r.startedAt + r.timeoutMs + late - Date.now());
+  }
+
+  private schedule(id: string, delayMs: number): void {
+    this.clear(id);
+    const timer = setTimeout(() => {
+      this.timers.delete(id);
+      this.expire(id).catch((err: unknown) => this.host.diagnostics.push(`deadline of ${id}: ${(err as Error).message}`));
+    }, Math.max(0, delayMs));
     timer.unref();
     this.timers.set(id, timer);
   }
@@ -240,8 +260,17 @@ export class Deadlines {
   }
 
   private async expire(id: string): Promise<void> {
-    const live = this.host.session(id);
-    if (!live || live.record.status !== 'running') return;
+    let live = this.host.session(id);
+    if (live?.record.status !== 'running') return;
+    // A durable job's supervisor may have ended it (its exit file says so); a foreign
+    // session may have ended, or been adopted here since.
+    await this.host.refresh(live);
+    live = this.host.session(id);
+    if (live?.record.status !== 'running' || this.timers.has(id)) return;
+    if (live.foreign) {
+      this.schedule(id, FOREIGN_RECHECK_MS);
+      return;
+    }
     const r = live.record;
     const delivered = r.notificationDelivered;
     // Set before the kill, so that the end the kill publishes carries it.
