@@ -155,3 +155,32 @@ describe.skipIf(process.platform !== 'linux')('signal to a durable job (issue 18
     }
   });
 });
+
+describe('kill-after deadline of a durable job (issue 18)', () => {
+  // The deadline of a durable job was enforced by procward-supervise alone. The job runs in
+  // its supervisor's process group with its uid, so `kill -9 $PPID` or `kill -STOP $PPID`
+  // (its parent is the supervisor) ended or froze the only enforcer. The host that follows
+  // the job now arms the same deadline (after the grace period and a slack) and kills it.
+  for (const how of ['-9', '-STOP']) {
+    it(`a job that runs kill ${how} $PPID is still killed at its deadline`, async () => {
+      const stateDir = tempDir();
+      const registry = await ProcessRegistry.open({ stateDir });
+      try {
+        // The job strikes once its supervisor has named it in supervisor.json (a supervisor
+        // killed before that leaves a job no host can name: see the report of issue 18).
+        const named = `until grep -qs '"job"' '${stateDir}'/sessions/*/supervisor.json; do sleep 0.05; done`;
+        const s = await registry.spawn(`${named}; kill ${how} $PPID; sleep 30`, { durable: true, timeoutMs: 1000 });
+        cleanupGroup(s.supervisorPid);
+        cleanupGroup(s.pid);
+        // No fixed sleep: until the session ends, with a generous bound (the deadline is
+        // 1 s, the host's kill follows it after the 2 s grace period and a 1 s slack).
+        await until(async () => (await registry.poll(s.id)).status === 'exited', 30_000, 'the deadline kill');
+        const p = await registry.poll(s.id);
+        expect(p).toMatchObject({ status: 'exited', reason: 'killed', deadlineExceeded: true });
+        expect(isAlive(s.pid as number)).toBe(false);
+      } finally {
+        await registry.close();
+      }
+    }, 45_000);
+  }
+});

@@ -125,4 +125,31 @@ describe('a durable job’s deadline without its host', () => {
       await r.close();
     }
   });
+
+  // A durable job whose supervisor no longer enforces its deadline (its own job stopped
+  // it): the host that follows it kills it, whether it recovered it at its open (the
+  // job's host was gone) or adopted it later (the host was alive at the open, then died).
+  for (const adoptedLater of [false, true]) {
+    const how = adoptedLater ? 'a foreign durable job adopted after its host crashed' : 'a durable job recovered after its host crashed';
+    it(`${how}, whose supervisor was stopped, is killed at its deadline by the new host`, async () => {
+      const stateDir = tempDir();
+      // Long enough for the new host to open while the first one lives, when that matters.
+      const spawn = `r.spawn('kill -STOP $PPID; sleep 30', { durable: true, timeoutMs: ${adoptedLater ? 4000 : 1000} })`;
+      const { line, host } = await startHost(stateDir, `const s = await ${spawn}; console.log(JSON.stringify(s));`);
+      cleanupGroup(line.supervisorPid);
+      if (!adoptedLater) await crashHost(host);
+      const r = await ProcessRegistry.open({ stateDir, graceMs: 300 });
+      try {
+        await crashHost(host);
+        const w = await r.wait(line.id, { timeoutMs: 30_000 });
+        expect(w).toMatchObject({ status: 'exited', reason: 'killed', deadlineExceeded: true });
+        // The supervisor may be stopped before it names the job: the spawn's summary may not.
+        const job = (w.pid ?? line.pid) as number;
+        expect(job).toBeGreaterThan(0);
+        await until(() => !isAlive(job), 5000, 'the job gone');
+      } finally {
+        await r.close();
+      }
+    });
+  }
 });
