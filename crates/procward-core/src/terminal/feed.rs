@@ -35,14 +35,14 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 pub const MAX_BACKLOG: usize = 1 << 20;
 
 /// Most work (cells touched, `terminal/cost.rs`) `screen` and `resize` spend drawing
-/// queued output before they read or resize the screen: 64 Ki cells, half a screen of the
-/// largest size or 800 lines of 80 columns; tens of milliseconds at most on a busy host.
-/// They may also wait for one turn of the terminal thread ([`TURN_WORK`]) to end.
-pub const SCREEN_CATCH_UP: u64 = 64 << 10;
+/// queued output before they read or resize the screen: 16 Ki cells, an eighth of a screen
+/// of the largest size or 200 lines of 80 columns, a few milliseconds of drawing. They may
+/// also wait for one turn of the terminal thread ([`TURN_WORK`]) to end.
+pub const SCREEN_CATCH_UP: u64 = 16 << 10;
 
 /// Most work (cells touched) the terminal thread spends on one job before it turns to the
-/// next job with output queued: 64 Ki cells.
-pub const TURN_WORK: u64 = 64 << 10;
+/// next job with output queued (and lets a `screen` call have the emulator): 16 Ki cells.
+pub const TURN_WORK: u64 = 16 << 10;
 
 /// Most answer bytes on their way to the job's input at once: a job that asks and never
 /// reads (its input full) gets no more answers queued in the host, as a terminal whose
@@ -66,6 +66,9 @@ pub struct PtyTerminal {
   backlog: Mutex<Backlog>,
   /// Handed to the terminal thread and not fed since.
   scheduled: AtomicBool,
+  /// `screen` or `resize` calls waiting for the emulator: the terminal thread lets them
+  /// have it first (a mutex is not fair, and the thread would take it back turn after turn).
+  callers: AtomicUsize,
   answer: Answerer,
   in_flight: Arc<AtomicUsize>,
 }
@@ -90,6 +93,7 @@ impl PtyTerminal {
       terminal: Mutex::new(Terminal::new(size)),
       backlog: Mutex::new(Backlog::default()),
       scheduled: AtomicBool::new(false),
+      callers: AtomicUsize::new(0),
       answer,
       in_flight: Arc::new(AtomicUsize::new(0)),
     })
@@ -99,7 +103,9 @@ impl PtyTerminal {
   /// take more than [`SCREEN_CATCH_UP`] cells of work (then the terminal thread is still
   /// drawing a flood, and [`Screen::pending_bytes`] says how many bytes wait).
   pub fn screen(&self) -> Screen {
+    self.callers.fetch_add(1, Ordering::AcqRel);
     let terminal = self.catch_up(SCREEN_CATCH_UP);
+    self.callers.fetch_sub(1, Ordering::AcqRel);
     let mut screen = terminal.screen();
     screen.pending_bytes = lock(&self.backlog).bytes;
     screen
@@ -107,7 +113,10 @@ impl PtyTerminal {
 
   /// Follows a resize of the PTY (after the output [`PtyTerminal::screen`] would draw).
   pub fn resize(&self, size: PtySize) {
-    self.catch_up(SCREEN_CATCH_UP).resize(size);
+    self.callers.fetch_add(1, Ordering::AcqRel);
+    let mut terminal = self.catch_up(SCREEN_CATCH_UP);
+    self.callers.fetch_sub(1, Ordering::AcqRel);
+    terminal.resize(size);
   }
 
   /// Output waits to be drawn.
@@ -195,7 +204,12 @@ fn thread() -> Option<&'static Mutex<Sender<Weak<PtyTerminal>>>> {
           if let Some(t) = terminal.upgrade() {
             // Cleared first: output queued from now on schedules another turn.
             t.scheduled.store(false, Ordering::Release);
-            drop(t.catch_up(TURN_WORK));
+            if t.callers.load(Ordering::Acquire) == 0 {
+              drop(t.catch_up(TURN_WORK));
+            } else {
+              // A screen() caller draws this turn's share itself.
+              std::thread::yield_now();
+            }
             // Not done in one turn: back to the end of the line, after the other jobs.
             if t.behind() && !t.scheduled.swap(true, Ordering::AcqRel) && again.send(terminal).is_err() {
               t.scheduled.store(false, Ordering::Release);
