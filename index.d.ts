@@ -500,6 +500,16 @@ export interface TerminalScreen {
   rows: number
   /** The program draws on the alternate screen (`CSI ? 1049 h`), as full-screen TUIs do. */
   alternateScreen: boolean
+  /**
+   * For each row, whether its text goes on in the next row (a soft wrap: the line was
+   * longer than the width), so `lines[i]` and `lines[i + 1]` are one logical line.
+   */
+  wrapped: Array<boolean>
+  /**
+   * Bytes of output read but not drawn yet: 0 when the screen shows all of it; more when
+   * the job writes faster than its screen is drawn (the screen is as drawn so far).
+   */
+  pendingBytes: number
 }
 
 /**
