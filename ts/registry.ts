@@ -564,7 +564,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   /**
    * What a PTY session's terminal shows now: each row's text, the cursor (0-based cells) and
    * the size, as the terminal emulator the session's output runs through keeps it (it also
-   * answers the program's terminal queries). Lines are redacted as all output is. An ended
+   * answers the program's terminal queries). Lines are redacted as all output is, a line
+   * wrapped over rows as one (`wrapped` marks them). Drawing is bounded by work per call:
+   * under a flood the screen is as drawn so far and `pendingBytes` says what waits. An ended
    * session keeps its last screen. Errors: `INVALID_ARGUMENT` for a session without a PTY,
    * or one another host started (only that host has its screen); those of `get`.
    */
