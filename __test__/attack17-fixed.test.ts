@@ -109,7 +109,7 @@ describe.skipIf(process.platform !== 'linux')('signal to a durable job (issue 18
   }
   // The job's identity (its own PID) becomes known a moment after the spawn: until then ENOTSUP.
   async function send(registry: ProcessRegistry, id: string, name: string) {
-    let res: Record<string, unknown> | undefined;
+    let res: Awaited<ReturnType<ProcessRegistry['signal']>> | undefined;
     await until(async () => {
       res = await registry.signal(id, name).catch((e: { code?: string }) => {
         if (e.code !== 'ENOTSUP') throw e;
@@ -117,7 +117,7 @@ describe.skipIf(process.platform !== 'linux')('signal to a durable job (issue 18
       });
       return res !== undefined;
     }, 10_000, 'the job identity to be known');
-    return res as Record<string, unknown>;
+    return res as NonNullable<typeof res>;
   }
 
   for (const name of ['SIGUSR1', 'SIGUSR2', 'SIGALRM', 'SIGKILL']) {
@@ -127,7 +127,7 @@ describe.skipIf(process.platform !== 'linux')('signal to a durable job (issue 18
         const { s, members } = await pipeline(registry, 'sleep 101 | sleep 102; echo after');
         const res = await send(registry, s.id, name);
         expect(res).toMatchObject({ signal: name, pid: s.pid, processGroup: false });
-        expect(new Set(res.signalled as number[])).toEqual(new Set([s.pid, ...members]));
+        expect(new Set(res.signalled)).toEqual(new Set([s.pid, ...members]));
         await until(() => members.every((p) => !isAlive(p)), 10_000, 'the pipeline to end');
         // The supervisor was not signalled: it saw the job's death and recorded it.
         await until(async () => (await registry.poll(s.id)).status === 'exited', 10_000, 'the end');
@@ -144,7 +144,7 @@ describe.skipIf(process.platform !== 'linux')('signal to a durable job (issue 18
       const { s, members } = await pipeline(registry, 'sleep 101 | sleep 102');
       const all = [s.pid as number, ...members];
       await send(registry, s.id, 'SIGSTOP');
-      const state = (pids: number[]) => probe(pids).map((p: { state: string }) => p.state);
+      const state = (pids: number[]) => probe(pids).map((p) => p.state);
       await until(() => state(all).every((c) => c === 'T'), 10_000, 'every member stopped');
       expect(state([s.supervisorPid as number])[0]).not.toBe('T');
       await registry.signal(s.id, 'SIGCONT');
@@ -183,4 +183,22 @@ describe('kill-after deadline of a durable job (issue 18)', () => {
       }
     }, 45_000);
   }
+});
+
+describe('notifications larger than the budget (issue 17)', () => {
+  // ts/surfaces/toolnotify.ts takeNotifications took an event only when it fit whole and
+  // never cut one: a completion of a job whose command is over 200 000 characters was
+  // pending forever at every max_chars. Now the first event that does not fit is cut.
+  it('a completion whose command is longer than max_chars is delivered, cut', async () => {
+    const r = (await handleToolCall(ctx.registry, 'process_start', { command: `: ${'A'.repeat(250_000)}; echo done`, notify_on_complete: true, yield_ms: 0 }, { taskId: 'T' })) as { session_id: string };
+    await until(async () => (await ctx.registry.poll(r.session_id)).status === 'exited', 10_000, 'the end of the job'); // poll: wait would consume the completion
+    const seen: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const n = (await handleToolCall(ctx.registry, 'process', { action: 'notifications', max_chars: 200_000 }, { taskId: 'T' })) as { notifications: { session_id: string }[] };
+      seen.push(...n.notifications.map((e) => e.session_id));
+    }
+    expect(seen).toContain(r.session_id);
+    const last = (await handleToolCall(ctx.registry, 'process', { action: 'notifications', max_chars: 200_000 }, { taskId: 'T' })) as Record<string, unknown>;
+    expect(last.notifications_pending).toBeUndefined();
+  });
 });

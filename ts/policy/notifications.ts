@@ -121,15 +121,29 @@ export function takeOwned(
   return out;
 }
 
-/** A registry-wide sliding-window rate limit. */
+/**
+ * A registry-wide sliding-window rate limit: at most `perMinute` takes in any 60 s. The
+ * stamps of the window sit in a ring (oldest at `head`), dropped from the front as they
+ * age, so a take costs O(1) amortised whatever the limit (a host that raises it to tens of
+ * thousands does not make every watch hit scan them all). Stamps are taken in order; a
+ * clock that steps back only keeps older stamps a little longer.
+ */
 export class RateLimit {
-  private stamps: number[] = [];
+  /** Filled as slots are first used: a high limit costs nothing until it is reached. */
+  private readonly ring: number[] = [];
+  private head = 0;
+  private count = 0;
   constructor(private readonly perMinute: number) {}
 
   take(now = Date.now()): boolean {
-    this.stamps = this.stamps.filter((t) => now - t < 60_000);
-    if (this.stamps.length >= this.perMinute) return false;
-    this.stamps.push(now);
+    const size = Math.max(0, Math.floor(this.perMinute));
+    while (this.count > 0 && now - (this.ring[this.head] as number) >= 60_000) {
+      this.head = (this.head + 1) % size;
+      this.count--;
+    }
+    if (this.count >= size) return false;
+    this.ring[(this.head + this.count) % size] = now;
+    this.count++;
     return true;
   }
 }
