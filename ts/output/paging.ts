@@ -223,18 +223,29 @@ export function logResult(id: string, status: SessionStatus, got: LogPage): LogR
     status,
     text: page.text ?? page.lines.join('\n'),
     ...page,
-    showing: page.showing + droppedNote(droppedChars, drops, got.cap),
+    showing: droppedChars === 0 ? page.showing : showingAfterDrops(page, droppedChars, drops, got.cap, got.droppedLines),
     droppedChars,
     ...(got.droppedLines !== undefined && { droppedLines: got.droppedLines }),
   };
 }
 
-/** The part of `showing` that says output was dropped before the first line (empty when none was). */
-function droppedNote(bytes: number, drops: LogPage['drops'], cap: string): string {
-  if (bytes === 0) return '';
-  const lines = drops.lines > 0 ? `${drops.lines} lines, ` : '';
+/**
+ * `showing` once output was dropped before the first kept line. `offset` and `totalLines`
+ * count kept lines, and the text says so: `lines 958-959 of 959 kept`. When the dropped
+ * lines were counted (durable logs) it also gives the job's own line numbers, which count
+ * from the first line the job wrote, and which of those are gone: `(lines 1999-2000 of the
+ * 2000 the job wrote; earlier output dropped by the log cap (logMaxBytes): 1041 lines
+ * (1-1041), 4098 bytes, gone)`. Otherwise only the bytes dropped are known.
+ */
+function showingAfterDrops(page: LogPage['page'], bytes: number, drops: LogPage['drops'], cap: string, droppedLines: number | undefined): string {
+  const n = page.lines.length;
+  const kept = n === 0 ? `no lines (of ${page.totalLines} kept)` : `lines ${page.offset + 1}-${page.offset + n} of ${page.totalLines} kept`;
   const lost = drops.lostBytes > 0 ? `; ${drops.lostBytes} bytes could not be written` : '';
-  return ` (earlier output dropped by ${cap}: ${lines}${bytes - drops.lostBytes} bytes${lost})`;
+  const size = `${bytes - drops.lostBytes} bytes${lost}`;
+  if (droppedLines === undefined || droppedLines === 0) return `${kept} (earlier output dropped by ${cap}: ${size}, gone; line numbers count the kept lines only)`;
+  const first = droppedLines + page.offset + 1;
+  const own = n === 0 ? '' : `lines ${first}-${first + n - 1} of the ${droppedLines + page.totalLines} the job wrote; `;
+  return `${kept} (${own}earlier output dropped by ${cap}: ${droppedLines} lines (1-${droppedLines}), ${size}, gone)`;
 }
 
 /** A tail that lost its front to a cap starts inside a line: it starts at the next line. */
