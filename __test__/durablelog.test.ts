@@ -31,7 +31,7 @@ describe('durable log cap', () => {
       expect(head.lines).toEqual([String((head.droppedLines as number) + 1)]);
       expect(head.totalLines + (head.droppedLines as number)).toBe(20_001);
       expect(head.droppedChars + onDisk).toBe(108_894 + 'done\n'.length);
-      expect(head.showing).toMatch(/^lines 1-1 of \d+ \(earlier output dropped by the log cap \(logMaxBytes\): \d+ lines, \d+ bytes\)$/);
+      expect(head.showing).toMatch(/^lines 1-1 of \d+ kept \(lines (\d+)-\1 of the 20001 the job wrote; earlier output dropped by the log cap \(logMaxBytes\): (\d+) lines \(1-\2\), \d+ bytes, gone\)$/);
       const tail = await r.readLog(s.id, { limit: 2 });
       expect(tail.lines).toEqual(['20000', 'done']);
 
