@@ -13,10 +13,19 @@ function signalExit(name: string): number {
   return 128 + (osConstants.signals[name as keyof typeof osConstants.signals] ?? 0);
 }
 
-/** What a stream left out, on stderr: output the log cap dropped, an evicted log. Nothing when it showed all. */
+/**
+ * What a stream left out, on stderr: output the log cap dropped, an evicted log. Nothing when
+ * it showed all. Line numbers count from the first line the job wrote, as `--offset` does:
+ * `not all output was kept: printed lines 1042-2000 of the 2000 the job wrote; lines 1-1041
+ * (4098 bytes) were dropped by the log cap (--log-max-bytes) and are gone`.
+ */
 function reportGaps(id: string, s: StreamReport): void {
   if (s.logEvicted) note(`procward: ${id}: the log was evicted to keep the state directory within its disk budget: ${s.showing}`);
-  else if (s.droppedChars > 0) note(`procward: ${id}: not all output was kept: ${s.showing}`);
+  else if (s.droppedLines > 0) {
+    const shown = s.firstLine === null ? 'printed no lines' : `printed lines ${s.firstLine + 1}-${s.firstLine + s.lines}`;
+    const gone = `lines 1-${s.droppedLines} (${s.droppedChars} bytes) were dropped by the log cap (--log-max-bytes) and are gone`;
+    note(`procward: ${id}: not all output was kept: ${shown} of the ${s.totalLines} the job wrote; ${gone}`);
+  } else if (s.droppedChars > 0) note(`procward: ${id}: not all output was kept: ${s.showing}`);
 }
 
 /** On a terminal, the plain view's leftover control characters are shown escaped; in a pipe the text goes as it is. */
@@ -39,10 +48,10 @@ export function registerLogs(program: Command): void {
     .argument('<id>', 'session id or unique prefix')
     .option('-f, --follow', 'keep printing new output until the job ends (Ctrl-C stops following, the job keeps running); follows across log rotations')
     .option('-n, --tail <n>', 'only the last N lines', int('tail', 0))
-    .option('--offset <n>', 'start at line N (0-based, counted from the first line the job wrote)', int('offset', 0))
+    .option('--offset <n>', 'start at line N (0-based, counted from the first line the job wrote, lines the log cap dropped included)', int('offset', 0))
     .option('--limit <n>', 'at most N lines', int('limit', 1))
     .option('--raw', 'output as the job wrote it, colour escapes included (default: escape sequences removed, progress bars as their last frame)')
-    .addHelpText('after', '\nWith --json: one page (the last 200 lines, or --offset/--limit) as a JSON object.')
+    .addHelpText('after', "\nWith --json: one page (the last 200 lines, or --offset/--limit) as a JSON object; there offset and totalLines count the lines the log still holds, droppedLines the lines its cap dropped before them (add it for the job's own line numbers; showing gives both).")
     .action(async (id: string, opts: LogOpts) => {
       await withRegistry(opts, async (r, signal) => {
         const view = opts.raw ? 'raw' : 'plain';

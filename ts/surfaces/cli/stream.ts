@@ -38,6 +38,10 @@ export interface StreamOptions {
 export interface StreamReport {
   /** Lines written to stdout. */
   lines: number;
+  /** Zero-based number of the first line written, counted from the first line the job wrote (null: none written). */
+  firstLine: number | null;
+  /** Lines the job wrote as of the last page read (dropped ones included). */
+  totalLines: number;
   /** Lines that were dropped by the log cap before they could be read (the `droppedNote` of the first page says why). */
   missed: number;
   /** The last page's status: `exited` once the job ended. */
@@ -73,6 +77,8 @@ export async function streamOutput(r: ProcessRegistry, id: string, opts: StreamO
   const first = await read(undefined, 1);
   const report: StreamReport = {
     lines: 0,
+    firstLine: null,
+    totalLines: (first.droppedLines ?? 0) + first.totalLines,
     missed: 0,
     status: first.status,
     showing: first.showing,
@@ -93,6 +99,7 @@ export async function streamOutput(r: ProcessRegistry, id: string, opts: StreamO
     const page = await read(Math.max(0, next - dropped), Math.min(PAGE_LINES, stop - next));
     report.status = page.status;
     dropped = page.droppedLines ?? 0;
+    report.totalLines = dropped + page.totalLines;
     const at = dropped + page.offset;
     if (at > next && page.lines.length > 0) {
       report.missed += at - next;
@@ -116,6 +123,7 @@ export async function streamOutput(r: ProcessRegistry, id: string, opts: StreamO
       if (shown != null) text = text.startsWith(shown) ? text.slice(shown.length) : `\n${text}`;
       partial = null;
       await out(text);
+      report.firstLine ??= next;
       report.lines += lines.length;
       next += lines.length;
     }
