@@ -84,12 +84,14 @@ describe('durable jobs and grandchildren', () => {
   it('the end is published from the exit file while a grandchild holds the output; its late output reaches the log', async () => {
     const r = await ProcessRegistry.open({ stateDir: tempDir() });
     try {
-      const s = await r.spawn('echo started; (sleep 1; echo late) & exit 4');
+      // The grandchild writes only once the test opens its gate: the wait cannot have waited for it.
+      const gate = join(tempDir(), 'gate');
+      const s = await r.spawn(`echo started; (while [ ! -e ${gate} ]; do sleep 0.05; done; echo late) & exit 4`);
       cleanupGroup(s.pid);
-      const t0 = Date.now();
       const w = await r.wait(s.id, { timeoutMs: 10_000 });
-      expect(Date.now() - t0).toBeLessThan(800);
       expect(w).toMatchObject({ status: 'exited', exitCode: 4, signal: null, reason: 'exited' });
+      expect((await r.readLog(s.id)).lines).not.toContain('late');
+      writeFileSync(gate, '');
       await until(async () => (await r.readLog(s.id)).lines.includes('late'), 5000, 'late output in the log');
       expect((await r.readLog(s.id)).lines).toEqual(['started', 'late']);
     } finally {

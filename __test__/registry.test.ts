@@ -3,17 +3,16 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
-import { cleanupGroup, cleanupPid, isAlive, tempDir, perTestRegistry } from './support.js';
+import { cleanupGroup, cleanupPid, isAlive, perTestRegistry, tempDir, until } from './support.js';
 
 const ctx = perTestRegistry();
 const start = ctx.start;
 
 describe('spawning and output', () => {
-  it('wait returns within 1.5 s when a grandchild holds the pipe, and the grandchild lives on', async () => {
+  it('wait returns when the job exits though a grandchild holds the pipe (30 s), and the grandchild lives on', async () => {
     const s = await start("sh -c 'echo started; sleep 30 & echo bg=$!; exit 0'");
-    const t0 = Date.now();
+    // timedOut false: the wait ended with the job, not after its 10 s or the grandchild's 30 s.
     const w = await ctx.registry.wait(s.id, { timeoutMs: 10_000 });
-    expect(Date.now() - t0).toBeLessThan(1500);
     expect(w).toMatchObject({ status: 'exited', exitCode: 0, signal: null, reason: 'exited', timedOut: false, processRunning: false });
     const [first, second] = w.outputPreview.split('\n');
     expect(first).toBe('started');
@@ -94,12 +93,11 @@ describe('sessions', () => {
     await expect(ctx.registry.readLog(s.id, { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 
-  it('kill with a 300 ms grace ends a SIGTERM-ignoring job with SIGKILL within 1.5 s', async () => {
+  it('kill with a 300 ms grace ends a SIGTERM-ignoring job with SIGKILL', async () => {
     const s = await start(`sh -c 'trap "" TERM; echo ready; while :; do sleep 1; done'`);
-    await new Promise((r) => setTimeout(r, 200));
-    const t0 = Date.now();
+    // The trap is set before `ready` is printed.
+    await until(async () => (await ctx.registry.poll(s.id)).outputPreview.includes('ready'), 10_000, 'ready');
     const k = await ctx.registry.kill(s.id, { graceMs: 300 });
-    expect(Date.now() - t0).toBeLessThan(1500);
     expect(k).toMatchObject({ outcome: 'killed', escalated: true, survivors: [], signal: 'SIGKILL' });
     const p = await ctx.registry.poll(s.id);
     expect(p).toMatchObject({ status: 'exited', reason: 'killed', signal: 'SIGKILL' });
