@@ -4,11 +4,13 @@
 // `local` kind runs the far-side scripts in a shell on this machine (fast); the container
 // case drives a real podman container (skipped, saying so, when no engine is installed).
 import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handleToolCall, loadEnvironments, ProcessRegistry, toolDefinitions } from '../dist/index.mjs';
 import { missingForEngine, startPodman } from './podman.mjs';
-import { cli, isAlive, tempDir, until } from './support.js';
+import { CLI, cli, isAlive, tempDir, until } from './support.js';
 
 function configFile(content: unknown, mode = 0o600): string {
   const path = join(tempDir(), 'environments.json');
@@ -154,6 +156,36 @@ describe('tool process_start with environment', () => {
     expect(res.error.message).toContain('environment');
     await r.close();
   });
+});
+
+describe('procward mcp with the environments file', () => {
+  it('a real MCP client starts a job in a configured environment by name; an unknown name lists the configured ones', async () => {
+    const { path } = toolSetup();
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI, 'mcp', '--state-dir', tempDir()],
+      env: { ...(process.env as Record<string, string>), PROCWARD_ENVIRONMENTS: path },
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'procward-test', version: '1.0.0' });
+    await client.connect(transport);
+    const call = async (name: string, args: Record<string, unknown>) => {
+      const r = await client.callTool({ name, arguments: args });
+      return { json: JSON.parse((r.content as { text: string }[])[0]?.text ?? 'null'), isError: r.isError === true };
+    };
+    try {
+      const started = await call('process_start', { command: 'echo from-box; exit 6', environment: 'box', yield_ms: 20_000 });
+      expect(started.json).toMatchObject({ status: 'exited', exit_code: 6 });
+      expect(started.json.output).toContain('from-box');
+      const polled = await call('process_read', { action: 'poll', session_id: started.json.session_id });
+      expect(polled.json).toMatchObject({ environment: 'box', pid_scope: 'sandbox' });
+      const unknown = await call('process_start', { command: 'echo never', environment: 'web' });
+      expect(unknown.isError).toBe(true);
+      expect(unknown.json.error.message).toContain('the configured environments are: box');
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
 });
 
 describe.skipIf(missingForEngine.length > 0)('CLI start --in NAME in a live podman container', () => {
