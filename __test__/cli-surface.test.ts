@@ -231,7 +231,7 @@ describe('environment, signal and kill', () => {
     await until(async () => (await cli(['log', s.id, '--state-dir', state])).stdout.includes('got INT'), 30_000, 'INT handled');
     expect(isAlive(s.pid)).toBe(true);
     const bad = await cli(['signal', s.id, 'SIGBOGUS', '--state-dir', state]);
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/^procward: INVALID_ARGUMENT: /);
     const k = await cli(['kill', s.id, '--grace', '0', '--state-dir', state, '--json']);
     expect(k.code, k.stderr).toBe(0);
