@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { handleToolCall, ProcessRegistry } from '../dist/index.mjs';
 import { RateLimit } from '../ts/policy/notifications.js';
 import { fitEvent, type ToolEvent } from '../ts/surfaces/toolnotify.js';
+import { connectInMemory } from './mcp-support.js';
 import { cleanupGroup, perTestRegistry, until } from './support.js';
 
 const ctx = perTestRegistry();
@@ -130,5 +131,31 @@ describe.skipIf(process.platform !== 'linux')("the tool's kill follows the host'
     const res = (await handleToolCall(ctx.registry, 'process', { action: 'kill', session_id: r.session_id, grace_ms: 0 }, { taskId: 'T' }, { signal: new AbortController().signal })) as Record<string, unknown>;
     expect(res.aborted).toBeUndefined();
     expect((await ctx.registry.poll(r.session_id)).status).toBe('exited');
+  });
+});
+
+describe('MCP logging folds a flood of watch hits (issue 17)', () => {
+  it('up to 2000 hits at raised limits: at most 10 hit messages a second go out one by one, the rest are counted in watch_folded messages; none is lost from the count', async () => {
+    const registry = await ProcessRegistry.open({ watch: { cooldownMs: 0, maxPerSession: 100_000, maxPerMinute: 100_000 } });
+    const c = await connectInMemory(registry);
+    try {
+      await c.client.setLoggingLevel('info');
+      let raised = 0;
+      registry.on('watch', () => raised++);
+      const s = await c.call('process_start', { command: 'seq 2000 | sed s/^/HIT/', watch_patterns: ['HIT'] });
+      cleanupGroup(s.json.pid);
+      const counted = () => c.logs.reduce((n, l) => n + (l.data?.type === 'watch' ? 1 : l.data?.type === 'watch_folded' ? (l.data.folded as number) : 0), 0);
+      await until(async () => (await registry.poll(s.json.session_id)).status === 'exited', 10_000, 'the end of the job');
+      // Every hit the registry raised is either sent or counted in a fold message.
+      await until(() => raised > 0 && counted() === raised, 15_000, 'every hit sent or folded');
+      const one = c.logs.filter((l) => l.data?.type === 'watch').length;
+      const folds = c.logs.filter((l) => l.data?.type === 'watch_folded');
+      expect(folds.length).toBeGreaterThan(0);
+      expect(one + folds.length).toBeLessThan(200);
+      expect(folds[0]).toMatchObject({ level: 'notice', data: { sessions: { [s.json.session_id]: expect.any(Number) } } });
+    } finally {
+      await c.close();
+      await registry.close();
+    }
   });
 });

@@ -8,7 +8,11 @@
  *   command, exit_code, signal, reason, output: its last 2000 characters, redacted).
  * - A watch hit (an output line matched one of the job's `watch_patterns`): level `notice`,
  *   `data` with session_id, pattern and the line (redacted, cut to 2000 characters).
- *   Commands and lines have their control characters escaped (`text.ts`).
+ *   Commands and lines have their control characters escaped (`text.ts`). At most
+ *   {@link WATCH_MESSAGES_PER_SECOND} hits a second go out one by one; the ones past that are
+ *   folded into one `watch_folded` message at the second's end (level `notice`: `folded`, the
+ *   count, and `sessions`, hits per session for the first 20 sessions), so a host that raised
+ *   the watch limits cannot flood the client (30 000 hits were 30 000 messages, 7.6 MB).
  * - At `debug`: each tool call's end (`call_end`: tool, action, whether the client
  *   cancelled it), so a client can see that a cancelled wait stopped on the server.
  *
@@ -70,9 +74,10 @@ export function serveLogging(server: Server, registry: ProcessRegistry, context:
       });
     });
   };
+  const fold = new WatchFold((data) => send('notice', data));
   const onWatch = (e: WatchEvent) => {
     void visible(e.sessionId).then((ok) => {
-      if (!ok) return;
+      if (!ok || LEVELS.indexOf('notice') < LEVELS.indexOf(level) || !fold.take(e.sessionId)) return;
       send('notice', {
         type: 'watch',
         session_id: e.sessionId,
@@ -89,8 +94,65 @@ export function serveLogging(server: Server, registry: ProcessRegistry, context:
   return {
     send,
     close() {
+      fold.close();
       registry.off('completion', onCompletion);
       registry.off('watch', onWatch);
     },
   };
 }
+
+/** Watch hits sent one by one per second; the rest of the second's hits are folded into one message. */
+export const WATCH_MESSAGES_PER_SECOND = 10;
+/** Sessions a `watch_folded` message counts hits for by name (the rest are only in `folded`). */
+const FOLDED_SESSIONS = 20;
+
+/** The per-second budget of watch messages, and the hits folded past it. */
+class WatchFold {
+  private windowStart = 0;
+  private sent = 0;
+  private folded = 0;
+  private readonly bySession = new Map<string, number>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly flush: (data: Record<string, unknown>) => void) {}
+
+  /** Whether a hit of `sessionId` may go out now; if not, it is counted for the fold message. */
+  take(sessionId: string, now = Date.now()): boolean {
+    if (now - this.windowStart >= 1000 && this.folded === 0) {
+      this.windowStart = now;
+      this.sent = 0;
+    }
+    if (this.sent < WATCH_MESSAGES_PER_SECOND && this.folded === 0) {
+      this.sent++;
+      return true;
+    }
+    this.folded++;
+    if (this.bySession.has(sessionId) || this.bySession.size < FOLDED_SESSIONS) this.bySession.set(sessionId, (this.bySession.get(sessionId) ?? 0) + 1);
+    if (!this.timer) {
+      this.timer = setTimeout(() => this.emit(), Math.max(0, this.windowStart + 1000 - now));
+      this.timer.unref();
+    }
+    return false;
+  }
+
+  private emit(): void {
+    this.timer = undefined;
+    const data = {
+      type: 'watch_folded',
+      folded: this.folded,
+      sessions: Object.fromEntries(this.bySession),
+      note: 'watch hits past the message rate, not sent one by one; they stay pending for the notifications action',
+    };
+    this.folded = 0;
+    this.bySession.clear();
+    this.windowStart = Date.now();
+    this.sent = 0;
+    this.flush(data);
+  }
+
+  close(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
