@@ -61,8 +61,14 @@ export function isAlive(pid: number): boolean {
   return probe([pid])[0]?.alive === true;
 }
 
+/**
+ * Waits for `cond`, checking every 10 ms. `ms` is what the condition normally needs; the
+ * bound is at least 20 s, because the suite must hold beside CPU hogs (load 8 on 2 cores
+ * stretches a 1 s step several times). It returns as soon as the condition holds, so the
+ * floor costs time only when a test is failing anyway.
+ */
 export async function until(cond: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
-  const end = Date.now() + ms;
+  const end = Date.now() + Math.max(ms, 20_000);
   while (!(await cond())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
