@@ -38,7 +38,10 @@ export function redactScreenRows(screen: ScreenRows, clean: (text: string) => st
   const groups: string[][] = [];
   let open: string[] | undefined;
   screen.lines.forEach((row, i) => {
-    if (open === undefined) groups.push((open = []));
+    if (open === undefined) {
+      open = [];
+      groups.push(open);
+    }
     open.push(row);
     if (screen.wrapped[i] !== true) open = undefined;
   });
