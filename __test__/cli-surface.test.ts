@@ -14,12 +14,19 @@ async function started(state: string, command: string, ...flags: string[]): Prom
 }
 
 /** The CLI under a pseudo-terminal (util-linux `script`), with colour variables as given and no others. */
-function onTerminal(args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
+async function onTerminal(args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
   const { FORCE_COLOR: _f, NO_COLOR: _n, ...rest } = process.env;
   const command = [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-  return new Promise((resolve, reject) =>
-    execFile('script', ['-qfec', command, '/dev/null'], { env: { ...rest, TERM: 'xterm-256color', ...env }, timeout: 30_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
-  );
+  const once = () =>
+    new Promise<string>((resolve, reject) =>
+      execFile('script', ['-qfec', command, '/dev/null'], { env: { ...rest, TERM: 'xterm-256color', ...env }, timeout: 30_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
+    );
+  // util-linux `script` can end before it has read the pseudo-terminal when the program
+  // exits at once on a loaded machine (seen beside CPU hogs: empty output). The CLI printed
+  // nothing only if every try is empty.
+  let out = '';
+  for (let i = 0; i < 3 && out === ''; i++) out = await once();
+  return out;
 }
 
 /** The CLI with stdout a pipe and colour variables as given and no others. */
