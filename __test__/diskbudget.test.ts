@@ -208,7 +208,7 @@ describe('disk budget of durable logs', () => {
     const text = await cli(['list', '--state-dir', stateDir]);
     expect(text.code).toBe(0);
     const line = (id: string) => text.stdout.split('\n').find((l) => l.startsWith(id)) ?? '';
-    expect(line(s.id)).toContain('exited (exit code 0), log evicted');
+    expect(line(s.id)).toMatch(/ exit 0 .* log evicted /);
     expect(line(kept.id)).not.toContain('evicted');
     expect(text.stdout.trimEnd().split('\n').at(-1)).toMatch(/^durable logs: \d+(\.\d)? KiB of 1 GiB budget, 1 evicted$/);
     const json = JSON.parse((await cli(['list', '--json', '--state-dir', stateDir])).stdout) as SessionSummary[];
