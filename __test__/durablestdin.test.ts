@@ -108,7 +108,7 @@ describe('durable stdin', () => {
     cleanupGroup(s.pid);
     const sent = await cli(['submit', s.id, 'Ada', '--state-dir', state, '--json']);
     expect(JSON.parse(sent.stdout)).toEqual({ id: s.id, bytes: 4 });
-    const waited = await cli(['wait', s.id, '--state-dir', state, '--timeout', '10000']);
+    const waited = await cli(['wait', s.id, '--state-dir', state, '--timeout', '10s']);
     expect(waited.code).toBe(0);
     expect(waited.stdout).toBe('hi Ada\n');
     const late = await cli(['close', s.id, '--state-dir', state]);
