@@ -15,7 +15,8 @@ async function started(state: string, command: string, ...flags: string[]): Prom
 
 /** The CLI under a pseudo-terminal (util-linux `script`), with colour variables as given and no others. */
 async function onTerminal(args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
-  const { FORCE_COLOR: _f, NO_COLOR: _n, ...rest } = process.env;
+  // Without CI: Node counts a terminal under a generic `CI=true` as colourless (tty.hasColors).
+  const { FORCE_COLOR: _f, NO_COLOR: _n, CI: _ci, ...rest } = process.env;
   const command = [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
   const once = () =>
     new Promise<string>((resolve, reject) =>
