@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { gatedExit, lines, sleep } from './commands.mjs';
-import { cleanup, cleanupPid, cli, isAlive, tempDir, until } from './support.mjs';
+import { cleanup, cleanupPid, cli, isAlive, tempDir, until, watchedPid } from './support.mjs';
 
 describe('CLI start, wait and kill', () => {
   after(cleanup);
@@ -16,9 +16,9 @@ describe('CLI start, wait and kill', () => {
     const started = await cli(['start', '--state-dir', stateDir, '--cwd', work, '--json', gatedExit(4)]);
     assert.equal(started.code, 0, started.stdout + started.stderr);
     const s = JSON.parse(started.stdout);
-    cleanupPid(s.pid);
+    cleanupPid(watchedPid(s));
     assert.match(s.id, /^proc_[0-9a-f]{12}$/);
-    assert.equal(isAlive(s.pid), true);
+    assert.equal(isAlive(watchedPid(s)), true);
 
     writeFileSync(join(work, 'gate'), '');
     const waited = await cli(['wait', s.id, '--state-dir', stateDir]);
@@ -33,7 +33,7 @@ describe('CLI start, wait and kill', () => {
     const started = await cli(['start', '--state-dir', stateDir, '--json', '--', ...words]);
     assert.equal(started.code, 0, started.stdout + started.stderr);
     const s = JSON.parse(started.stdout);
-    cleanupPid(s.pid);
+    cleanupPid(watchedPid(s));
     const waited = await cli(['wait', s.id, '--state-dir', stateDir]);
     assert.equal(waited.code, 0, waited.stdout + waited.stderr);
     assert.deepEqual(lines(waited.stdout), [words.slice(3).join('|')]);
@@ -44,14 +44,14 @@ describe('CLI start, wait and kill', () => {
     const started = await cli(['start', '--state-dir', stateDir, '--json', sleep(120)]);
     assert.equal(started.code, 0, started.stdout + started.stderr);
     const s = JSON.parse(started.stdout);
-    cleanupPid(s.pid);
+    cleanupPid(watchedPid(s));
 
     const killed = await cli(['kill', s.id, '--state-dir', stateDir, '--json', '--grace', '1s']);
     assert.equal(killed.code, 0, killed.stdout + killed.stderr);
     const k = JSON.parse(killed.stdout);
     assert.equal(k.outcome, 'killed');
     assert.deepEqual(k.survivors, []);
-    await until(() => !isAlive(s.pid), 20_000, 'the job gone');
+    await until(() => !isAlive(watchedPid(s)), 20_000, 'the job gone');
 
     const polled = JSON.parse((await cli(['poll', s.id, '--state-dir', stateDir, '--json'])).stdout);
     assert.equal(polled.status, 'exited');

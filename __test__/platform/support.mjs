@@ -116,3 +116,13 @@ export function describeRegistry(options = {}) {
   });
   return ctx;
 }
+
+/**
+ * The PID to watch of a session. Known gap: under qemu-user (the arm64 run, QEMU_LD_PREFIX
+ * set) a durable job's own process is not named by its supervisor, so `pid` is null there;
+ * these checks then follow the supervisor, which lives exactly as long as the job. Anywhere
+ * else a null `pid` stays null and fails the test.
+ */
+export function watchedPid(s) {
+  return s.pid ?? (process.env.QEMU_LD_PREFIX ? s.supervisorPid : s.pid);
+}
