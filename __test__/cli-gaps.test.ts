@@ -5,15 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLI, cleanupGroup, cli, isAlive, tempDir, until } from './support.js';
-
-async function started(state: string, command: string, ...flags: string[]): Promise<{ id: string; pid: number }> {
-  const r = await cli(['start', '--state-dir', state, '--json', ...flags, '--', command]);
-  expect(r.code, r.stderr).toBe(0);
-  const s = JSON.parse(r.stdout);
-  cleanupGroup(s.pid);
-  return s;
-}
+import { CLI, cli, isAlive, started, tempDir, until } from './support.js';
 
 async function ended(state: string, command: string, ...flags: string[]): Promise<string> {
   const s = await started(state, command, ...flags);

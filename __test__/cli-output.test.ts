@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, cleanupGroup, cleanupPid, cli, tempDir, until } from './support.js';
+import { CLI, cleanupPid, cli, started, tempDir, until } from './support.js';
 
 /** Runs `script` in /bin/sh with `$CLI` set to `node dist/cli.mjs`; resolves with its stdout and exit status. */
 function sh(script: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -15,14 +15,6 @@ function sh(script: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }),
     );
   });
-}
-
-async function started(state: string, command: string, ...flags: string[]): Promise<{ id: string; pid: number }> {
-  const r = await cli(['start', '--state-dir', state, '--json', ...flags, '--', command]);
-  expect(r.code, r.stderr).toBe(0);
-  const s = JSON.parse(r.stdout);
-  cleanupGroup(s.pid);
-  return s;
 }
 
 const md5 = (text: string) => createHash('md5').update(text).digest('hex');

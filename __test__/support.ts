@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import { afterAll, afterEach, beforeEach } from 'vitest';
+import { afterAll, afterEach, beforeEach, expect } from 'vitest';
 import { ProcessRegistry, probe, type RegistryOptions, type SessionSummary, type SpawnOptions } from '../dist/index.mjs';
 
 export const ROOT = join(__dirname, '..');
@@ -169,4 +169,13 @@ export function deadHostEntry(id: string, fields: Record<string, unknown> = {}):
     updatedAt: now - 500,
     ...fields,
   };
+}
+
+/** Starts `command` through the built CLI (`start --json`, a fresh host) and returns its session; its group is cleaned up after the test. */
+export async function started(state: string, command: string, ...flags: string[]): Promise<{ id: string; pid: number }> {
+  const r = await cli(['start', '--state-dir', state, '--json', ...flags, '--', command]);
+  expect(r.code, r.stderr).toBe(0);
+  const s = JSON.parse(r.stdout);
+  cleanupGroup(s.pid);
+  return s;
 }
