@@ -193,14 +193,55 @@ pub fn kill_trees(
   })
 }
 
+/// Options of [`signal_job_async`].
+#[napi(object)]
+pub struct SignalJobOptions {
+  /// Windows: the path of `procward-supervise.exe`, which sends `SIGBREAK`'s Ctrl-Break to
+  /// the job's console. Without it `SIGBREAK` is `ENOTSUP`. Ignored elsewhere.
+  pub console_helper: Option<String>,
+}
+
+/// One signal by name to the job led by `root` (the core's `signal_job` of this platform).
+fn send_signal(root: &core::Identity, signal: &str, console_helper: Option<&std::path::Path>) -> core::Result<core::kill::KillReport> {
+  #[cfg(windows)]
+  return core::kill::signal_job(root, core::kill::job_signal_named(signal)?, console_helper);
+  #[cfg(not(windows))]
+  {
+    let _ = console_helper;
+    core::kill::signal_job(root, core::kill::signal_named(signal)?)
+  }
+}
+
 /// One signal (by name, as `KillOptions.signal` takes it) to the process group of the job
 /// led by `identity`, with no escalation and no wait: checked as a kill is (identity
 /// `current` right before it, the guard), reported in a kill report's shape (`signalled`
-/// holds the leader's PID when its group got the signal). Errors: `EINVAL` for a bad
-/// identity or signal name; `ENOTSUP` on Windows.
+/// holds the leader's PID when its group got the signal). Windows: `SIGTERM`, `SIGKILL`,
+/// `SIGINT`, `SIGQUIT` and `SIGHUP` terminate the job's root alone (exit code 1, as
+/// libuv's `uv_kill`); `SIGBREAK` needs the console helper, so only
+/// [`signal_job_async`] sends it. Errors: `EINVAL` for a bad identity or signal name;
+/// `ENOTSUP` on Windows for any other name, and for `SIGBREAK` here.
 #[napi]
 pub fn signal_job(identity: Identity, signal: String) -> Result<KillReport> {
   let root: core::Identity = identity.try_into()?;
-  let sig = core::kill::signal_named(&signal).map_err(map_error)?;
-  core::kill::signal_job(&root, sig).map(KillReport::from).map_err(map_error)
+  send_signal(&root, &signal, None).map(KillReport::from).map_err(map_error)
+}
+
+/// [`signal_job`] on a dedicated thread (never libuv's pool), with `options.consoleHelper`
+/// for Windows' `SIGBREAK` (Ctrl-Break to the job's process group, sent by a helper process
+/// the thread waits for, up to 10 s). The callback gets `(error, report)` once: the errors
+/// of [`signal_job`], and `EIO` when Ctrl-Break could not be sent (always under Wine 8).
+/// Errors (thrown): `EINVAL` for a bad identity.
+#[napi]
+pub fn signal_job_async(
+  identity: Identity,
+  signal: String,
+  options: Option<SignalJobOptions>,
+  callback: ThreadsafeFunction<KillReport, UnknownReturnValue>,
+) -> Result<()> {
+  let root: core::Identity = identity.try_into()?;
+  let helper = options.and_then(|o| o.console_helper).map(std::path::PathBuf::from);
+  on_kill_thread(move || {
+    let result = send_signal(&root, &signal, helper.as_deref()).map(KillReport::from).map_err(map_error);
+    callback.call(result, ThreadsafeFunctionCallMode::Blocking);
+  })
 }

@@ -39,7 +39,9 @@
 //!
 //! `grace` 0 keeps the Unix meaning: the graceful step, then termination at once (as
 //! `docker stop -t 0`). A first signal of SIGKILL terminates at once (not an escalation).
-//! Other signals have no Windows counterpart and [`signal_named`] refuses them.
+//! Other signals have no Windows counterpart and [`signal_named`] refuses them. One signal
+//! with no escalation ([`signal_job`], `registry.signal`) is `killsignal`'s: it ends the
+//! root alone for the terminating names, and sends Ctrl-Break alone for `SIGBREAK`.
 //!
 //! **Under Wine 8** (where the tests run): `GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, ..)`
 //! fails with `ERROR_INVALID_HANDLE` (wineserver answers `STATUS_NOT_IMPLEMENTED` for any
@@ -56,6 +58,8 @@ mod killjob;
 mod killprocess;
 #[path = "killrun.rs"]
 mod killrun;
+#[path = "killsignal.rs"]
+mod killsignal;
 #[path = "killsnapshot.rs"]
 mod killsnapshot;
 
@@ -68,6 +72,7 @@ use killconsole::{CtrlEvent, Delivery, GroupTarget};
 pub use killprocess::TERMINATED_EXIT_CODE;
 use killprocess::{wait_all, Process};
 use killrun::Run;
+pub use killsignal::{job_signal_named, signal_job, JobSignal, WINDOWS_JOB_SIGNALS};
 use killsnapshot::children_of;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -124,8 +129,7 @@ impl Default for KillOptions {
 /// The step a name asks for: `SIGTERM`/`TERM`, `SIGINT`/`INT`, `SIGKILL`/`KILL`
 /// (case-insensitive). Errors: `InvalidInput` for any other name, saying which exist.
 pub fn signal_named(name: &str) -> Result<Signal> {
-  let upper = name.trim().to_ascii_uppercase();
-  match upper.strip_prefix("SIG").unwrap_or(&upper) {
+  match bare_signal_name(name).as_str() {
     "TERM" => Ok(Signal::SIGTERM),
     "INT" => Ok(Signal::SIGINT),
     "KILL" => Ok(Signal::SIGKILL),
@@ -133,6 +137,12 @@ pub fn signal_named(name: &str) -> Result<Signal> {
       "signal {name:?} has no Windows counterpart: use SIGTERM (Ctrl-Break), SIGINT (Ctrl-C) or SIGKILL (terminate)"
     ))),
   }
+}
+
+/// A signal's name as both name parsers compare it: trimmed, upper case, without `SIG`.
+fn bare_signal_name(name: &str) -> String {
+  let upper = name.trim().to_ascii_uppercase();
+  upper.strip_prefix("SIG").map(str::to_owned).unwrap_or(upper)
 }
 
 /// Kills the tree rooted at `root` (see the module docs for the steps). Blocks for up to
@@ -268,13 +278,6 @@ fn wait(runs: &[Run], which: &[usize], deadline: Instant) -> bool {
     all &= wait_all(running, deadline);
   }
   all
-}
-
-/// One signal to a job with no escalation (the Unix `signal_job`). Not implemented on
-/// Windows yet: a console event alone (Ctrl-C, Ctrl-Break) is the only counterpart, and
-/// the console helper sends it as part of a kill. Errors: always `Unsupported`.
-pub fn signal_job(_root: &Identity, _signal: Signal) -> Result<KillReport> {
-  Err(Error::Unsupported("sending one signal to a job on Windows (kill it instead)"))
 }
 
 /// The same I/O error again for each request of a batch (`io::Error` is not `Clone`).
