@@ -76,7 +76,9 @@ pub(super) fn dying(pid: i32) -> bool {
   {
     const PF_EXITING: u64 = 0x4;
     const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
-    let exiting = std::fs::read(format!("/proc/{pid}/stat")).ok().and_then(|b| {
+    let mut buf = [0u8; 1024];
+    let stat = crate::sys::read_proc_file(pid, "stat", &mut buf).ok().flatten().map(|n| &buf[..n]);
+    let exiting = stat.and_then(|b| {
       let close = b.iter().rposition(|&c| c == b')')?;
       // After ')': index 0 is field 3, so field 9 (flags) is index 6.
       std::str::from_utf8(&b[close + 1..]).ok()?.split_ascii_whitespace().nth(6)?.parse::<u64>().ok()
@@ -84,8 +86,9 @@ pub(super) fn dying(pid: i32) -> bool {
     if exiting.is_some_and(|f| f & PF_EXITING != 0) {
       return true;
     }
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
-    status.lines().any(|l| {
+    let mut buf = [0u8; 8192];
+    let Ok(Some(n)) = crate::sys::read_proc_file(pid, "status", &mut buf) else { return false };
+    String::from_utf8_lossy(&buf[..n]).lines().any(|l| {
       let pending = l.strip_prefix("SigPnd:").or_else(|| l.strip_prefix("ShdPnd:"));
       pending.and_then(|v| u64::from_str_radix(v.trim(), 16).ok()).is_some_and(|m| m & SIGKILL_BIT != 0)
     })

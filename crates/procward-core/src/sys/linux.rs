@@ -5,10 +5,14 @@
 //!   counted from the text after the **last** `)`.
 //! - `/proc/sys/kernel/random/boot_id`: a UUID that changes on every boot, so a start time
 //!   recorded before a reboot can never match a process after it.
+//!
+//! Every per-process file is opened relative to one descriptor of `/proc` ([`open_proc`]),
+//! never by its absolute path: qemu-user fakes an emulated process's own `/proc/self/stat`.
 
 use super::ProcessInfo;
 use std::fs::File;
 use std::io::{self, Read};
+use std::os::fd::OwnedFd;
 use std::sync::OnceLock;
 
 /// Parses the text of `/proc/<pid>/stat`. Returns `None` when the text is not a stat line.
@@ -25,37 +29,68 @@ pub(crate) fn parse_stat(pid: i32, text: &[u8]) -> Option<ProcessInfo> {
 }
 
 /// Reads one process's stat. `Ok(None)` means there is no such process.
+///
+/// The file is opened relative to `/proc` (see [`open_proc`]), so this process's own stat
+/// is the one every other process reads, under qemu-user too.
 pub(crate) fn read_stat(pid: i32) -> io::Result<Option<ProcessInfo>> {
-  if pid <= 0 {
-    return Ok(None);
-  }
   let mut buf = [0u8; 1024];
-  let mut path = [0u8; 32];
-  let path = stat_path(pid, &mut path);
-  let mut file = match File::open(path) {
-    Ok(f) => f,
-    Err(e) if gone_error(&e) => return Ok(None),
-    Err(e) => return Err(e),
-  };
+  let Some(len) = read_proc_file(pid, "stat", &mut buf)? else { return Ok(None) };
+  match parse_stat(pid, &buf[..len]) {
+    Some(info) => Ok(Some(info)),
+    None => Err(io::Error::new(io::ErrorKind::InvalidData, format!("unparsable /proc/{pid}/stat"))),
+  }
+}
+
+/// Reads at most `buf.len()` bytes of `/proc/<pid>/<name>` (opened by [`open_proc`]) into
+/// `buf` and returns how many it read. `Ok(None)` when there is no such process, or it
+/// exited between the open and the read. Reads until end of file, `EINTR` retried.
+pub(crate) fn read_proc_file(pid: i32, name: &str, buf: &mut [u8]) -> io::Result<Option<usize>> {
+  let Some(mut file) = open_proc(pid, name)? else { return Ok(None) };
   let mut len = 0;
-  loop {
+  while len < buf.len() {
     match file.read(&mut buf[len..]) {
       Ok(0) => break,
-      Ok(n) => {
-        len += n;
-        if len == buf.len() {
-          break;
-        }
-      }
+      Ok(n) => len += n,
       // The process can exit between open and read.
       Err(e) if gone_error(&e) => return Ok(None),
       Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
       Err(e) => return Err(e),
     }
   }
-  match parse_stat(pid, &buf[..len]) {
-    Some(info) => Ok(Some(info)),
-    None => Err(io::Error::new(io::ErrorKind::InvalidData, format!("unparsable /proc/{pid}/stat"))),
+  Ok(Some(len))
+}
+
+/// Opens `/proc/<pid>/<name>` (`name`: `stat`, `status`, ...) read-only with `openat`
+/// relative to a descriptor of `/proc` opened once per process, never by its absolute path.
+/// `Ok(None)` when there is no such process (`ENOENT`, `ESRCH`) or `pid <= 0`.
+///
+/// Why relative: qemu-user answers an emulated process's own opens of `/proc/self/stat` and
+/// `/proc/<its own pid>/stat` itself, with state `0`, process group 0 and a start time from
+/// its own clock that no other process sees (measured: 4296524 against the kernel's 4296490).
+/// A supervisor or host under qemu then records an identity nobody else can match, and the
+/// job it names is never believed. qemu matches only absolute paths that start with
+/// `/proc/`; an `openat` relative to a `/proc` descriptor reaches the kernel's own file.
+pub(crate) fn open_proc(pid: i32, name: &str) -> io::Result<Option<File>> {
+  use nix::fcntl::{openat, OFlag};
+  use nix::sys::stat::Mode;
+  static PROC: OnceLock<OwnedFd> = OnceLock::new();
+  if pid <= 0 {
+    return Ok(None);
+  }
+  let dir = match PROC.get() {
+    Some(fd) => fd,
+    None => {
+      let fd = OwnedFd::from(File::open("/proc")?);
+      // Two first callers at once: one descriptor is kept, the other is closed here.
+      PROC.get_or_init(|| fd)
+    }
+  };
+  let mut path = [0u8; 48];
+  let path = proc_path(pid, name, &mut path);
+  match openat(dir, path, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()) {
+    Ok(fd) => Ok(Some(File::from(fd))),
+    Err(e) if gone_error(&io::Error::from(e)) => Ok(None),
+    Err(e) => Err(e.into()),
   }
 }
 
@@ -63,11 +98,9 @@ fn gone_error(e: &io::Error) -> bool {
   matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ESRCH))
 }
 
-/// Formats `/proc/<pid>/stat` without allocating (this is the hot path of `probe`).
-fn stat_path(pid: i32, buf: &mut [u8; 32]) -> &std::path::Path {
-  use std::os::unix::ffi::OsStrExt;
-  let prefix = b"/proc/";
-  buf[..prefix.len()].copy_from_slice(prefix);
+/// Formats the relative path `<pid>/<name>` without allocating (this is the hot path of
+/// `probe`). A `name` longer than the buffer leaves is cut, and then names no file.
+fn proc_path<'a>(pid: i32, name: &str, buf: &'a mut [u8; 48]) -> &'a [u8] {
   let mut digits = [0u8; 12];
   let mut n = pid as u32;
   let mut i = digits.len();
@@ -80,12 +113,14 @@ fn stat_path(pid: i32, buf: &mut [u8; 32]) -> &std::path::Path {
     }
   }
   let d = &digits[i..];
-  let mut end = prefix.len();
-  buf[end..end + d.len()].copy_from_slice(d);
-  end += d.len();
-  buf[end..end + 5].copy_from_slice(b"/stat");
-  end += 5;
-  std::path::Path::new(std::ffi::OsStr::from_bytes(&buf[..end]))
+  buf[..d.len()].copy_from_slice(d);
+  let mut end = d.len();
+  buf[end] = b'/';
+  end += 1;
+  let name = &name.as_bytes()[..name.len().min(buf.len() - end)];
+  buf[end..end + name.len()].copy_from_slice(name);
+  end += name.len();
+  &buf[..end]
 }
 
 /// The current boot id, read once per process (it cannot change while we run).

@@ -25,6 +25,8 @@ mod platform;
 #[path = "coarse.rs"]
 mod platform;
 
+#[cfg(target_os = "linux")]
+pub(crate) use platform::read_proc_file;
 pub(crate) use platform::{boot_id, process_table, read_stat};
 
 /// One process as the kernel reports it.
