@@ -181,7 +181,9 @@ async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext, 
     envSource: 'model',
     ...filing(ctx, input),
   });
-  const started = { sessionId: s.id, pid: s.pid, status: s.status, command: s.command, ...(s.withheldEnv.length > 0 && { withheldEnv: s.withheldEnv }) };
+  // Where the PID lives: `sandbox` (the far side of a configured environment, named) or `host`.
+  const where = { pidScope: s.pidScope ?? 'host', ...(s.environment !== undefined && { environment: s.environment }) };
+  const started = { sessionId: s.id, pid: s.pid, status: s.status, command: s.command, ...where, ...(s.withheldEnv.length > 0 && { withheldEnv: s.withheldEnv }) };
   if (!input.yield_ms) return { result: started, maxChars };
   // The job's own end, inline: the wait consumes its completion (this result delivers it).
   const { result: w, aborted } = await waitForHost(registry, s.id, input.yield_ms, options);

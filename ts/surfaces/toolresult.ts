@@ -32,6 +32,10 @@ export type StartToolResult = {
   pid: number | null;
   status: SessionStatus;
   command: string;
+  /** `sandbox`: the job runs on the far side of an environment (its PID is that side's); `host`: on this machine. */
+  pid_scope: 'host' | 'sandbox';
+  /** The configured environment the job runs in, by name (absent for a job of this host, or one in an unnamed environment). */
+  environment?: string;
   /** Host variables withheld from the job because they look like secrets (names only). */
   withheld_env?: string[];
   exit_code?: number | null;

@@ -28,6 +28,8 @@ const session = {
   exit_code: { ...nullableInt, description: 'Once exited: the exit code, null when a signal ended the job or the end was not seen.' },
   signal: { ...nullableString, description: 'Once exited: the terminating signal\'s name (SIGKILL), or null.' },
   reason: { ...nullableString, description: 'Once exited: exited, killed, lost or failed_start.' },
+  pid_scope: { enum: ['host', 'sandbox'], description: 'sandbox: the job runs in a configured environment and its PID is that side\'s; host: on this machine (process_start always says; list and poll only for sandbox sessions).' },
+  environment: { type: 'string', description: 'The configured environment the job runs in, by name; absent for a job of this host.' },
 };
 
 function objectSchema(description: string, properties: Record<string, object>): { type: 'object'; [key: string]: unknown } {
