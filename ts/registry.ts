@@ -38,6 +38,7 @@ import { resolveSessionId } from './session/ids.js';
 import type { Live, Outcome, SessionHost } from './session/kind.js';
 import { type StartableSession, sessionFor, sessionToStart } from './session/kinds.js';
 import { Leftovers } from './session/leftovers.js';
+import { refreshMany } from './session/refreshmany.js';
 import { newLive, stoppedFlags, summary, untilEnd } from './session/live.js';
 import { newSession } from './session/newsession.js';
 import type { SessionRecord } from './session/record.js';
@@ -479,10 +480,17 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    *
    * Errors: `INVALID_ARGUMENT` for another name (details: `allowed`); `SESSION_EXITED` when
    * the session has ended (nothing is signalled); `KILL_REFUSED` (details: the report) when
-   * the guard refused; `IDENTITY_UNKNOWN` when the process cannot be read now; `ENOTSUP` for
-   * a sandbox session (its PID is another environment's: kill it instead), on Windows, and
-   * for a durable job whose own process is not known yet with a signal its supervisor does
-   * not ignore; `UNKNOWN_SESSION`, `SESSION_READ_ONLY`.
+   * the guard refused; `IDENTITY_UNKNOWN` when the process cannot be read now; `ENOTSUP` on
+   * Windows, and for a durable job whose own process is not known yet with a signal its
+   * supervisor does not ignore; `UNKNOWN_SESSION`, `SESSION_READ_ONLY`.
+   *
+   * A sandbox session is signalled on the far side: the job's own process, then its
+   * descendants, each checked by its start time there right before its signal, never the
+   * wrapper that shares the job's group (`processGroup: false`, `pid` and `signalled` are
+   * the far side's; see `remote/farsignal.ts`). There `ENOTSUP` also means the job's process
+   * is not recorded yet or the far side has no /proc, and `ENVIRONMENT_UNAVAILABLE` that it
+   * cannot be reached or this host has not configured its environment. A BusyBox far side's
+   * job ignores SIGINT and SIGQUIT (see the README).
    */
   async signal(id: string, name: string): Promise<SignalResult> {
     this.assertOpen();
@@ -492,6 +500,9 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     const r = live.record;
     const ended = () => new ProcwardError('SESSION_EXITED', `session ${r.id} has ended; ${signal} was not sent`);
     if (r.status !== 'running') throw ended();
+    // A kind that signals its job itself (a sandbox session: on the far side).
+    const own = live.kind.signal(signal);
+    if (own) return own;
     const viaGroup = !r.durable || SUPERVISOR_IGNORES.has(signal);
     const target = viaGroup ? r.identity : r.jobIdentity;
     if (!target) {
@@ -595,13 +606,11 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
       const keyMatch = filter.sessionKey !== undefined && r.sessionKey === filter.sessionKey;
       if (filter.taskId !== undefined && !taskMatch && !keyMatch) continue;
       if (filter.taskId === undefined && filter.sessionKey !== undefined && !keyMatch) continue;
-      const refreshed = this.refresh(live);
-      if (refreshed !== SETTLED) {
-        await refreshed;
-        this.assertOpen();
-      }
       listed.push({ live, scoped: filter.taskId !== undefined && !taskMatch });
     }
+    // At most 8 at a time: a far side that does not answer holds its own refresh, not the others'.
+    await refreshMany(listed, ({ live }) => this.refresh(live), SETTLED);
+    this.assertOpen();
     // The running jobs' stop states in one native call.
     const stopped = stoppedFlags(listed.map((l) => l.live));
     const out = listed.map(({ live, scoped }, i) => ({ ...summary(live, scoped, stopped[i]), ...this.readOnlyFlag(live), ...this.logs.flag(live), ...this.leftovers.flag(live) }));
@@ -638,7 +647,7 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
     checkOptions('drainNotifications', opts);
     const out: ProcwardEvent[] = [];
     const lives = [...this.sessions.values()];
-    for (const live of lives) await this.refresh(live);
+    await refreshMany(lives, (live) => this.refresh(live), SETTLED);
     const mine = lives.filter((l) => l.kind.owned);
     // Completions are claimed in the checkpoint first: another host may have delivered them.
     const candidates = mine.map((l) => pendingCompletion(l.record)).filter((c): c is CompletionEvent => c !== null && owns(c, opts));

@@ -140,6 +140,11 @@ export const WRAPPER = [
   'cd "$(cat "$D/cwd")" 2>/dev/null || cd',
   '. "$D/env"',
   'SH=sh; command -v bash >/dev/null 2>&1 && SH=bash',
+  // An asynchronous command of a non-interactive shell starts with SIGINT and SIGQUIT
+  // ignored, and no shell can trap a signal ignored on entry: GNU env (coreutils 8.31+) gives
+  // the job their default back, so a signal sent to it (`signal(id, 'SIGINT')`) reaches its
+  // trap as on this host. BusyBox has no such tool: there the job ignores both.
+  'env --default-signal=INT,QUIT true 2>/dev/null && SH="env --default-signal=INT,QUIT $SH"',
   'F=; rm -f "$D/go" "$D/gate" "$D/wstatus"',
   '[ -d /proc/1 ] && mkfifo -m 600 "$D/go" "$D/gate" 2>/dev/null && exec 9<> "$D/go" 8<> "$D/gate" && F=1',
   'rm -f "$D/go" "$D/gate"',

@@ -7,7 +7,7 @@ import { fromNative, ProcwardError } from '../errors.js';
 import { native } from '../native.js';
 import { pageTail } from '../output/paging.js';
 import { type JobFiles, killRequested, type RecordedExit, sessionFiles } from '../persist/jobfiles.js';
-import type { KillResult, WriteOptions } from '../types.js';
+import type { KillResult, SignalResult, WriteOptions } from '../types.js';
 import type { JobSession, LeftoverQuery, Live, LogOptions, LogPage, NativeScreen, OutputText, RedactView, SessionHost, StopProbe } from './kind.js';
 import { writeInput } from './input.js';
 import { inputOf } from './live.js';
@@ -29,6 +29,11 @@ export abstract class BaseSession implements JobSession {
 
   abstract refresh(): Promise<void>;
   abstract kill(graceMs: number): Promise<KillResult>;
+
+  /** The registry signals the recorded identity (this machine's process). */
+  signal(_name: string): Promise<SignalResult> | null {
+    return null;
+  }
 
   async output(): Promise<OutputText> {
     return { text: this.live.tail.text(), startsInKeyBlock: this.live.tail.startsInKeyBlock };
@@ -166,6 +171,10 @@ export abstract class WrappingSession implements JobSession {
 
   kill(graceMs: number): Promise<KillResult> {
     return this.inner.kill(graceMs);
+  }
+
+  signal(name: string): Promise<SignalResult> | null {
+    return this.inner.signal(name);
   }
 
   write(data: string, opts?: WriteOptions): Promise<{ id: string; bytes: number }> {

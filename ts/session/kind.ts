@@ -16,7 +16,7 @@ import type { RecordedExit } from '../persist/jobfiles.js';
 import type { LineWatcher } from '../policy/notifications.js';
 import type { ConfiguredEnvironments } from '../remote/configured.js';
 import type { ExecutionEnvironment } from '../remote/environments.js';
-import type { KillResult, RegistryOptions, WriteOptions } from '../types.js';
+import type { KillResult, RegistryOptions, SignalResult, WriteOptions } from '../types.js';
 import type { CompletionReason, SessionRecord } from './record.js';
 
 /** How a session ended, as the registry publishes it. */
@@ -117,6 +117,12 @@ export interface JobSession {
   waitTick(): (() => void) | undefined;
   /** Tree kill with a grace period in milliseconds, checked by the caller. */
   kill(graceMs: number): Promise<KillResult>;
+  /**
+   * Sends one signal (a `JOB_SIGNALS` name, checked by the caller) to a job this kind signals
+   * itself (a sandbox session's, on the far side); null when the job's recorded identity is
+   * one of this machine's, which the registry signals.
+   */
+  signal(name: string): Promise<SignalResult> | null;
   /** Writes raw text to the job's input, after the writes before it (see `input.ts`). */
   write(data: string, opts?: WriteOptions): Promise<{ id: string; bytes: number }>;
   /** Ends the job's input. */

@@ -6,8 +6,9 @@
  */
 import { ProcwardError } from '../errors.js';
 import type { ExecutionEnvironment } from '../remote/environments.js';
+import { farSignalResult, signalRemote } from '../remote/farsignal.js';
 import { farDir, killRemote, launch, SandboxPoller, sandboxDir } from '../remote/sandbox.js';
-import type { KillResult } from '../types.js';
+import type { KillResult, SignalResult } from '../types.js';
 import { BaseSession } from './base.js';
 import { EMPTY_REPORT, type StartSpec } from './kind.js';
 
@@ -148,6 +149,22 @@ export class SandboxSession extends BaseSession {
     host.finish(live, { exitCode: null, signal: 'SIGTERM', reason: 'killed', source: 'kill' });
     host.consume(live);
     return { ...base, outcome: 'killed', signalled: [r.pid], exitCode: r.exitCode, signal: r.signal };
+  }
+
+  /**
+   * One signal to the job's own tree on the far side, never its wrapper, whose process group
+   * the job shares (see `remote/farsignal.ts`). Errors: those of `signalRemote`;
+   * `SESSION_EXITED` when the job's process is gone (its end is read at once);
+   * `ENVIRONMENT_UNAVAILABLE` when this host has not configured its environment.
+   */
+  async signal(name: string): Promise<SignalResult> {
+    const r = this.live.record;
+    const env = this.follow?.env ?? this.host.environments.forRecord(r);
+    if (!env) throw new ProcwardError('ENVIRONMENT_UNAVAILABLE', `${r.id} runs in environment ${JSON.stringify(r.environment ?? '(unnamed)')}, which this host has not configured; ${name} was not sent`);
+    const far = await signalRemote(env, sandboxDir(env, r.id), name);
+    if (far !== 'exited') return farSignalResult(r.id, name, far);
+    await this.follow?.poller.tick();
+    throw new ProcwardError('SESSION_EXITED', `session ${r.id} has ended; ${name} was not sent`);
   }
 
   close(): void {
