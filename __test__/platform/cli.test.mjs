@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { gatedExit, lines, sleep } from './commands.mjs';
-import { cleanup, cleanupPid, cli, isAlive, tempDir, until, watchedPid } from './support.mjs';
+import { assertOwnPid, cleanup, cleanupPid, cli, isAlive, tempDir, until } from './support.mjs';
 
 describe('CLI start, wait and kill', () => {
   after(cleanup);
@@ -16,9 +16,10 @@ describe('CLI start, wait and kill', () => {
     const started = await cli(['start', '--state-dir', stateDir, '--cwd', work, '--json', gatedExit(4)]);
     assert.equal(started.code, 0, started.stdout + started.stderr);
     const s = JSON.parse(started.stdout);
-    cleanupPid(watchedPid(s));
+    cleanupPid(s.pid);
     assert.match(s.id, /^proc_[0-9a-f]{12}$/);
-    assert.equal(isAlive(watchedPid(s)), true);
+    assert.equal(typeof s.supervisorPid, 'number', 'a CLI job is durable: it has a supervisor');
+    assertOwnPid(s);
 
     writeFileSync(join(work, 'gate'), '');
     const waited = await cli(['wait', s.id, '--state-dir', stateDir]);
@@ -33,7 +34,7 @@ describe('CLI start, wait and kill', () => {
     const started = await cli(['start', '--state-dir', stateDir, '--json', '--', ...words]);
     assert.equal(started.code, 0, started.stdout + started.stderr);
     const s = JSON.parse(started.stdout);
-    cleanupPid(watchedPid(s));
+    cleanupPid(s.pid);
     const waited = await cli(['wait', s.id, '--state-dir', stateDir]);
     assert.equal(waited.code, 0, waited.stdout + waited.stderr);
     assert.deepEqual(lines(waited.stdout), [words.slice(3).join('|')]);
@@ -44,14 +45,15 @@ describe('CLI start, wait and kill', () => {
     const started = await cli(['start', '--state-dir', stateDir, '--json', sleep(120)]);
     assert.equal(started.code, 0, started.stdout + started.stderr);
     const s = JSON.parse(started.stdout);
-    cleanupPid(watchedPid(s));
+    cleanupPid(s.pid);
+    assertOwnPid(s);
 
     const killed = await cli(['kill', s.id, '--state-dir', stateDir, '--json', '--grace', '1s']);
     assert.equal(killed.code, 0, killed.stdout + killed.stderr);
     const k = JSON.parse(killed.stdout);
     assert.equal(k.outcome, 'killed');
     assert.deepEqual(k.survivors, []);
-    await until(() => !isAlive(watchedPid(s)), 20_000, 'the job gone');
+    await until(() => !isAlive(s.pid), 20_000, 'the job gone (or a zombie)');
 
     const polled = JSON.parse((await cli(['poll', s.id, '--state-dir', stateDir, '--json'])).stdout);
     assert.equal(polled.status, 'exited');

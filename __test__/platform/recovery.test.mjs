@@ -6,7 +6,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { echo, gatedExit, lines } from './commands.mjs';
-import { cleanup, cleanupPid, inOtherHost, isAlive, pkg, tempDir, watchedPid } from './support.mjs';
+import { assertOwnPid, cleanup, cleanupPid, inOtherHost, isAlive, pkg, tempDir, until } from './support.mjs';
 
 describe('checkpoint and recovery', () => {
   after(cleanup);
@@ -15,7 +15,7 @@ describe('checkpoint and recovery', () => {
     const stateDir = join(tempDir(), 'state');
     const first = await pkg.ProcessRegistry.open({ stateDir });
     const s = await first.spawn(echo('checkpointed'), { durable: false, taskId: 'platform-task' });
-    cleanupPid(watchedPid(s));
+    cleanupPid(s.pid);
     assert.equal((await first.wait(s.id, { timeoutMs: 30_000 })).exitCode, 0);
     await first.close();
 
@@ -45,10 +45,11 @@ describe('checkpoint and recovery', () => {
       `const s = await r.spawn(${JSON.stringify(gatedExit(5))}, { durable: true, cwd: ${JSON.stringify(work)} });
 console.log(JSON.stringify(s));`,
     );
-    cleanupPid(watchedPid(started));
+    cleanupPid(started.pid);
     assert.equal(started.durable, true);
+    assert.equal(typeof started.supervisorPid, 'number');
     // The starting host has exited; the job has not (it waits for the gate).
-    assert.equal(isAlive(watchedPid(started)), true);
+    assertOwnPid(started);
 
     const registry = await pkg.ProcessRegistry.open({ stateDir });
     try {
@@ -63,6 +64,7 @@ console.log(JSON.stringify(s));`,
       assert.equal(w.timedOut, false);
       assert.equal(w.exitCode, 5);
       assert.equal(w.reason, 'exited');
+      await until(() => !isAlive(started.pid), 20_000, 'the job gone (or a zombie)');
       assert.deepEqual(lines((await registry.readLog(started.id)).text), ['first', 'second']);
       assert.ok(existsSync(join(stateDir, 'sessions', started.id, 'exit.json')), 'the supervisor wrote exit.json');
     } finally {

@@ -1,6 +1,7 @@
 // Support of the platform-neutral behaviour suite (run by `node --test`, natively and under
 // Wine): the built package, temporary directories, polling, host and CLI processes, and
 // cleanup of what a test started (by PID, never by name).
+import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -118,11 +119,13 @@ export function describeRegistry(options = {}) {
 }
 
 /**
- * The PID to watch of a session. Known gap: under qemu-user (the arm64 run, QEMU_LD_PREFIX
- * set) a durable job's own process is not named by its supervisor, so `pid` is null there;
- * these checks then follow the supervisor, which lives exactly as long as the job. Anywhere
- * else a null `pid` stays null and fails the test.
+ * Asserts that session `s` names its job's own process: a positive `pid`, alive, and not
+ * its supervisor's (`supervisorPid`, durable sessions only). Under qemu-user (the arm64 run)
+ * a supervisor that read its own identity by absolute path left `pid` null (issue 15).
  */
-export function watchedPid(s) {
-  return s.pid ?? (process.env.QEMU_LD_PREFIX ? s.supervisorPid : s.pid);
+export function assertOwnPid(s) {
+  assert.equal(typeof s.pid, 'number', `the session names its job's PID: ${JSON.stringify(s)}`);
+  assert.ok(s.pid > 0, `pid ${s.pid}`);
+  assert.notEqual(s.pid, s.supervisorPid, "the job's PID, not its supervisor's");
+  assert.equal(isAlive(s.pid), true, `the job ${s.pid} is alive`);
 }
