@@ -150,6 +150,8 @@ describe('signal on sandbox sessions through the local shell', () => {
     await until(() => existsSync(marker), 30_000, 'the job to set its trap');
     const sent = await cli(['signal', id, 'SIGINT'], env);
     expect(sent).toMatchObject({ code: 0 });
+    // The job's shell and its sleep (when one runs at that moment), never the wrapper.
+    expect(sent.stdout).toMatch(new RegExp(`^${id}: SIGINT sent to process \\d+( and 1 descendant)?\n$`));
     const waited = await cli(['wait', id], env);
     expect(waited.code).toBe(3);
     const bad = await cli(['signal', id, 'SIGSEGV'], env);

@@ -107,7 +107,10 @@ export function registerJobs(program: Command): void {
     .action(async (id: string, name: string, opts: Common) => {
       await withRegistry(opts, async (r) => {
         const s = await r.signal(id, name);
-        await print(opts, s, `${s.id}: ${s.signal} sent to ${s.processGroup ? 'process group' : 'process'} ${s.pid}`);
+        // A durable or sandbox job's own tree gets it one process at a time (never its supervisor or wrapper).
+        const more = (s.signalled?.length ?? 1) - 1;
+        const tree = more > 0 ? ` and ${more} descendant${more === 1 ? '' : 's'}` : '';
+        await print(opts, s, `${s.id}: ${s.signal} sent to ${s.processGroup ? 'process group' : 'process'} ${s.pid}${tree}`);
       });
     });
 
