@@ -3,14 +3,15 @@
 // before its signal, never to the wrapper that shares the job's process group (a group
 // signal would end the wrapper, and with it the record of the job's end). Run against the
 // local shell, a real sshd on 127.0.0.1 and a real podman container (BusyBox).
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dockerExec, type ExecutionEnvironment, handleToolCall, localShell, ProcessRegistry, SshEnvironment } from '../dist/index.mjs';
 import { missingForEngine, startPodman } from './podman.mjs';
 import { haveSshd, testSshd, type TestSshd } from './sshd.mjs';
-import { cli, tempDir, until } from './support.js';
+import { cli, isAlive, tempDir, until } from './support.js';
 
 /** A job that says `ready` once its traps are set, then idles in short sleeps (so a trap runs soon). */
 const TRAPPING = (sig: string, then: string) => `trap 'echo got-${sig}; ${then}' ${sig}; echo ready; while :; do sleep 0.2; done`;
@@ -123,6 +124,30 @@ describe('signal on sandbox sessions through the local shell', () => {
       expect(scripts.filter((x) => x.includes("kill -s 'CONT'")).length).toBe(1);
       await r.kill(s.id, { graceMs: 0 });
     } finally {
+      await r.close();
+    }
+  }, 60_000);
+
+  it('a job file naming a reused PID (another start time) gets nothing signalled; no job file yet is ENOTSUP', async () => {
+    const far = tempDir();
+    const r = await ProcessRegistry.open({ environments: { far: localShell({ tmpDir: far }) } });
+    const decoy = spawn('sleep', ['300'], { stdio: 'ignore' });
+    try {
+      const s = await r.spawn('echo ready; sleep 300', { environment: 'far' });
+      await ready(r, s.id);
+      const jobFile = join(far, s.id, 'job');
+      const real = readFileSync(jobFile, 'utf8');
+      // The decoy is alive under that PID, but not since the tick the file names: never signalled.
+      writeFileSync(jobFile, `${decoy.pid} 1\n`);
+      await expect(r.signal(s.id, 'SIGKILL')).rejects.toMatchObject({ code: 'SESSION_EXITED' });
+      expect(isAlive(decoy.pid!)).toBe(true);
+      rmSync(jobFile);
+      await expect(r.signal(s.id, 'SIGKILL')).rejects.toMatchObject({ code: 'ENOTSUP', message: expect.stringContaining('not recorded') });
+      writeFileSync(jobFile, real);
+      expect(await r.signal(s.id, 'SIGTERM')).toMatchObject({ signal: 'SIGTERM', pid: Number(real.split(' ')[0]) });
+      expect(await r.wait(s.id, { timeoutMs: 30_000 })).toMatchObject({ reason: 'exited', signal: 'SIGTERM' });
+    } finally {
+      decoy.kill('SIGKILL');
       await r.close();
     }
   }, 60_000);
