@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dockerExec, type ExecutionEnvironment, handleToolCall, localShell, ProcessRegistry, SshEnvironment } from '../dist/index.mjs';
+import { connectInMemory } from './mcp-support.js';
 import { missingForEngine, startPodman } from './podman.mjs';
 import { haveSshd, testSshd, type TestSshd } from './sshd.mjs';
 import { cli, isAlive, tempDir, until } from './support.js';
@@ -148,6 +149,24 @@ describe('signal on sandbox sessions through the local shell', () => {
       expect(await r.wait(s.id, { timeoutMs: 30_000 })).toMatchObject({ reason: 'exited', signal: 'SIGTERM' });
     } finally {
       decoy.kill('SIGKILL');
+      await r.close();
+    }
+  }, 60_000);
+
+  it('MCP: process_control signal reaches a sandbox job (the real client checks the result against the output schema)', async () => {
+    const r = await ProcessRegistry.open({ environments: { far: localShell({ tmpDir: tempDir() }) }, sandbox: { pollIntervalMs: 50 } });
+    const c = await connectInMemory(r);
+    try {
+      const started = await c.call('process_start', { command: 'echo ready; sleep 300', environment: 'far' });
+      const id = started.structured.session_id;
+      await ready(r, id);
+      const sent = await c.call('process_control', { action: 'signal', session_id: id, signal: 'SIGUSR1' });
+      expect(sent.isError).toBe(false);
+      expect(sent.structured).toMatchObject({ session_id: id, signal: 'SIGUSR1', process_group: false });
+      const waited = await c.call('process_read', { action: 'wait', session_id: id, timeout_ms: 30_000 });
+      expect(waited.structured).toMatchObject({ status: 'exited', signal: 'SIGUSR1', reason: 'exited' });
+    } finally {
+      await c.close();
       await r.close();
     }
   }, 60_000);
