@@ -1,18 +1,11 @@
 // Environments named in the host's configuration file (issue 19 item 3, library side): the
 // file says what each name is, checked strictly; a caller only picks a name.
-import { chmodSync, chownSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type CommandEnvironment, environmentsConfigPath, loadEnvironments, ProcessRegistry, readEnvironmentsConfig } from '../dist/index.mjs';
+import { configFile } from './envfile.js';
 import { tempDir } from './support.js';
-
-function configFile(content: unknown, mode = 0o600): string {
-  const dir = tempDir();
-  const path = join(dir, 'environments.json');
-  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content), { mode });
-  chmodSync(path, mode);
-  return path;
-}
 
 describe('environments from a configuration file', () => {
   it('builds each kind from the file and a registry runs a job in one by its name', async () => {

@@ -3,46 +3,28 @@
 // MCP (which serves the same schema) pick one by name, never anything else about it. The
 // `local` kind runs the far-side scripts in a shell on this machine (fast); the container
 // case drives a real podman container (skipped, saying so, when no engine is installed).
-import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handleToolCall, loadEnvironments, ProcessRegistry, toolDefinitions } from '../dist/index.mjs';
 import { missingForEngine, startPodman } from './podman.mjs';
+import { cliHost, cliJson, configFile } from './envfile.js';
 import { CLI, cli, isAlive, tempDir, until } from './support.js';
-
-function configFile(content: unknown, mode = 0o600): string {
-  const path = join(tempDir(), 'environments.json');
-  writeFileSync(path, JSON.stringify(content), { mode });
-  chmodSync(path, mode);
-  return path;
-}
-
-/** A CLI host with its own state directory and environments file. */
-function host(path: string) {
-  const env = { PROCWARD_STATE_DIR: tempDir(), PROCWARD_ENVIRONMENTS: path };
-  return (...args: string[]) => cli(args, env);
-}
-
-async function json(run: Promise<{ code: number; stdout: string; stderr: string }>): Promise<any> {
-  const r = await run;
-  if (r.code !== 0) throw new Error(`exit ${r.code}: ${r.stderr}`);
-  return JSON.parse(r.stdout);
-}
 
 /** A file naming two local-kind environments (box, other) and a CLI host using it; support.ts removes temp dirs after each test. */
 function localSetup() {
   const far = tempDir();
   const path = configFile({ environments: { box: { kind: 'local', tmpDir: far }, other: { kind: 'local', tmpDir: far } } });
-  return { far, path, procward: host(path) };
+  return { far, path, procward: cliHost(path) };
 }
 
 describe('CLI start --in NAME (local-kind environment)', () => {
 
   it('environments lists the names and kinds of the file, nothing else', async () => {
     const { far, path, procward } = localSetup();
-    const r = await json(procward('environments', '--json'));
+    const r = await cliJson(procward('environments', '--json'));
     expect(r).toEqual({ path, environments: [{ name: 'box', kind: 'local' }, { name: 'other', kind: 'local' }] });
     expect(JSON.stringify(r)).not.toContain(far);
   });
@@ -53,7 +35,7 @@ describe('CLI start --in NAME (local-kind environment)', () => {
     expect(id).toMatch(/^proc_[0-9a-f]{12}$/);
     const listed = await procward('list');
     expect(listed.stdout).toMatch(new RegExp(`${id} .*in box`));
-    const listedJson = await json(procward('list', '--json'));
+    const listedJson = await cliJson(procward('list', '--json'));
     expect(listedJson.find((s: { id: string }) => s.id === id)).toMatchObject({ environment: 'box', pidScope: 'sandbox' });
     const followed = await procward('log', '-f', id);
     expect(followed).toMatchObject({ code: 0, stdout: 'one\ntwo\n' });
@@ -63,17 +45,16 @@ describe('CLI start --in NAME (local-kind environment)', () => {
 
   it('kill from a later invocation ends the job and its far-side process', async () => {
     const { procward } = localSetup();
-    // The local kind runs on this machine: the marker file says the job runs (a fresh CLI
-    // host's poll shows no output of a sandbox session yet: see the report).
+    // The local kind runs on this machine: the marker file says the job runs.
     const marker = join(tempDir(), 'ready');
     const id = (await procward('start', '-q', '--in', 'box', '--', `echo ready > ${marker}; sleep 300`)).stdout.trim();
     await until(() => existsSync(marker), 30_000, 'the job running');
-    const { pid } = await json(procward('poll', '--json', id));
+    const { pid } = await cliJson(procward('poll', '--json', id));
     expect(isAlive(pid)).toBe(true);
     const killed = await procward('kill', id);
     expect(killed).toMatchObject({ code: 0 });
     expect(killed.stdout).toContain(`${id}: killed`);
-    expect(await json(procward('poll', '--json', id))).toMatchObject({ status: 'exited', reason: 'killed', environment: 'box' });
+    expect(await cliJson(procward('poll', '--json', id))).toMatchObject({ status: 'exited', reason: 'killed', environment: 'box' });
     await until(() => !isAlive(pid), 10_000, 'the far-side process gone');
   }, 60_000);
 
@@ -84,7 +65,7 @@ describe('CLI start --in NAME (local-kind environment)', () => {
       expect(r.code).toBe(2);
       expect(r.stderr).toContain(`environment ${JSON.stringify(name)} is not in ${path}; the configured environments are: box, other`);
     }
-    expect((await json(procward('list', '--json'))).filter((s: { command: string }) => s.command === 'echo never')).toEqual([]);
+    expect((await cliJson(procward('list', '--json'))).filter((s: { command: string }) => s.command === 'echo never')).toEqual([]);
   });
 
   it('start --in with no file at the default place says none is configured there', async () => {
@@ -96,11 +77,11 @@ describe('CLI start --in NAME (local-kind environment)', () => {
 
   it('a named file that is missing, or writable by others, fails start --in naming the file; list goes on with a warning', async () => {
     const missing = join(tempDir(), 'nowhere.json');
-    const r1 = await host(missing)('start', '--in', 'box', '--', 'true');
+    const r1 = await cliHost(missing)('start', '--in', 'box', '--', 'true');
     expect(r1.code).toBe(2);
     expect(r1.stderr).toContain(`environments file ${missing}:`);
     const loose = configFile({ environments: { box: { kind: 'local' } } }, 0o666);
-    const loosely = host(loose);
+    const loosely = cliHost(loose);
     const r2 = await loosely('start', '--in', 'box', '--', 'true');
     expect(r2.code).toBe(2);
     expect(r2.stderr).toContain(`environments file ${loose}: is writable by its group or by others (mode 0666)`);
@@ -190,11 +171,11 @@ describe('procward mcp with the environments file', () => {
 
 describe.skipIf(missingForEngine.length > 0)('CLI start --in NAME in a live podman container', () => {
   let engine: Awaited<ReturnType<typeof startPodman>>;
-  let procward: ReturnType<typeof host>;
+  let procward: ReturnType<typeof cliHost>;
   beforeAll(async () => {
     engine = await startPodman();
     const container = await engine.container();
-    procward = host(configFile({ environments: { web: { kind: 'docker', container, engine: engine.client.engine, host: engine.url } } }));
+    procward = cliHost(configFile({ environments: { web: { kind: 'docker', container, engine: engine.client.engine, host: engine.url } } }));
   }, 120_000);
   afterAll(async () => {
     await engine?.stop();
@@ -207,7 +188,7 @@ describe.skipIf(missingForEngine.length > 0)('CLI start --in NAME in a live podm
     const id = (await procward('start', '-q', '--in', 'web', '--', 'echo ready; sleep 300')).stdout.trim();
     expect((await procward('list')).stdout).toMatch(new RegExp(`${id} .*running.*in web`));
     expect((await procward('kill', id)).stdout).toContain(`${id}: killed`);
-    expect(await json(procward('poll', '--json', id))).toMatchObject({ status: 'exited', reason: 'killed', environment: 'web' });
+    expect(await cliJson(procward('poll', '--json', id))).toMatchObject({ status: 'exited', reason: 'killed', environment: 'web' });
   }, 120_000);
 });
 
