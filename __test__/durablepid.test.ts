@@ -52,6 +52,9 @@ describe('the PID a durable session reports is its job’s', () => {
       cleanupGroup(durable.pid);
       cleanupGroup(local.pid);
       for (const s of [durable, local]) {
+        // The PID is named as soon as the job's process exists; its exec of the shell may
+        // still be under way (an empty or the parent's command line meanwhile).
+        await until(() => cmdline(s.pid as number).includes('-c'), 20_000, `the shell's exec in ${s.pid}`);
         const args = cmdline(s.pid as number);
         expect(args.some((a) => a.includes('procward-supervise'))).toBe(false);
         expect(args).toContain('-c');

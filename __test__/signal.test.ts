@@ -54,7 +54,10 @@ describe.skipIf(process.platform !== 'linux')('signal(id, name) sends one signal
     cleanupGroup(s.pid);
     await until(() => catches(s.pid!, SIGUSR1), 5000, 'the parent trap');
     const kids = () => readFileSync(`/proc/${s.pid}/task/${s.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-    await until(() => kids().some((k) => catches(k, SIGUSR1)), 5000, 'the child trap');
+    // The child is the `sh -c` that sets its own trap, found by its command line: a forked copy of
+    // the parent (about to exec `sleep`) inherits the parent's trap and must not count.
+    const childShell = (k: number) => readFileSync(`/proc/${k}/cmdline`, 'utf8').split('\0').filter(Boolean).at(-1)?.startsWith('trap "echo child') === true;
+    await until(() => kids().some((k) => { try { return childShell(k) && catches(k, SIGUSR1); } catch { return false; } }), 5000, 'the child trap');
     await ctx.registry.signal(s.id, 'SIGUSR1');
     await until(async () => /child got USR1/.test(await output(s.id)) && /parent got USR1/.test(await output(s.id)), 5000, 'both traps');
     expect((await ctx.registry.poll(s.id)).status).toBe('running');
