@@ -150,6 +150,21 @@ export function farSideBehaviour(far: () => FarSide): void {
     });
   }
 
+  it('files planted in the session directory are not trusted: a FIFO kill, a symlink to /dev/zero as the log and a garbage killed file neither hang the poller nor end the session', async () => {
+    const r = await open();
+    const { env } = far();
+    const marker = `planted-${uniqueSleep()}`;
+    const s = await r.spawn(`echo armed; ${awaitMarker(marker)}; exit 0`, { environment: env });
+    await until(async () => (await r.poll(s.id)).outputPreview.includes('armed'), 20_000, 'first line');
+    await farRun(env, `D=$(echo '${env.tmpDir}/${s.id}' | sed "s/%i/$(id -u)/g"); mkfifo "$D/kill"; printf 'SIGKILL; junk\\n' > "$D/killed"; ln -sf /dev/zero "$D/output.log"`);
+    // Polls go by with the planted files in place: the session still runs.
+    expect(await r.wait(s.id, { timeoutMs: 1000 })).toMatchObject({ status: 'running', timedOut: true });
+    await farRun(env, `touch /tmp/${marker}`);
+    expect(await r.wait(s.id, { timeoutMs: 60_000 })).toMatchObject({ status: 'exited', reason: 'exited', exitCode: 0, signal: null });
+    await farRun(env, `rm -f /tmp/${marker}`);
+    await r.close();
+  }, 90_000);
+
   it('kill stops the whole far-side tree, a setsid escapee and a background subshell included', async () => {
     const r = await open();
     const { env } = far();
@@ -158,24 +173,52 @@ export function farSideBehaviour(far: () => FarSide): void {
     const s = await r.spawn(`setsid sleep ${a} & sh -c 'sleep ${b}' & sleep ${c}; wait`, { environment: env });
     await until(async () => (await farCount(env, `sleep ${a}`)) === 1 && (await farCount(env, `sleep ${b}`)) >= 1 && (await farCount(env, `sleep ${c}`)) === 1, 20_000, 'the tree');
     const k = await r.kill(s.id, { graceMs: 1000 });
-    expect(k.outcome).toBe('killed');
-    expect(await r.poll(s.id)).toMatchObject({ status: 'exited', reason: 'killed' });
+    // The job's own shell ended on SIGTERM (whatever else needed SIGKILL).
+    expect(k).toMatchObject({ outcome: 'killed', signal: 'SIGTERM' });
+    expect(await r.poll(s.id)).toMatchObject({ status: 'exited', reason: 'killed', signal: 'SIGTERM' });
     expect(await farCount(env, `sleep ${a}`)).toBe(0);
     expect(await farCount(env, `sleep ${b}`)).toBe(0);
     expect(await farCount(env, `sleep ${c}`)).toBe(0);
     await r.close();
   });
 
-  it('kill of a job that ignores SIGTERM escalates to SIGKILL after the grace period', async () => {
+  it('kill of a job that ignores SIGTERM escalates to SIGKILL after the grace period, and says SIGKILL ended it', async () => {
     const r = await open();
     const { env } = far();
     const n = uniqueSleep();
     const s = await r.spawn(`trap '' TERM; echo armed; sleep ${n}; sleep ${n}`, { environment: env });
     await until(async () => (await r.poll(s.id)).outputPreview.includes('armed'), 20_000, 'trap set');
-    expect((await r.kill(s.id, { graceMs: 300 })).outcome).toBe('killed');
+    expect(await r.kill(s.id, { graceMs: 300 })).toMatchObject({ outcome: 'killed', signal: 'SIGKILL', escalated: true });
+    expect(await r.poll(s.id)).toMatchObject({ status: 'exited', reason: 'killed', exitCode: null, signal: 'SIGKILL' });
     expect(await farCount(env, `sleep ${n}`)).toBe(0);
     await r.close();
   });
+
+  // Another host kills while this one follows: the follower believes the kill's claim on the
+  // far side alone (the wrapper dies with the job and writes no exit file; a trap's own exit
+  // code is no end of its own), so it records killed with the signal, never lost.
+  for (const [how, job, graceMs, signal, escalated] of [
+    ['traps SIGTERM and exits 0', (n: string) => `trap 'echo trapped; exit 0' TERM; echo armed; sleep ${n} & wait`, 10_000, 'SIGTERM', false],
+    ['ignores SIGTERM (the kill escalates)', (n: string) => `trap '' TERM; echo armed; sleep ${n}; sleep ${n}`, 300, 'SIGKILL', true],
+  ] as const) {
+    it(`a host following a job that ${how} records it killed by ${signal} when another host kills it, never lost`, async () => {
+      const state = tempDir();
+      const { env } = far();
+      const n = uniqueSleep();
+      const follower = await ProcessRegistry.open({ stateDir: state, environments: { far: env }, sandbox: { pollIntervalMs: 50 } });
+      opened.push(follower);
+      const s = await follower.spawn(job(n), { environment: 'far' });
+      await until(async () => (await follower.poll(s.id)).outputPreview.includes('armed'), 20_000, 'trap set');
+      const followed = follower.wait(s.id, { timeoutMs: 120_000 });
+      // A second host of the same state directory (the session is the follower's: foreign here).
+      const killer = await ProcessRegistry.open({ stateDir: state, environments: { far: env }, sandbox: { pollIntervalMs: 50 } });
+      opened.push(killer);
+      expect(await killer.kill(s.id, { graceMs })).toMatchObject({ outcome: 'killed', signal, escalated });
+      expect(await followed).toMatchObject({ status: 'exited', reason: 'killed', exitCode: null, signal, timedOut: false });
+      expect(await follower.poll(s.id)).toMatchObject({ reason: 'killed', signal });
+      expect(await farCount(env, `sleep ${n}`)).toBe(0);
+    }, 180_000);
+  }
 
   it('a restarted host re-attaches through its own configuration of the name and reads on', async () => {
     const state = tempDir();

@@ -50,6 +50,14 @@ export class OutputTail {
     }
   }
 
+  /**
+   * Counts `bytes` of output as dropped though they never reached the tail: output read from
+   * elsewhere in part only (the last bytes of a far-side log, see `remote/poller.ts`).
+   */
+  skip(bytes: number): void {
+    this.totalChars += Math.max(0, Math.floor(bytes));
+  }
+
   /** Lowers the cap and trims to it at once (for the registry-wide output budget). */
   shrinkTo(maxChars: number): void {
     this.maxChars = Math.max(0, Math.floor(maxChars));

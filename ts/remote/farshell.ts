@@ -84,18 +84,62 @@ export const SIGEACH = [
 ].join('\n');
 
 /**
- * Sets `A` to `alive` when PID `$P` is this session's wrapper, else `dead`. With /proc and a
- * recorded start time (`$D/start`), by identity; otherwise by its command line naming `$D`.
+ * Reading the session directory, which the job can write into (it runs as the same user):
+ * `rd FILE MAX` prints at most MAX bytes of FILE, and only when it is a regular file and not
+ * a symlink (a FIFO would block the read, a symlink to /dev/zero would never end it); `sz
+ * FILE` prints its size as its directory entry gives it (`ls -lnd`, never by reading it), 0
+ * unless it is a regular file and not a symlink; `num V` succeeds when V is a decimal number
+ * of 1 to 18 digits (what shell arithmetic takes without overflow).
+ */
+export const SAFE_READ = [
+  'reg() { [ -f "$1" ] && [ ! -L "$1" ]; }',
+  'rd() { reg "$1" && head -c "$2" "$1" 2>/dev/null; }',
+  'num() { case "$1" in ""|*[!0-9]*) return 1;; esac; [ ${#1} -le 18 ]; }',
+  'sz() { Z=0; if reg "$1"; then set -f; set -- $(ls -lnd "$1" 2>/dev/null); set +f; num "$5" && Z=$5; fi; echo "$Z"; }',
+].join('\n');
+
+/**
+ * Sets `P` to the wrapper's PID from the pid file (empty when there is none, or it is not a
+ * number), then `A` to `alive` when `$P` is this session's wrapper, else `dead`. With /proc
+ * and a recorded start time (`$D/start`, in `PS`), by identity; otherwise by its command
+ * line naming `$D`.
  */
 export const WRAPPER_ALIVE = [
   PSTAT,
-  'PS=$(cat "$D/start" 2>/dev/null || true)',
+  SAFE_READ,
+  'P=$(rd "$D/pid" 24); num "$P" || P=',
+  'PS=$(rd "$D/start" 24); num "$PS" || PS=',
   'A=dead',
   'if [ -n "$P" ] && [ -n "$PS" ] && [ -d /proc/1 ]; then',
   '  pstat "$P" && [ "$T" = "$PS" ] && [ "$ST" != Z ] && A=alive',
   'elif [ -n "$P" ]; then',
   '  ps -o args= -p "$P" 2>/dev/null | grep -qF -- "$D" && A=alive',
   'fi',
+].join('\n');
+
+/**
+ * A kill's claim, which every host following the session reads (see `killRemote` in
+ * `sandbox.ts` and `farpoll.ts`). Before its first signal a kill writes `kill`: the far
+ * side's `date +%s` by which it will be done (`claim SECONDS`: now plus its grace period and
+ * a margin). Once nothing of the job is left it writes `killed`: the name of the signal that
+ * ended the job (`claimed SIGNAL`). Each is written to a temporary file and renamed.
+ */
+export const KILL_CLAIM = [
+  'claim() { rm -f "$D/kill.tmp"; echo $(( $(date +%s) + $1 )) > "$D/kill.tmp" && mv -f "$D/kill.tmp" "$D/kill"; }',
+  'claimed() { rm -f "$D/killed.tmp"; echo "$1" > "$D/killed.tmp" && mv -f "$D/killed.tmp" "$D/killed"; }',
+].join('\n');
+
+/**
+ * Reads a kill's claim (see {@link KILL_CLAIM}; needs {@link SAFE_READ}): `K` is `pending`
+ * while the deadline in `kill` is ahead on the far side's clock, `expired` after it, and `-`
+ * without a parsable `kill`; `KS` is the signal `killed` names (`SIG` then capitals or
+ * digits), `-` without a parsable `killed`. Unparsable files are ignored, not trusted.
+ */
+export const KILL_STATE = [
+  'K=-; KD=$(rd "$D/kill" 24)',
+  'if num "$KD"; then if [ "$KD" -gt "$(date +%s)" ]; then K=pending; else K=expired; fi; fi',
+  'KS=$(rd "$D/killed" 24)',
+  'case "$KS" in SIG[A-Z0-9]*) case "$KS" in *[!A-Z0-9]*) KS=-;; esac;; *) KS=-;; esac',
 ].join('\n');
 
 /**

@@ -10,6 +10,16 @@
  * read on from the old offset. After the end the poller keeps reading the log while any of
  * the job's processes still run there (a background grandchild may write after the job
  * ended), at a slower pace, and stops once none is left.
+ *
+ * A kill from any host leaves its claim on the far side (see `KILL_CLAIM` in `farshell.ts`),
+ * and the poller believes the claim alone, whatever the exit file says (the wrapper may
+ * record the job's own status, 143 or a trap's code, before or after): a `killed` file ends
+ * the session `killed` with the signal it names; while a `kill` file's deadline is ahead no
+ * end is reported (neither the exit file's nor a vanished wrapper's); after it, with no
+ * `killed`, the exit file and the wrapper decide as usual.
+ *
+ * A host that did not follow the job from its start reads the log up to its end when asked
+ * for output ({@link SandboxPoller.readToEnd}): one round trip, the last bytes only.
  */
 import { StringDecoder } from 'node:string_decoder';
 import type { ExecutionEnvironment } from './environments.js';
@@ -23,6 +33,10 @@ export interface PollerEvents {
   pid?(pid: number): void;
   /** The job ended: its exit code, or (exit code null) the name of the signal that ended it; both null when the exit file said neither. */
   exit(code: number | null, signal: string | null): void;
+  /** A kill (of any host) ended the job, by this signal (the name its `killed` file gives). */
+  killed(signal: string): void;
+  /** Bytes of the log left out by {@link SandboxPoller.readToEnd} (its `keep`), before the output that follows. */
+  skipped?(bytes: number): void;
   /** The environment stayed unreachable past the deadline, or is gone for good. */
   lost(reason: string): void;
 }
@@ -35,6 +49,7 @@ export class SandboxPoller {
   private lastBytes = Buffer.alloc(0);
   private inode: string | null = null;
   private timer: NodeJS.Timeout | undefined;
+  private started = false;
   private stopped = false;
   private failingSince: number | null = null;
   private lastAttempt = 0;
@@ -45,6 +60,8 @@ export class SandboxPoller {
   private ended = false;
   private readonly startedAt = Date.now();
   private running: Promise<void> | null = null;
+  /** Every read of the log runs alone (the follower's polls and `readToEnd`): both move the offset. */
+  private lock: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly env: ExecutionEnvironment,
@@ -60,7 +77,9 @@ export class SandboxPoller {
     return this.offset;
   }
 
+  /** Follows the session from now on (until {@link stop}); until then the poller only reads on demand ({@link readToEnd}). */
   start(): void {
+    this.started = true;
     this.schedule(0);
   }
 
@@ -75,8 +94,9 @@ export class SandboxPoller {
     this.timer.unref();
   }
 
-  /** One poll now (also used by `wait` to notice the end without waiting for the timer). */
+  /** One poll now (also used by `wait` to notice the end without waiting for the timer); nothing unless following. */
   tick(): Promise<void> {
+    if (!this.started) return Promise.resolve();
     // While the environment is failing, waiters do not get to shorten the backoff.
     if (this.failingSince !== null && Date.now() - this.lastAttempt < this.delay) return this.running ?? Promise.resolve();
     this.running ??= this.pollNow().finally(() => {
@@ -85,7 +105,79 @@ export class SandboxPoller {
     return this.running;
   }
 
-  private async pollNow(): Promise<void> {
+  /** Runs `fn` once every read before it is done. */
+  private exclusive(fn: () => Promise<void>): Promise<void> {
+    const run = this.lock.then(fn);
+    this.lock = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Reads the log up to its end now, for a host asked for output it has not followed: new
+   * bytes beyond the last `keep` are left out (reported through `skipped`), and a log found
+   * replaced is read again from its start. Output only: the end is the follower's to report.
+   * Never throws: a far side that cannot be reached leaves the output as it was.
+   */
+  readToEnd(keep: number): Promise<void> {
+    return this.exclusive(async () => {
+      for (let i = 0; i < 3; i++) {
+        let chunk: PollChunk;
+        try {
+          chunk = await pollOnce(this.env, this.dir, this.offset, { keep });
+        } catch {
+          return;
+        }
+        if (this.take(chunk) === 'done') return;
+      }
+    });
+  }
+
+  private pollNow(): Promise<void> {
+    return this.exclusive(() => this.follow());
+  }
+
+  /**
+   * Takes a poll's bytes: the PID, a replaced log (read again from its start), bytes left out
+   * and new output. `more` when the log holds bytes not read yet (or was replaced).
+   */
+  private take(chunk: PollChunk): 'more' | 'done' {
+    if (chunk.pid !== null && chunk.pid !== this.knownPid) {
+      this.knownPid = chunk.pid;
+      this.events.pid?.(chunk.pid);
+    }
+    if (this.replaced(chunk)) {
+      this.offset = 0;
+      this.lastBytes = Buffer.alloc(0);
+      this.inode = chunk.inode;
+      const rest = this.decoder.end();
+      this.decoder = new StringDecoder('utf8');
+      this.events.output(`${rest}\n[procward: the log on the far side was replaced; reading it again from its start]\n`);
+      return 'more';
+    }
+    this.inode = chunk.inode ?? this.inode;
+    let data = chunk.data;
+    if (chunk.start > this.offset) {
+      // The bytes between were left out: what was held of a character is gone, and so are
+      // the continuation bytes of one cut at the new start.
+      let cut = 0;
+      while (cut < Math.min(3, data.length) && ((data[cut] as number) & 0xc0) === 0x80) cut++;
+      this.decoder.end();
+      this.decoder = new StringDecoder('utf8');
+      this.lastBytes = Buffer.alloc(0);
+      this.events.skipped?.(chunk.start - this.offset + cut);
+      this.offset = chunk.start + cut;
+      data = data.subarray(cut);
+    }
+    if (data.length > 0) {
+      this.offset += data.length;
+      this.lastBytes = Buffer.concat([this.lastBytes, data.subarray(-CHECK_BYTES)]).subarray(-CHECK_BYTES);
+      const text = this.decoder.write(data);
+      if (text) this.events.output(text);
+    }
+    return this.offset < chunk.size ? 'more' : 'done';
+  }
+
+  private async follow(): Promise<void> {
     if (this.stopped) return;
     if (this.timer) clearTimeout(this.timer);
     let chunk: PollChunk;
@@ -99,28 +191,7 @@ export class SandboxPoller {
     if (this.stopped) return;
     this.failingSince = null;
     if (!this.ended) this.delay = this.opts.intervalMs ?? 200;
-    if (chunk.pid !== null && chunk.pid !== this.knownPid) {
-      this.knownPid = chunk.pid;
-      this.events.pid?.(chunk.pid);
-    }
-    if (this.replaced(chunk)) {
-      this.offset = 0;
-      this.lastBytes = Buffer.alloc(0);
-      this.inode = chunk.inode;
-      const rest = this.decoder.end();
-      this.decoder = new StringDecoder('utf8');
-      this.events.output(`${rest}\n[procward: the log on the far side was replaced; reading it again from its start]\n`);
-      this.schedule(0);
-      return;
-    }
-    this.inode = chunk.inode ?? this.inode;
-    if (chunk.data.length > 0) {
-      this.offset += chunk.data.length;
-      this.lastBytes = Buffer.concat([this.lastBytes, chunk.data.subarray(-CHECK_BYTES)]).subarray(-CHECK_BYTES);
-      const text = this.decoder.write(chunk.data);
-      if (text) this.events.output(text);
-    }
-    if (this.offset < chunk.size) {
+    if (this.take(chunk) === 'more') {
       this.schedule(0);
       return;
     }
@@ -128,6 +199,19 @@ export class SandboxPoller {
       // Following late output: done once none of the job's processes is left.
       if (chunk.lingering === 0) return this.finishLate();
       this.delay = Math.min(this.delay * 2, this.opts.maxIntervalMs ?? 5000);
+      this.schedule(this.delay);
+      return;
+    }
+    // A kill's claim first (see the module docs): `killed` decides; a kill still within its
+    // deadline holds off any other end.
+    if (chunk.killedBy !== null) {
+      this.ended = true;
+      this.events.killed(chunk.killedBy);
+      this.schedule(this.delay);
+      return;
+    }
+    if (chunk.kill === 'pending') {
+      this.deadPolls = 0;
       this.schedule(this.delay);
       return;
     }
@@ -157,8 +241,10 @@ export class SandboxPoller {
   private replaced(chunk: PollChunk): boolean {
     if (chunk.size < this.offset) return true;
     if (this.inode !== null && chunk.inode !== null && chunk.inode !== this.inode) return true;
-    const mine = this.lastBytes.subarray(this.lastBytes.length - Math.min(this.lastBytes.length, chunk.before.length));
-    return chunk.before.length !== Math.min(this.offset, CHECK_BYTES) || !chunk.before.equals(mine);
+    if (chunk.before.length !== Math.min(this.offset, CHECK_BYTES)) return true;
+    // After bytes were left out, fewer than CHECK_BYTES may be known: compare what is.
+    const n = Math.min(this.lastBytes.length, chunk.before.length);
+    return !chunk.before.subarray(chunk.before.length - n).equals(this.lastBytes.subarray(this.lastBytes.length - n));
   }
 
   private finishLate(): void {

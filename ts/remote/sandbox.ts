@@ -13,7 +13,7 @@
  */
 import type { ExecResult, ExecutionEnvironment } from './environments.js';
 import { ProcwardError } from '../errors.js';
-import { farDir, OWN, PSTAT, SAFE_DIRS, shq, SIGEACH, WRAPPER, WRAPPER_ALIVE } from './farshell.js';
+import { farDir, KILL_CLAIM, OWN, PSTAT, SAFE_DIRS, shq, SIGEACH, WRAPPER, WRAPPER_ALIVE } from './farshell.js';
 
 export { farDir, shq } from './farshell.js';
 export { SandboxPoller, type PollerEvents } from './poller.js';
@@ -77,6 +77,22 @@ export async function launch(
   return { ok: false, code: res.code, output: `${text}${res.stderr}`.trim() };
 }
 
+/** What {@link killRemote} did to a job that was running. */
+export interface RemoteKill {
+  /** PIDs still alive after SIGKILL and the settle window (empty: the kill succeeded). */
+  survivors: number[];
+  /** The signal that ended the job: `SIGKILL` when the job's own process outlived the grace period, else `SIGTERM`. */
+  signal: 'SIGTERM' | 'SIGKILL';
+  /** Whether SIGKILL was sent (something of the job outlived the grace period). */
+  escalated: boolean;
+}
+
+/**
+ * Seconds a kill's claim allows beyond its grace period (see `KILL_CLAIM` in `farshell.ts`):
+ * the settle window, and the far-side script's own steps, which stretch under load.
+ */
+const CLAIM_MARGIN_S = 30;
+
 /**
  * Tree kill on the far side, as locally: snapshot the job's processes (the wrapper, its
  * descendants by parent PID, the members of its session; see `OWN` in `farshell.ts`), each
@@ -87,60 +103,82 @@ export async function launch(
  * and report the survivors. A process whose PID was reused is never signalled, nor PID 1,
  * nor the far shell running the script.
  *
+ * Other hosts may follow the same session: before its first signal the kill writes its claim
+ * (`kill`, with its deadline: now plus the grace period, twice, and {@link CLAIM_MARGIN_S}),
+ * and once nothing of the job is left, `killed` with the signal that ended it (SIGKILL when
+ * the job's own process, as `job` names it, outlived the grace period). A job that had ended
+ * by itself gets neither.
+ *
  * The wrapper's PID and start time are the ones the far side recorded for this session
  * (`pid`, `start`), never ones from the host's records. Without /proc (a non-Linux far
  * side) the process group alone is signalled, while its leader's command line names the
  * session directory. Returns `exited` when the job had already ended (and nothing of it
- * remains), else the surviving PIDs. Throws `ENVIRONMENT_UNAVAILABLE` when the far side
+ * remains), else what the kill did. Throws `ENVIRONMENT_UNAVAILABLE` when the far side
  * cannot be reached.
  */
-export async function killRemote(env: ExecutionEnvironment, dir: string, graceMs: number): Promise<'exited' | number[]> {
+export async function killRemote(env: ExecutionEnvironment, dir: string, graceMs: number): Promise<'exited' | RemoteKill> {
   const wait = Math.max(0, Math.ceil(graceMs / 100));
   // dash's kill takes `-<pgid>` but not `--`; a zombie is dead.
   const script = [
     farDir(dir),
-    'P=$(cat "$D/pid" 2>/dev/null || true)',
-    'case "$P" in ""|*[!0-9]*) echo EXITED; exit 0;; esac',
-    '[ "$P" -gt 1 ] || { echo EXITED; exit 0; }',
-    // A job that ended by itself is reported as such, though what it left running is killed.
-    'EX=; [ -f "$D/exit" ] && EX=1',
     WRAPPER_ALIVE,
+    '[ -n "$P" ] && [ "$P" -gt 1 ] || { echo EXITED; exit 0; }',
+    // A job that ended by itself is reported as such, though what it left running is killed.
+    'EX=; [ -e "$D/exit" ] && EX=1',
     OWN,
     SIGEACH,
+    KILL_CLAIM,
+    // The claim goes out once there is something to signal, before the first signal.
+    `stake() { [ -n "$EX" ] || claim ${2 * Math.ceil(graceMs / 1000) + CLAIM_MARGIN_S}; }`,
+    'SIG=SIGTERM; ESC=',
     'if [ -d /proc/1 ] && [ -n "$PS" ]; then',
+    // The job's own process (the shell running the command), as the wrapper recorded it.
+    '  J=$(rd "$D/job" 48); set -f; set -- $J; set +f; JOB=; num "$1" && num "$2" && JOB="$1 $2"',
     '  SNAP=$(own "$P" "$PS")',
     '  [ -n "$SNAP" ] || { echo EXITED; exit 0; }',
+    '  stake',
     '  [ "$A" = alive ] && kill -TERM -$P 2>/dev/null',
     '  echo "$SNAP" | sigeach TERM; echo "$SNAP" | sigeach CONT',
     `  i=0; while [ $i -lt ${wait} ] && [ -n "$(echo "$SNAP" | alive)" ]; do sleep 0.1; i=$((i+1)); done`,
     '  LEFT=$(echo "$SNAP" | alive)',
     '  if [ -n "$LEFT" ]; then',
+    '    ESC=1',
+    '    if [ -z "$JOB" ] || echo "$LEFT" | grep -qx "$JOB"; then SIG=SIGKILL; fi',
     '    MORE=$(own "$P" "$PS" $(echo "$LEFT" | while read -r p s; do echo "$p:$s"; done))',
     '    [ "$A" = alive ] && pstat "$P" && [ "$T" = "$PS" ] && kill -KILL -$P 2>/dev/null',
     '    printf \'%s\\n%s\\n\' "$LEFT" "$MORE" | sigeach KILL',
     '    SNAP=$(printf \'%s\\n%s\\n\' "$LEFT" "$MORE")',
     '    i=0; while [ $i -lt 20 ] && [ -n "$(echo "$SNAP" | alive)" ]; do sleep 0.1; i=$((i+1)); done',
     '  fi',
-    '  echo "$SNAP" | alive | while read -r p s; do echo "$p"; done',
-    '  if [ -n "$EX" ]; then echo EXITED; fi',
+    '  REST=$(echo "$SNAP" | alive | while read -r p s; do echo "$p"; done)',
     'else',
     '  [ -n "$EX" ] && { echo EXITED; exit 0; }',
     '  [ "$A" = alive ] || { echo EXITED; exit 0; }',
+    '  stake',
     "  members() { ps -eo pid=,pgid=,stat= 2>/dev/null | awk -v g=$P '$2 == g && $3 !~ /^Z/ { print $1 }'; }",
     '  kill -TERM -$P 2>/dev/null || kill -TERM $P 2>/dev/null || true',
     `  i=0; while [ $i -lt ${wait} ] && [ -n "$(members)" ]; do sleep 0.1; i=$((i+1)); done`,
-    '  if [ -n "$(members)" ]; then kill -KILL -$P 2>/dev/null || true; sleep 0.2; fi',
-    '  members',
+    '  if [ -n "$(members)" ]; then SIG=SIGKILL; ESC=1; kill -KILL -$P 2>/dev/null || true; sleep 0.2; fi',
+    '  REST=$(members)',
     'fi',
+    '[ -n "$REST" ] && echo "$REST"',
+    'if [ -n "$EX" ]; then echo EXITED; exit 0; fi',
+    '[ -n "$REST" ] || claimed "$SIG"',
+    'echo "SIGNAL $SIG${ESC:+ ESCALATED}"',
   ].join('\n');
   const res = await env.exec(script, { timeoutMs: graceMs + 20_000 });
   if (res.code !== 0 || res.timedOut) {
     throw new ProcwardError('ENVIRONMENT_UNAVAILABLE', `cannot reach the sandbox to kill it (${res.timedOut ? 'timed out' : `exit ${res.code}`}): ${res.stderr.trim()}`);
   }
-  if (/^EXITED$/m.test(res.stdout.toString())) return 'exited';
-  return res.stdout
-    .toString()
-    .split('\n')
-    .map((l) => Number(l.trim()))
-    .filter((n) => Number.isInteger(n) && n > 0);
+  const out = res.stdout.toString();
+  if (/^EXITED$/m.test(out)) return 'exited';
+  const how = /^SIGNAL (SIGTERM|SIGKILL)( ESCALATED)?$/m.exec(out);
+  return {
+    survivors: out
+      .split('\n')
+      .map((l) => Number(l.trim()))
+      .filter((n) => Number.isInteger(n) && n > 0),
+    signal: how?.[1] === 'SIGKILL' ? 'SIGKILL' : 'SIGTERM',
+    escalated: how?.[2] !== undefined,
+  };
 }

@@ -3,18 +3,34 @@
  * (see `remote/sandbox.ts`), followed by a poller, killed on the far side. Its PID is never
  * signalled on this host. Only the environment's name is recorded: after a restart a host
  * follows and kills it through its own configuration of that name.
+ *
+ * A host that did not start the job (a later CLI call, a host that recovered it, one that
+ * shows another live host's session) reads the far-side log up to its end whenever it is
+ * asked for output (`output`, `readLog`, and so `poll` and `wait`): one round trip, the last
+ * `maxOutputChars` bytes at most, the ones before them counted as dropped.
  */
 import { ProcwardError } from '../errors.js';
+import { pageTail } from '../output/paging.js';
+import { OutputTail } from '../output/tail.js';
+import { leadsWithKeyMaterial } from '../policy/redact.js';
 import type { ExecutionEnvironment } from '../remote/environments.js';
 import { farSignalResult, signalRemote } from '../remote/farsignal.js';
 import { farDir, killRemote, launch, SandboxPoller, sandboxDir } from '../remote/sandbox.js';
 import type { KillResult, SignalResult } from '../types.js';
 import { BaseSession } from './base.js';
-import { EMPTY_REPORT, type StartSpec } from './kind.js';
+import { EMPTY_REPORT, type LogOptions, type LogPage, type OutputText, type RedactView, type StartSpec } from './kind.js';
 
 export class SandboxSession extends BaseSession {
+  /** The poller of this session: following it (`following`), or only read from on demand. */
   private follow: { env: ExecutionEnvironment; poller: SandboxPoller } | undefined;
+  private following = false;
   private launching = false;
+  /** This host launched the job and follows it from its first byte: its tail is the whole story. */
+  private startedHere = false;
+  /** Log bytes left out by a read up to the end: the tail's text starts somewhere in the log. */
+  private skippedBytes = 0;
+  /** An ended session's log was read up to its end after the end: later reads cost no round trip. */
+  private readAfterEnd = false;
 
   /**
    * Launches the job: registered and checkpointed before the launch (a host that dies
@@ -47,6 +63,7 @@ export class SandboxSession extends BaseSession {
       return;
     }
     if (res.ok === true) r.pid = res.pid;
+    this.startedHere = true;
     this.attach(env);
     await host.persist();
   }
@@ -54,31 +71,77 @@ export class SandboxSession extends BaseSession {
   /** Attaches a poller to a running session this host owns, through this host's environment of its name. */
   async refresh(): Promise<void> {
     const r = this.live.record;
-    const env = r.status === 'running' && !this.follow && !this.launching && !this.live.foreign ? this.host.environments.forRecord(r) : null;
+    const env = r.status === 'running' && !this.following && !this.launching && !this.live.foreign ? this.host.environments.forRecord(r) : null;
     if (env) this.attach(env);
   }
 
   waitTick(): (() => void) | undefined {
-    const poller = this.follow?.poller;
+    const poller = this.following ? this.follow?.poller : undefined;
     return poller ? () => void poller.tick() : super.waitTick();
+  }
+
+  /** The tail, read up to the log's end first when this host did not start the job. */
+  async output(): Promise<OutputText> {
+    await this.catchUp();
+    const { text, startsInKeyBlock } = await super.output();
+    return { text, startsInKeyBlock: startsInKeyBlock || (this.skippedBytes > 0 && leadsWithKeyMaterial(text)) };
+  }
+
+  /** A page of the tail, read up to the log's end first when this host did not start the job. */
+  async readLog(opts: LogOptions, redactView: RedactView): Promise<LogPage> {
+    await this.catchUp();
+    if (this.skippedBytes === 0) return super.readLog(opts, redactView);
+    // Where the log's bytes before the tail are not known, key material at its head is taken for the inside of a block.
+    return pageTail(this.live.tail, opts, (text, view, inKey) => redactView(text, view, inKey || leadsWithKeyMaterial(text)));
+  }
+
+  /**
+   * Reads the far-side log up to its end (see the module docs), unless this host started the
+   * job, cannot reach its environment, or read it after its end already.
+   */
+  private async catchUp(): Promise<void> {
+    const r = this.live.record;
+    if (this.startedHere || this.launching || this.readAfterEnd || r.pidScope !== 'sandbox') return;
+    const env = this.follow?.env ?? this.host.environments.forRecord(r);
+    if (!env) return;
+    const ended = r.status === 'exited';
+    await this.pollerFor(env).readToEnd(this.host.tailChars);
+    if (ended) this.readAfterEnd = true;
   }
 
   /** Starts following the session (after spawn, or after a host restart). */
   private attach(env: ExecutionEnvironment): void {
+    this.following = true;
+    this.pollerFor(env).start();
+  }
+
+  /** The session's one poller (made once: it holds the offset read up to). */
+  private pollerFor(env: ExecutionEnvironment): SandboxPoller {
+    if (this.follow) return this.follow.poller;
     const { live, host } = this;
     const poller = new SandboxPoller(
       env,
       sandboxDir(env, live.record.id),
       {
         pid: (pid) => {
-          if (live.record.pid !== pid) {
+          if (live.record.pid !== pid && !live.foreign) {
             live.record.pid = pid;
             host.persistSoon();
           }
         },
         output: (text) => {
           live.tail.append(text);
-          host.watch(live, text);
+          // Another live host's session: its watchers are that host's.
+          if (!live.foreign) host.watch(live, text);
+        },
+        skipped: (bytes) => {
+          this.skippedBytes += bytes;
+          if (live.tail instanceof OutputTail) live.tail.skip(bytes);
+        },
+        killed: (signal) => {
+          // A kill of any host ended it (its claim on the far side says so, and by which signal).
+          live.killSignal ??= signal;
+          host.finish(live, { exitCode: null, signal, reason: 'killed', source: 'kill' });
         },
         exit: (code, signal) => {
           // During a kill the kill decides whether this end is `killed` (see kill).
@@ -103,13 +166,15 @@ export class SandboxSession extends BaseSession {
       },
     );
     this.follow = { env, poller };
-    poller.start();
+    return poller;
   }
 
   /**
    * Kill on the far side: its process group there, then survivors. Works for sessions
-   * another live host follows, and for `lost` ones whose environment is back. Errors:
-   * `ENVIRONMENT_UNAVAILABLE` (the session stays as it was), `KILL_SURVIVORS`.
+   * another live host follows (they read its claim there, see `killRemote`), and for `lost`
+   * ones whose environment is back. The report's `signal` is the one that ended the job
+   * (SIGKILL, with `escalated`, when the job's own process outlived the grace period).
+   * Errors: `ENVIRONMENT_UNAVAILABLE` (the session stays as it was), `KILL_SURVIVORS`.
    */
   async kill(graceMs: number): Promise<KillResult> {
     const { live, host } = this;
@@ -139,16 +204,19 @@ export class SandboxSession extends BaseSession {
       host.consume(live);
       return { ...base, outcome: 'already_exited', exitCode: r.exitCode, signal: r.signal };
     }
-    if (res.length > 0) {
+    if (res.survivors.length > 0) {
       if (seen) this.endFromExit(seen);
-      throw new ProcwardError('KILL_SURVIVORS', `${res.length} process(es) survived the kill of ${r.id} on the far side: ${res.join(', ')}`, { survivors: res });
+      const { survivors } = res;
+      throw new ProcwardError('KILL_SURVIVORS', `${survivors.length} process(es) survived the kill of ${r.id} on the far side: ${survivors.join(', ')}`, { survivors });
     }
     live.killed = true;
+    live.killSignal = res.signal;
     await this.follow?.poller.tick();
     this.follow?.poller.stop();
-    host.finish(live, { exitCode: null, signal: 'SIGTERM', reason: 'killed', source: 'kill' });
+    // The signal that ended the job (a follower may have recorded the same from the claim already).
+    host.finish(live, { exitCode: null, signal: res.signal, reason: 'killed', source: 'kill' });
     host.consume(live);
-    return { ...base, outcome: 'killed', signalled: [r.pid], exitCode: r.exitCode, signal: r.signal };
+    return { ...base, outcome: 'killed', signalled: [r.pid], escalated: res.escalated, exitCode: r.exitCode, signal: r.signal };
   }
 
   /**
