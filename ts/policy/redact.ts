@@ -105,7 +105,8 @@ const RULES: Rule[] = [
   { name: 'query-credentials', pattern: /[?&](?:password|passwd|pwd|pass|secret|token|access_token|api_key|apikey|client_secret|auth)=([^&\s#'"]+)/gi, group: 1 },
   { name: 'jwt', pattern: /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, group: 0 },
   { name: 'anthropic', pattern: /sk-ant-[a-z0-9]{2,8}-[A-Za-z0-9_-]{20,}/g, group: 0 },
-  { name: 'openai', pattern: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, group: 0 },
+  // A project, service-account or admin key is distinctive enough to match glued to what precedes it (`build42sk-proj-…`); a bare `sk-` keeps its word boundary.
+  { name: 'openai', pattern: /(?:sk-(?:proj|svcacct|admin)-|\bsk-)[A-Za-z0-9_-]{20,}/g, group: 0 },
   { name: 'github', pattern: /(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g, group: 0 },
   { name: 'gitlab', pattern: /gl(?:pat|dt|rt|ptt|cbt)-[A-Za-z0-9_-]{20,}/g, group: 0 },
   { name: 'slack', pattern: /xox[abposre]-[A-Za-z0-9-]{10,}/g, group: 0 },
@@ -118,9 +119,9 @@ const RULES: Rule[] = [
   // short or common ones (`sk-`, headers) keep it.
   // Secret and restricted keys; publishable keys (pk_) are public by design.
   { name: 'google-oauth', pattern: /\bya29\.[A-Za-z0-9_-]{20,}/g, group: 0 },
-  { name: 'groq', pattern: /\bgsk_[A-Za-z0-9]{40,}/g, group: 0 },
+  { name: 'groq', pattern: /gsk_[A-Za-z0-9]{40,}/g, group: 0 },
   { name: 'sendgrid', pattern: /\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}/g, group: 0 },
-  { name: 'vendor-prefixed', pattern: /\b(?:lin_api_|shp(?:at|ca|pa|ss)_|gl(?:c|sa)_|hv[sbr]\.|dckr_pat_|figd_|whsec_|xapp-|npm_config__authToken=)[A-Za-z0-9_.=-]{16,}/g, group: 0 },
+  { name: 'vendor-prefixed', pattern: /(?:lin_api_|shp(?:at|ca|pa|ss)_|dckr_pat_|whsec_|npm_config__authToken=|\b(?:gl(?:c|sa)_|hv[sbr]\.|figd_|xapp-))[A-Za-z0-9_.=-]{16,}/g, group: 0 },
   { name: 'npmrc-token', pattern: /_authToken\s*=\s*([^\s"']{8,})/g, group: 1 },
   { name: 'aws-secret', pattern: /\baws_secret_access_key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})/gi, group: 1 },
   { name: 'stripe', pattern: /(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, group: 0 },
