@@ -2,6 +2,7 @@
 // starts a job in a named environment (a real sshd on 127.0.0.1, a live podman container),
 // later ones, which never followed it, poll and page it and must read the far-side log up to
 // its end. A log longer than maxOutputChars gives its tail and says what was dropped.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +11,7 @@ import { dockerExec, type ExecutionEnvironment, ProcessRegistry, SshEnvironment 
 import { cliHost, cliJson, configFile } from './envfile.js';
 import { missingForEngine, startPodman } from './podman.mjs';
 import { haveSshd, testSshd, type TestSshd } from './sshd.mjs';
-import { until } from './support.js';
+import { CLI, cleanupPid, until } from './support.js';
 
 /** A far side under test: `path`, an environments file naming it `far`; `env`, the same environment for this process. */
 interface Far {
@@ -32,6 +33,18 @@ afterAll(() => {
 /** `seq 1 60000`'s output in bytes: 9 of 2, 90 of 3, 900 of 4, 9000 of 5 and 50001 of 6. */
 const SEQ_BYTES = 9 * 2 + 90 * 3 + 900 * 4 + 9000 * 5 + 50_001 * 6;
 
+/** `procward log -f ID` as a child process (a host that follows the job): its output so far, and its end. */
+function followInCli(procward: ReturnType<typeof cliHost>, path: string, id: string) {
+  const child = spawn(process.execPath, [CLI, 'log', '-f', id], { env: { ...process.env, PROCWARD_STATE_DIR: procward.stateDir, PROCWARD_ENVIRONMENTS: path }, stdio: ['ignore', 'pipe', 'pipe'] });
+  cleanupPid(child.pid);
+  let out = '';
+  child.stdout.on('data', (d) => {
+    out += String(d);
+  });
+  const ended = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { output: () => out, ended };
+}
+
 function laterHostsRead(far: () => Far): void {
   it('poll and log in later calls show what a running job wrote, and an ended job’s output and status', async () => {
     const procward = cliHost(far().path);
@@ -49,6 +62,19 @@ function laterHostsRead(far: () => Far): void {
     expect((await procward('wait', done)).code).toBe(4);
     expect(await cliJson(procward('poll', '--json', done))).toMatchObject({ status: 'exited', exitCode: 4, outputPreview: 'three\n' });
     expect(await procward('log', done)).toMatchObject({ code: 0, stdout: 'three\n' });
+  }, 120_000);
+
+  it('log -f in one call and kill in another: the follower records the kill with its signal, never lost', async () => {
+    const procward = cliHost(far().path);
+    const id = (await procward('start', '-q', '--in', 'far', '--', "trap 'echo trapped; exit 0' TERM; echo armed; sleep 300 & wait")).stdout.trim();
+    const follower = followInCli(procward, far().path, id);
+    await until(() => follower.output().includes('armed'), 30_000, 'log -f following the job');
+    const killed = await procward('kill', id);
+    expect(killed).toMatchObject({ code: 0 });
+    expect(killed.stdout).toContain(`${id}: killed`);
+    await follower.ended;
+    // Both hosts record the end (the follower, whose lost used to overwrite the kill, after it).
+    expect(await cliJson(procward('poll', '--json', id))).toMatchObject({ status: 'exited', reason: 'killed', signal: 'SIGTERM', exitCode: null });
   }, 120_000);
 
   it('a log longer than maxOutputChars: a later host shows its tail and counts the bytes before it as dropped', async () => {
