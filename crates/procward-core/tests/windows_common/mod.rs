@@ -4,6 +4,8 @@
 //! Not every test file uses every item.
 #![allow(dead_code)]
 
+pub mod durable;
+
 use procward_core::identity::identity;
 use procward_core::job::{JobEvent, SpawnOptions};
 use procward_core::spawn::{spawn, Job};
