@@ -19,7 +19,7 @@ export function farDir(dir: string): string {
 
 /**
  * `pstat PID`: reads `/proc/PID/stat` (the text after the last `)`, since the command name
- * may hold spaces and parentheses) into ST (state), PP (ppid), SI (session), T (start time,
+ * may hold spaces and parentheses) into ST (state), PP (ppid), PG (process group), SI (session), T (start time,
  * field 22) and X (exit code, field 52: the raw wait status of a zombie, Linux 3.5+; empty
  * when the kernel does not show it). Fails when the process is gone or unreadable.
  */
@@ -29,7 +29,7 @@ export const PSTAT = [
   '  L=${L##*") "}',
   '  set -f; set -- $L; set +f',
   '  [ $# -ge 20 ] || return 1',
-  '  ST=$1 PP=$2 SI=$4 X=',
+  '  ST=$1 PP=$2 PG=$3 SI=$4 X=',
   '  shift 19; T=$1',
   '  [ $# -ge 31 ] && { shift 30; X=$1; }',
   '  return 0',
@@ -67,14 +67,31 @@ export const OWN = [
 ].join('\n');
 
 /**
- * `sigeach SIG`: sends SIG to each `pid start` line on stdin whose process is still the one
- * of that start time and not a zombie, never to PID 1 or below, to this script or its parent.
+ * `ours X` (needs {@link PSTAT}): succeeds when X is this script's shell or one of its
+ * ancestors (the far shell's client: sshd, `podman exec`, or the host itself through the
+ * local shell), or the process group or session of any of them. Whatever a far-side file
+ * names, none of those is signalled, alone or as a group. The ancestors are read once, into
+ * `ANC`; call it before a `pstat` whose values are still needed, since it may run its own.
+ */
+export const OURS = [
+  'ANC=',
+  'ours() {',
+  '  if [ -z "$ANC" ]; then ANC=" "; a=$$; while [ "$a" -gt 1 ] && pstat "$a"; do ANC="$ANC$a $PG $SI "; a=$PP; done; fi',
+  '  case "$ANC" in *" $1 "*) return 0;; esac',
+  '  return 1',
+  '}',
+].join('\n');
+
+/**
+ * `sigeach SIG` (needs {@link OURS}): sends SIG to each `pid start` line on stdin whose
+ * process is still the one of that start time and not a zombie, never to PID 1 or below,
+ * nor to this script, its ancestors, or a leader of their groups or sessions.
  */
 export const SIGEACH = [
   'sigeach() {',
   '  while read -r p s; do',
   '    case "$p" in ""|*[!0-9]*) continue;; esac',
-  '    [ "$p" -gt 1 ] && [ "$p" != $$ ] && [ "$p" != "$PPID" ] || continue',
+  '    [ "$p" -gt 1 ] && ! ours "$p" || continue',
   '    pstat "$p" && [ "$T" = "$s" ] && [ "$ST" != Z ] && kill -"$1" "$p" 2>/dev/null',
   '  done',
   '  return 0',

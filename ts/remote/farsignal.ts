@@ -9,8 +9,12 @@
  * `job`), then its descendants by parent PID (a "child" that started before its parent is
  * not one: the PID was reused), all snapshotted with their start times before the first
  * signal, each checked again (field 22 of `/proc/<pid>/stat`, not a zombie) right before its
- * own signal. When the job's process itself does not get it, no descendant does. The wrapper,
- * its watcher, PID 1 and the far shell running the script are never signalled.
+ * own signal. When the job's process itself does not get it, no descendant does. The job can
+ * rewrite `job`, so the process it names must be the wrapper's child in the wrapper's session
+ * (the wrapper as `pid` and `start` name it, alive). The wrapper, PID 1, the far shell running
+ * the script, its ancestors and the leaders of their groups and sessions are never signalled.
+ * (A `job` file naming the wrapper's watcher, its other child, is not told apart: the job can
+ * end that one itself anyway.)
  *
  * The name is checked against `JOB_SIGNALS` here before anything runs and reaches the far
  * shell single-quoted, without its `SIG` prefix (`kill -s INT`: dash, bash and BusyBox take
@@ -21,43 +25,52 @@ import { ProcwardError } from '../errors.js';
 import { JOB_SIGNALS } from '../processes.js';
 import type { SignalResult } from '../types.js';
 import type { ExecutionEnvironment } from './environments.js';
-import { farDir, OWN, shq } from './farshell.js';
+import { farDir, OURS, OWN, shq, WRAPPER_ALIVE } from './farshell.js';
 
 /** What the far side answered: the PIDs that got the signal (the job's first), or why none did. */
 export type FarSignal = { sent: number[]; job: number } | 'exited';
 
 /**
- * The script: `OWN` gives `pstat` and `snap`; the tree is printed root first as `pid start`
- * lines; each line is signalled only while its process is still that one. Output: `SENT pid`
- * lines, or one of `EXITED` (the job's process is gone: the session has ended or is ending),
- * `NOJOB` (its process is not recorded yet: the launch is under way), `NOPROC`.
+ * The script: `WRAPPER_ALIVE` gives the wrapper (`P`, `PS`, `A`) and the safe reads, `OWN`
+ * gives `snap`, `OURS` this script's own processes. The job's process must be the wrapper's
+ * child in the wrapper's session, as the wrapper started it (the job can rewrite `job` to
+ * name anything); its tree is printed root first as `pid start` lines; each line is signalled
+ * only while its process is still that one. Output: `SENT pid` lines, or one of `EXITED` (the
+ * job's process is gone: the session has ended or is ending), `NOJOB` (its process is not
+ * recorded yet: the launch is under way), `NOTJOB` (`job` names no child of a running
+ * wrapper), `NOPROC`.
  */
 function script(dir: string, name: string): string {
   return [
     farDir(dir),
+    WRAPPER_ALIVE,
     OWN,
+    OURS,
     '[ -d /proc/1 ] || { echo NOPROC; exit 0; }',
     // The job can write into its directory: only a regular file is read, and only its head.
-    'J=; [ -f "$D/job" ] && [ ! -L "$D/job" ] && J=$(head -c 64 "$D/job" 2>/dev/null)',
-    'set -f; set -- $J; set +f',
+    'J=$(rd "$D/job" 64); set -f; set -- $J; set +f',
     'JP=${1:-}; JS=${2:-}',
-    'case "$JP$JS" in ""|*[!0-9]*) if [ -f "$D/exit" ]; then echo EXITED; else echo NOJOB; fi; exit 0;; esac',
+    'num "$JP" && num "$JS" || { if [ -e "$D/exit" ]; then echo EXITED; else echo NOJOB; fi; exit 0; }',
     '[ "$JP" -gt 1 ] || { echo NOJOB; exit 0; }',
-    'TREE=$(snap | awk -v P="$JP" -v S="$JS" \'',
-    '  { pp[$1] = $2; st[$1] = $4; state[$1] = $5 }',
+    'if [ "$A" != alive ]; then if [ -e "$D/exit" ]; then echo EXITED; else echo NOTJOB; fi; exit 0; fi',
+    'if ours "$JP" || ours "$P" || [ "$JP" = "$P" ]; then echo NOTJOB; exit 0; fi',
+    'TREE=$(snap | awk -v P="$JP" -v S="$JS" -v W="$P" \'',
+    '  { pp[$1] = $2; sid[$1] = $3; st[$1] = $4; state[$1] = $5 }',
     '  END {',
     '    if (!(P in st) || st[P] != S || state[P] == "Z") exit',
+    '    if (pp[P] != W || sid[P] != W || st[P] + 0 < st[W] + 0) { print "NOTJOB"; exit }',
     '    mark[P] = 1; print P, S',
     '    do { changed = 0',
-    '      for (p in pp) if (!(p in mark) && (pp[p] in mark) && st[p] + 0 >= st[pp[p]] + 0) { mark[p] = 1; changed = 1; if (state[p] != "Z") print p, st[p] }',
+    '      for (p in pp) if (!(p in mark) && p != W && (pp[p] in mark) && st[p] + 0 >= st[pp[p]] + 0) { mark[p] = 1; changed = 1; if (state[p] != "Z") print p, st[p] }',
     '    } while (changed)',
     '  }\')',
     '[ -n "$TREE" ] || { echo EXITED; exit 0; }',
+    '[ "$TREE" != NOTJOB ] || { echo NOTJOB; exit 0; }',
     'FIRST=1',
     'echo "$TREE" | while read -r p s; do',
     '  case "$p" in ""|*[!0-9]*) continue;; esac',
-    '  [ "$p" -gt 1 ] && [ "$p" != $$ ] && [ "$p" != "$PPID" ] || continue',
-    `  if pstat "$p" && [ "$T" = "$s" ] && [ "$ST" != Z ] && kill -s ${shq(name.slice(3))} "$p" 2>/dev/null; then echo "SENT $p"`,
+    // `ours` first: it may run pstat itself.
+    `  if [ "$p" -gt 1 ] && [ "$p" != "$P" ] && ! ours "$p" && pstat "$p" && [ "$T" = "$s" ] && [ "$ST" != Z ] && kill -s ${shq(name.slice(3))} "$p" 2>/dev/null; then echo "SENT $p"`,
     // The job's own process did not get it: it ended since the snapshot; its tree is left alone.
     '  elif [ -n "$FIRST" ]; then echo EXITED; break; fi',
     '  FIRST=',
@@ -85,6 +98,9 @@ export async function signalRemote(env: ExecutionEnvironment, dir: string, name:
   }
   if (/^NOPROC$/m.test(text)) {
     throw new ProcwardError('ENOTSUP', `the far side has no /proc: its processes cannot be told from others that reuse their PIDs, so ${name} was not sent; kill the session instead`);
+  }
+  if (/^NOTJOB$/m.test(text)) {
+    throw new ProcwardError('ENOTSUP', `the far side's job file names no child of the session's running wrapper (the job can rewrite it, or the wrapper is gone): ${name} was not sent; kill the session instead`);
   }
   if (/^NOJOB$/m.test(text)) {
     throw new ProcwardError('ENOTSUP', `the job's own process is not recorded on the far side yet (it is starting): ${name} was not sent; try again`);

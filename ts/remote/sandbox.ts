@@ -13,7 +13,7 @@
  */
 import type { ExecResult, ExecutionEnvironment } from './environments.js';
 import { ProcwardError } from '../errors.js';
-import { farDir, KILL_CLAIM, OWN, PSTAT, SAFE_DIRS, shq, SIGEACH, WRAPPER, WRAPPER_ALIVE } from './farshell.js';
+import { farDir, KILL_CLAIM, OURS, OWN, PSTAT, SAFE_DIRS, shq, SIGEACH, WRAPPER, WRAPPER_ALIVE } from './farshell.js';
 
 export { farDir, shq } from './farshell.js';
 export { SandboxPoller, type PollerEvents } from './poller.js';
@@ -101,7 +101,8 @@ const CLAIM_MARGIN_S = 30;
  * wait up to the grace period; walk again from the survivors (a `setsid` escapee whose
  * parent died meanwhile is still reached); SIGKILL each after a fresh identity check; settle
  * and report the survivors. A process whose PID was reused is never signalled, nor PID 1,
- * nor the far shell running the script.
+ * nor the far shell running the script, its ancestors, or their groups and sessions (see
+ * `OURS` in `farshell.ts`).
  *
  * Other hosts may follow the same session: before its first signal the kill writes its claim
  * (`kill`, with its deadline: now plus the grace period, twice, and {@link CLAIM_MARGIN_S}),
@@ -114,7 +115,8 @@ const CLAIM_MARGIN_S = 30;
  * side) the process group alone is signalled, while its leader's command line names the
  * session directory. Returns `exited` when the job had already ended (and nothing of it
  * remains), else what the kill did. Throws `ENVIRONMENT_UNAVAILABLE` when the far side
- * cannot be reached.
+ * cannot be reached, `KILL_REFUSED` (nothing signalled) when the pid file names one of the
+ * far shell's own.
  */
 export async function killRemote(env: ExecutionEnvironment, dir: string, graceMs: number): Promise<'exited' | RemoteKill> {
   const wait = Math.max(0, Math.ceil(graceMs / 100));
@@ -126,7 +128,11 @@ export async function killRemote(env: ExecutionEnvironment, dir: string, graceMs
     // A job that ended by itself is reported as such, though what it left running is killed.
     'EX=; [ -e "$D/exit" ] && EX=1',
     OWN,
+    OURS,
     SIGEACH,
+    // The job can rewrite `pid` and `start`: a wrapper that is this script, one of its
+    // ancestors (the host, through the local shell) or leads their group or session is a lie.
+    '[ -d /proc/1 ] && ours "$P" && { echo FOREIGN; exit 0; }',
     KILL_CLAIM,
     // The claim goes out once there is something to signal, before the first signal.
     `stake() { [ -n "$EX" ] || claim ${2 * Math.ceil(graceMs / 1000) + CLAIM_MARGIN_S}; }`,
@@ -171,6 +177,9 @@ export async function killRemote(env: ExecutionEnvironment, dir: string, graceMs
     throw new ProcwardError('ENVIRONMENT_UNAVAILABLE', `cannot reach the sandbox to kill it (${res.timedOut ? 'timed out' : `exit ${res.code}`}): ${res.stderr.trim()}`);
   }
   const out = res.stdout.toString();
+  if (/^FOREIGN$/m.test(out)) {
+    throw new ProcwardError('KILL_REFUSED', "the far side's pid file names the far shell itself, one of its ancestors, or a leader of their process group or session (the job can rewrite it): nothing was signalled");
+  }
   if (/^EXITED$/m.test(out)) return 'exited';
   const how = /^SIGNAL (SIGTERM|SIGKILL)( ESCALATED)?$/m.exec(out);
   return {
