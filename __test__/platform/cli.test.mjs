@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { gatedExit, lines, sleep } from './commands.mjs';
-import { assertOwnPid, cleanup, cleanupPid, cli, isAlive, tempDir, until } from './support.mjs';
+import { assertOwnPid, cleanup, cleanupSession, cli, isAlive, tempDir, until } from './support.mjs';
 
 describe('CLI start, wait and kill', () => {
   after(cleanup);
@@ -16,7 +16,7 @@ describe('CLI start, wait and kill', () => {
     const started = await cli(['start', '--state-dir', stateDir, '--cwd', work, '--json', gatedExit(4)]);
     assert.equal(started.code, 0, started.stdout + started.stderr);
     const s = JSON.parse(started.stdout);
-    cleanupPid(s.pid);
+    cleanupSession(s);
     assert.match(s.id, /^proc_[0-9a-f]{12}$/);
     assert.equal(typeof s.supervisorPid, 'number', 'a CLI job is durable: it has a supervisor');
     assertOwnPid(s);
@@ -34,7 +34,7 @@ describe('CLI start, wait and kill', () => {
     const started = await cli(['start', '--state-dir', stateDir, '--json', '--', ...words]);
     assert.equal(started.code, 0, started.stdout + started.stderr);
     const s = JSON.parse(started.stdout);
-    cleanupPid(s.pid);
+    cleanupSession(s);
     const waited = await cli(['wait', s.id, '--state-dir', stateDir]);
     assert.equal(waited.code, 0, waited.stdout + waited.stderr);
     assert.deepEqual(lines(waited.stdout), [words.slice(3).join('|')]);
@@ -45,7 +45,7 @@ describe('CLI start, wait and kill', () => {
     const started = await cli(['start', '--state-dir', stateDir, '--json', sleep(120)]);
     assert.equal(started.code, 0, started.stdout + started.stderr);
     const s = JSON.parse(started.stdout);
-    cleanupPid(s.pid);
+    cleanupSession(s);
     assertOwnPid(s);
 
     const killed = await cli(['kill', s.id, '--state-dir', stateDir, '--json', '--grace', '1s']);

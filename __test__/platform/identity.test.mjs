@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { sleep } from './commands.mjs';
-import { INDEX_CJS, cleanup, cleanupPid, inOtherHost, isAlive, pkg, tempDir, until } from './support.mjs';
+import { INDEX_CJS, cleanup, cleanupSession, inOtherHost, isAlive, pkg, tempDir, until } from './support.mjs';
 
 /** Fields 3 (state), 5 (process group) and 22 (start time) of `pid`'s stat as `cat` prints it. */
 function statSeenByAChild(pid) {
@@ -47,8 +47,7 @@ console.log(JSON.stringify({ verdict: verdict(${JSON.stringify(me)}) }));`,
     const registry = await pkg.ProcessRegistry.open({ stateDir });
     try {
       const s = await registry.spawn(sleep(120), { durable: true });
-      cleanupPid(s.pid);
-      cleanupPid(s.supervisorPid);
+      cleanupSession(s);
       assert.equal(typeof s.pid, 'number', `the session names its job: ${JSON.stringify(s)}`);
       assert.equal(typeof s.supervisorPid, 'number');
       assert.notEqual(s.pid, s.supervisorPid);

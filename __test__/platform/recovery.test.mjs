@@ -6,7 +6,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { echo, gatedExit, lines } from './commands.mjs';
-import { assertOwnPid, cleanup, cleanupPid, inOtherHost, isAlive, pkg, tempDir, until } from './support.mjs';
+import { assertOwnPid, cleanup, cleanupSession, inOtherHost, isAlive, pkg, tempDir, until } from './support.mjs';
 
 describe('checkpoint and recovery', () => {
   after(cleanup);
@@ -15,7 +15,7 @@ describe('checkpoint and recovery', () => {
     const stateDir = join(tempDir(), 'state');
     const first = await pkg.ProcessRegistry.open({ stateDir });
     const s = await first.spawn(echo('checkpointed'), { durable: false, taskId: 'platform-task' });
-    cleanupPid(s.pid);
+    cleanupSession(s);
     assert.equal((await first.wait(s.id, { timeoutMs: 30_000 })).exitCode, 0);
     await first.close();
 
@@ -45,7 +45,7 @@ describe('checkpoint and recovery', () => {
       `const s = await r.spawn(${JSON.stringify(gatedExit(5))}, { durable: true, cwd: ${JSON.stringify(work)} });
 console.log(JSON.stringify(s));`,
     );
-    cleanupPid(started.pid);
+    cleanupSession(started);
     assert.equal(started.durable, true);
     assert.equal(typeof started.supervisorPid, 'number');
     // The starting host has exited; the job has not (it waits for the gate).

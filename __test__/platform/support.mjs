@@ -30,6 +30,12 @@ export function cleanupPid(pid) {
   if (pid) pids.push(pid);
 }
 
+/** Kills session `s`'s job at the end, and a durable one's supervisor with its process group (even when `pid` is null). */
+export function cleanupSession(s) {
+  cleanupPid(s.pid);
+  cleanupPid(s.supervisorPid);
+}
+
 /** Kills what the tests started and removes their directories (call from `after`). */
 export async function cleanup() {
   for (const pid of pids.splice(0)) {
