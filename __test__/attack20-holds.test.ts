@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handleToolCall, localShell, ProcessRegistry } from '../dist/index.mjs';
 import { cliHost, configFile } from './envfile.js';
+import { connectInMemory } from './mcp-support.js';
 import { code, entry, stateWith } from './statedir-support.js';
 import { cleanupPid, cli, isAlive, tempDir, until } from './support.js';
 
@@ -116,6 +117,33 @@ describe('attack 20 holds: names through the CLI, the tool and the library', () 
       const ok: any = await handleToolCall(r, 'process_start', { command: 'exit 0', environment: 'far' });
       expect(ok).toMatchObject({ environment: 'far', pid_scope: 'sandbox' });
     } finally {
+      await r.close();
+    }
+  }, 90_000);
+  it('MCP: a signal name with shell text and an environment named __proto__ are errors the client sees; nothing runs on the far side', async () => {
+    const far = tempDir();
+    const marker = join(tempDir(), 'ran');
+    const r = await ProcessRegistry.open({ environments: { far: localShell({ tmpDir: far }) }, sandbox: { pollIntervalMs: 50 } });
+    const c = await connectInMemory(r);
+    try {
+      const bad = await c.call('process_start', { command: `touch ${marker}`, environment: '__proto__' });
+      expect(bad.isError).toBe(true);
+      expect(bad.json.error.code).toBe('INVALID_ARGUMENT');
+      const started = await c.call('process_start', { command: 'echo ready; sleep 300', environment: 'far' });
+      expect(started.structured).toMatchObject({ environment: 'far', pid_scope: 'sandbox' });
+      const id = started.structured.session_id;
+      await ready(r, id);
+      for (const signal of [`INT$(touch ${marker})`, "INT' -1 '", 'SIGKILL;id']) {
+        const sent = await c.call('process_control', { action: 'signal', session_id: id, signal });
+        expect(sent.isError, signal).toBe(true);
+        expect(sent.json.error.code, signal).toBe('INVALID_ARGUMENT');
+      }
+      expect(existsSync(marker)).toBe(false);
+      expect((await r.poll(id)).status).toBe('running');
+      expect((await c.call('process_control', { action: 'signal', session_id: id, signal: 'SIGTERM' })).isError).toBe(false);
+      expect(await r.wait(id, { timeoutMs: 30_000 })).toMatchObject({ signal: 'SIGTERM' });
+    } finally {
+      await c.close();
       await r.close();
     }
   }, 90_000);
