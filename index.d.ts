@@ -360,10 +360,31 @@ export interface ScreenCursor {
  * One signal (by name, as `KillOptions.signal` takes it) to the process group of the job
  * led by `identity`, with no escalation and no wait: checked as a kill is (identity
  * `current` right before it, the guard), reported in a kill report's shape (`signalled`
- * holds the leader's PID when its group got the signal). Errors: `EINVAL` for a bad
- * identity or signal name; `ENOTSUP` on Windows.
+ * holds the leader's PID when its group got the signal). Windows: `SIGTERM`, `SIGKILL`,
+ * `SIGINT`, `SIGQUIT` and `SIGHUP` terminate the job's root alone (exit code 1, as
+ * libuv's `uv_kill`); `SIGBREAK` needs the console helper, so only
+ * [`signal_job_async`] sends it. Errors: `EINVAL` for a bad identity or signal name;
+ * `ENOTSUP` on Windows for any other name, and for `SIGBREAK` here.
  */
 export declare function signalJob(identity: Identity, signal: string): KillReport
+
+/**
+ * [`signal_job`] on a dedicated thread (never libuv's pool), with `options.consoleHelper`
+ * for Windows' `SIGBREAK` (Ctrl-Break to the job's process group, sent by a helper process
+ * the thread waits for, up to 10 s). The callback gets `(error, report)` once: the errors
+ * of [`signal_job`], and `EIO` when Ctrl-Break could not be sent (always under Wine 8).
+ * Errors (thrown): `EINVAL` for a bad identity.
+ */
+export declare function signalJobAsync(identity: Identity, signal: string, options: SignalJobOptions | undefined | null, callback: ((err: Error | null, arg: KillReport) => unknown)): void
+
+/** Options of [`signal_job_async`]. */
+export interface SignalJobOptions {
+  /**
+   * Windows: the path of `procward-supervise.exe`, which sends `SIGBREAK`'s Ctrl-Break to
+   * the job's console. Without it `SIGBREAK` is `ENOTSUP`. Ignored elsewhere.
+   */
+  consoleHelper?: string
+}
 
 /** The conventional name of a signal number (`SIGKILL` for 9). */
 export declare function signalName(signal: number): string

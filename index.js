@@ -851,6 +851,7 @@ module.exports.MAX_WATCH_PATTERNS = nativeBinding.MAX_WATCH_PATTERNS
 module.exports.probe = nativeBinding.probe
 module.exports.removeCgroup = nativeBinding.removeCgroup
 module.exports.signalJob = nativeBinding.signalJob
+module.exports.signalJobAsync = nativeBinding.signalJobAsync
 module.exports.signalName = nativeBinding.signalName
 module.exports.spawn = nativeBinding.spawn
 module.exports.sweepCgroups = nativeBinding.sweepCgroups

@@ -40,6 +40,7 @@ export type {
 } from './types.js';
 export { identity, verdict, probe, descendants, killTree, signalJob, JOB_SIGNALS } from './processes.js';
 export type { Identity, Verdict, ProbeResult, ProcessEntry, KillReport, KillRefusal, KillRefusalReason, KillTreeOptions, JobSignal } from './processes.js';
+export { WINDOWS_JOB_SIGNALS, type WindowsJobSignal } from './session/signal.js';
 export type { SignalResult, SpawnResult } from './types.js';
 export { DEFAULT_DENIED_ENV } from './policy/spawnpolicy.js';
 export type { SpawnPolicy, SpawnRequest, SpawnDecision } from './policy/spawnpolicy.js';

@@ -210,9 +210,9 @@ function flushKills(): void {
 
 /**
  * Windows: `procward-supervise.exe` sends the graceful step (Ctrl-Break) to the job's console;
- * without it the tree is terminated at once.
+ * without it the tree is terminated at once. `ProcessRegistry.signal`'s `SIGBREAK` needs it too.
  */
-function consoleHelper(): { consoleHelper?: string } {
+export function consoleHelper(): { consoleHelper?: string } {
   if (process.platform !== 'win32') return {};
   try {
     return { consoleHelper: supervisorPath() };
@@ -283,8 +283,11 @@ export function jobSignal(name: unknown): JobSignal {
  * unknown: nothing sent) otherwise; `escalated` is false. Descendants that left the group
  * (`setsid`) are not reached: {@link killTree} hunts those down.
  *
+ * Windows: `SIGTERM`, `SIGKILL`, `SIGINT` and `SIGQUIT` (and `SIGHUP`) terminate `root` alone
+ * (exit code 1, as `process.kill` there); `ProcessRegistry.signal` also sends `SIGBREAK`.
+ *
  * Errors: `INVALID_ARGUMENT` for a bad PID or an unknown signal (details: `allowed`);
- * `ENOTSUP` on Windows (kill the job instead).
+ * `ENOTSUP` on Windows for the other names.
  */
 export function signalJob(root: Identity, signal: string): KillReport {
   checkPid(root?.pid);

@@ -162,9 +162,17 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
    *
    * Errors: `INVALID_ARGUMENT` for another name (details: `allowed`); `SESSION_EXITED` when
    * the session has ended (nothing is signalled); `KILL_REFUSED` (details: the report) when
-   * the guard refused; `IDENTITY_UNKNOWN` when the process cannot be read now; `ENOTSUP` on
-   * Windows, and for a durable job whose own process is not known yet with a signal its
-   * supervisor does not ignore; `UNKNOWN_SESSION`, `SESSION_READ_ONLY`.
+   * the guard refused; `IDENTITY_UNKNOWN` when the process cannot be read now; `ENOTSUP`
+   * for a durable job whose own process is not known yet with a signal its supervisor does
+   * not ignore, and for `SIGBREAK` off Windows; `UNKNOWN_SESSION`, `SESSION_READ_ONLY`.
+   *
+   * Windows (`WINDOWS_JOB_SIGNALS`, see `session/signal.ts`): `SIGTERM`, `SIGKILL`, `SIGINT`,
+   * `SIGQUIT` and `SIGHUP` terminate the job's root process alone, as `process.kill` does
+   * there (exit code 1, no signal in the exit; `processGroup: false`); `SIGBREAK` is
+   * Ctrl-Break to the job's process group (`processGroup: true`), only for a root in the Job
+   * Object procward created for it (`KILL_REFUSED`, `not_session_leader`, otherwise), and
+   * `EIO` when it cannot be sent (always under Wine 8). A durable job gets each on its own
+   * process, never its supervisor. Other names are `ENOTSUP` (details: `allowed`).
    *
    * A sandbox session is signalled on the far side: the job's own process, then its
    * descendants, each checked by its start time there right before its signal, never the

@@ -1,0 +1,111 @@
+/**
+ * What `ProcessRegistry.signal` sends, and to which process, on each platform: the name
+ * check, the target (a durable job's own process or its supervisor's group) and the native
+ * call. The registry turns the report into its result or error (`registry/kill.ts`).
+ *
+ * POSIX: one of `JOB_SIGNALS` to the job's process group; a durable job's supervisor leads
+ * that group, so signals it does not ignore go to the job's own tree, one process at a time.
+ *
+ * Windows has no signals. The names follow libuv's `uv_kill`, which Node's `process.kill`
+ * uses (https://docs.libuv.org/en/v1.x/process.html#c.uv_kill,
+ * https://nodejs.org/api/process.html#signal-events): `SIGTERM`, `SIGKILL`, `SIGINT`,
+ * `SIGQUIT` and `SIGHUP` terminate the job's ROOT process alone (`TerminateProcess`, exit
+ * code 1; its children run on: a tree kill is `kill`), and `SIGBREAK` is Ctrl-Break to the
+ * job's process group, sent by `procward-supervise.exe` (the console helper a kill's
+ * graceful step uses), only to a root in the Job Object procward created for it
+ * (`KILL_REFUSED` with `not_session_leader` otherwise). A durable job gets every name on
+ * its own root, never its supervisor, which holds the job's Job Object and writes the exit
+ * file. The end is published as any Windows exit: exit code 1 after termination, no signal
+ * (as after a tree kill there). Under Wine 8 Ctrl-Break cannot be sent: `SIGBREAK` fails
+ * with `EIO` and the job runs on.
+ */
+import { fromNative, ProcwardError } from '../errors.js';
+import { native } from '../native.js';
+import { consoleHelper, type Identity, JOB_SIGNALS, jobSignal, type KillReport, signalJob, signalTree } from '../processes.js';
+import type { SessionRecord } from './record.js';
+
+/** The names `ProcessRegistry.signal` takes on Windows (see the module docs). */
+export const WINDOWS_JOB_SIGNALS = ['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGQUIT', 'SIGHUP', 'SIGBREAK'] as const;
+
+/** A name of {@link WINDOWS_JOB_SIGNALS}. */
+export type WindowsJobSignal = (typeof WINDOWS_JOB_SIGNALS)[number];
+
+/**
+ * Signals a durable job's supervisor ignores (a handler that does nothing) or that harm it
+ * not (POSIX): `signal` sends these to the process group the supervisor leads, which holds the job.
+ */
+export const SUPERVISOR_IGNORES: ReadonlySet<string> = new Set(['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGCONT', 'SIGWINCH']);
+
+/**
+ * The name `ProcessRegistry.signal` sends for `name` (case-insensitive, `SIG` optional), as
+ * `JOB_SIGNALS` spells it, or `SIGBREAK` on Windows. Which of them a local job on Windows
+ * can get is {@link signalPlan}'s answer (a sandbox session's far side takes them all).
+ *
+ * Errors: as {@link jobSignal} (`INVALID_ARGUMENT`, details: `allowed`), and `ENOTSUP` for
+ * `SIGBREAK` off Windows (Ctrl-Break exists there only).
+ */
+export function sessionSignal(name: unknown, platform: NodeJS.Platform = process.platform): string {
+  const upper = typeof name === 'string' ? name.trim().toUpperCase() : '';
+  if (upper !== 'SIGBREAK' && upper !== 'BREAK') return jobSignal(name);
+  if (platform === 'win32') return 'SIGBREAK';
+  throw new ProcwardError('ENOTSUP', 'SIGBREAK is Ctrl-Break, which only Windows has', { allowed: [...JOB_SIGNALS] });
+}
+
+/** Where one signal of a running session goes, and how. */
+export interface SignalPlan {
+  /** The process checked and signalled (absent: not known yet, see `missing`). */
+  target: Identity | undefined;
+  /** Whether its process group gets the signal; otherwise the process (POSIX: and its descendants) alone. */
+  viaGroup: boolean;
+  /** Why there is no target (the `ENOTSUP` message). */
+  missing: string;
+  /** Sends the signal to `target`; the report as the kill path reports. */
+  send(target: Identity): Promise<KillReport>;
+}
+
+/**
+ * The plan for signal `sig` (from {@link sessionSignal}) to the running local session `r`
+ * on `platform`. Throws `ENOTSUP` on Windows for a name outside {@link WINDOWS_JOB_SIGNALS}
+ * (details: `allowed`).
+ */
+export function signalPlan(r: SessionRecord, sig: string, platform: NodeJS.Platform = process.platform): SignalPlan {
+  const other = `session ${r.id} runs in another environment (or has no process yet): it cannot be signalled from this host; kill it instead`;
+  if (platform === 'win32') {
+    if (!(WINDOWS_JOB_SIGNALS as readonly string[]).includes(sig)) {
+      throw new ProcwardError('ENOTSUP', `${sig} has no Windows counterpart: use one of ${WINDOWS_JOB_SIGNALS.join(', ')}`, { allowed: [...WINDOWS_JOB_SIGNALS] });
+    }
+    // Never a durable job's supervisor: the job's own root, whatever the name.
+    return {
+      target: (r.durable ? r.jobIdentity : r.identity) ?? undefined,
+      viaGroup: sig === 'SIGBREAK',
+      missing: r.durable ? `session ${r.id} is a durable job whose own process is not known yet: ${sig} would reach its supervisor; kill it instead` : other,
+      send: (target) => signalJobAsync(target, sig),
+    };
+  }
+  const viaGroup = !r.durable || SUPERVISOR_IGNORES.has(sig);
+  return {
+    target: (viaGroup ? r.identity : r.jobIdentity) ?? undefined,
+    viaGroup,
+    missing: r.durable
+      ? `session ${r.id} is a durable job whose own process is not known yet: ${sig} would reach its supervisor; send one of ${[...SUPERVISOR_IGNORES].join(', ')} or kill it`
+      : other,
+    // Not via the group: the job's own tree, one by one, never the supervisor that leads the group.
+    send: async (target) => (viaGroup ? signalJob(target, sig) : signalTree(target, sig)),
+  };
+}
+
+/**
+ * The native `signalJob` on its own thread, with the console helper `SIGBREAK` needs on
+ * Windows (a helper process the thread waits for, never the event loop). Rejects with the
+ * native error (`EIO` when Ctrl-Break could not be sent, `ENOTSUP` for a name without a
+ * counterpart).
+ */
+function signalJobAsync(root: Identity, sig: string): Promise<KillReport> {
+  return new Promise((resolve, reject) => {
+    try {
+      native.signalJobAsync(root, sig, consoleHelper(), (err, report) => (err ? reject(fromNative(err)) : resolve(report as KillReport)));
+    } catch (err) {
+      reject(fromNative(err));
+    }
+  });
+}
