@@ -57,6 +57,8 @@ export function createMcpServer(registry: ProcessRegistry, version: string, cont
     try {
       const result = await handleToolCall(registry, route.tool, args, context, {
         signal: extra.signal,
+        // Hints in results name MCP's tools (process_read, process_control), not the library's `process`.
+        surface: 'mcp',
         ...(progress.onProgress && { onProgress: progress.onProgress }),
       });
       if (route.tool === 'process_start' && !('error' in result)) server.sendResourceListChanged().catch(() => {});

@@ -33,6 +33,7 @@ import { takeNotifications } from './toolnotify.js';
 import type { ToolError, ToolResult, ToolSuccess } from './toolresult.js';
 import { readOutput, type ToolOutput } from './tooloutput.js';
 import { type Access, ToolScope } from './toolscope.js';
+import { callOf, type ToolSurface } from './toolnames.js';
 import { waitForHost } from './toolwait.js';
 
 /** A result as the handler builds it, before it is typed as a {@link ToolSuccess}. */
@@ -92,6 +93,12 @@ export interface ToolCallOptions {
    * it, a wait lasts its whole `timeout_ms`; without it, at most 50 s (see `toolwait.ts`).
    */
   onProgress?: (progress: { elapsedMs: number; totalMs: number; message: string }) => void;
+  /**
+   * Whose tool names the hints in results use (`note`s such as "call process action=wait"):
+   * `library` (default: `process_start` and `process`, as {@link toolDefinitions} defines
+   * them) or `mcp` (`process_read` and `process_control`, as the MCP server splits them).
+   */
+  surface?: ToolSurface;
 }
 
 /** What an action returns before notifications are added: its result, its budget, and whether it delivered events itself. */
@@ -187,9 +194,10 @@ async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext, 
   if (!input.yield_ms) return { result: started, maxChars };
   // The job's own end, inline: the wait consumes its completion (this result delivers it).
   const { result: w, aborted } = await waitForHost(registry, s.id, input.yield_ms, options);
-  const out = await readOutput(registry, s.id, { from: 'start', maxChars });
+  const surface = options.surface ?? 'library';
+  const out = await readOutput(registry, s.id, { from: 'start', maxChars, readOn: callOf(['log'], surface) });
   const ended = w.status === 'exited' ? { exitCode: w.exitCode, signal: w.signal, reason: w.reason } : {};
-  const note = w.status === 'running' ? `still running after ${aborted ? 'the call was aborted' : `${input.yield_ms} ms`}: use the process tool (wait, poll or log with this session_id and cursor)` : undefined;
+  const note = w.status === 'running' ? `still running after ${aborted ? 'the call was aborted' : `${input.yield_ms} ms`}: call ${callOf(['wait', 'poll', 'log'], surface)} with this session_id and cursor` : undefined;
   return { result: { ...started, status: w.status, ...ended, ...outputFields(out, 'output'), ...(aborted && { aborted: true }), ...(note && { note: out.note ? `${note}; ${out.note}` : note }) }, maxChars };
 }
 
@@ -225,13 +233,14 @@ async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext,
   }
   if (input.session_id === undefined) throw new ProcwardError('INVALID_ARGUMENT', `action ${input.action} needs session_id`);
   const access: Access = READS.has(input.action) ? 'read' : 'act';
-  const id = (await ToolScope.of(registry, ctx)).resolve(String(input.session_id), access);
+  const surface = options.surface ?? 'library';
+  const id = (await ToolScope.of(registry, ctx)).resolve(String(input.session_id), access, surface);
   if (input.filter !== undefined && input.action !== 'log' && input.cursor === undefined) {
     throw new ProcwardError('INVALID_ARGUMENT', `filter applies to log, or to ${input.action} with a cursor`);
   }
   const filter = input.filter !== undefined ? compileFilter(input.filter) : undefined;
   const since = async (sessionId: string) =>
-    input.cursor === undefined ? {} : outputFields(await readOutput(registry, sessionId, { from: { cursor: input.cursor }, maxChars, ...(filter && { filter }) }), 'output');
+    input.cursor === undefined ? {} : outputFields(await readOutput(registry, sessionId, { from: { cursor: input.cursor }, maxChars, readOn: callOf(['log'], surface), ...(filter && { filter }) }), 'output');
   const endCursor = async (sessionId: string) => ({ cursor: (await readOutput(registry, sessionId, { from: { limit: 1 }, maxChars })).cursor });
   switch (input.action) {
     case 'poll': {
@@ -269,7 +278,7 @@ async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext,
       return { result: { ...rest, ...output, ...(aborted && { aborted: true }), ...(note && { note }) }, maxChars };
     }
     case 'kill':
-      return { result: await killForHost(registry, id, input.grace_ms, options.signal), maxChars };
+      return { result: await killForHost(registry, id, input.grace_ms, options.signal, surface), maxChars };
     case 'signal':
       if (input.signal === undefined) throw new ProcwardError('INVALID_ARGUMENT', 'signal needs signal (a name such as SIGINT)');
       return { result: await registry.signal(id, input.signal), maxChars };
@@ -298,7 +307,7 @@ async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext,
  * follows the grace period) and publishes the end as any kill does. Errors: those of
  * `registry.kill` that come before the abort.
  */
-async function killForHost(registry: ProcessRegistry, id: string, graceMs: number | undefined, signal: AbortSignal | undefined): Promise<object> {
+async function killForHost(registry: ProcessRegistry, id: string, graceMs: number | undefined, signal: AbortSignal | undefined, surface: ToolSurface): Promise<object> {
   const killing = registry.kill(id, graceMs !== undefined ? { graceMs } : {});
   if (!signal) return await killing;
   // The kill may fail after the call returned: nobody waits for it then.
@@ -317,6 +326,6 @@ async function killForHost(registry: ProcessRegistry, id: string, graceMs: numbe
   }
   const now = await registry.poll(id);
   const under = now.status === 'running' ? 'SIGKILL follows the grace period for what outlives SIGTERM' : 'the job has ended';
-  return { id, status: now.status, aborted: true, note: `the call was aborted; the kill goes on in the background (${under}): poll or wait for its end` };
+  return { id, status: now.status, aborted: true, note: `the call was aborted; the kill goes on in the background (${under}): call ${callOf(['poll', 'wait'], surface)} for its end` };
 }
 

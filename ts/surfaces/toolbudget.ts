@@ -53,9 +53,11 @@ function breaks(text: string, from: number, to: number): number {
  * (a line longer than that is cut inside), and a marker line in between says what went.
  * `kind`: `lines` when the text is consecutive output lines (the marker says which
  * `offset`/`limit` reads what went), `matches` when it is a filter's matching lines, each
- * led by its number (the marker counts from 0 among them).
+ * led by its number (the marker counts from 0 among them). `pageWith`: the call that takes
+ * that `offset`/`limit` when it is not the one being answered (`process action=log` in a
+ * poll's result, see `toolnames.ts`); default none.
  */
-export function fitText(text: string, maxChars: number, firstLine: number, kind: 'lines' | 'matches' = 'lines'): Fitted {
+export function fitText(text: string, maxChars: number, firstLine: number, kind: 'lines' | 'matches' = 'lines', pageWith?: string): Fitted {
   if (text.length <= maxChars) return { text };
   const room = Math.max(2, maxChars - MARKER_ROOM);
   const headRoom = Math.ceil(room / 2);
@@ -76,10 +78,11 @@ export function fitText(text: string, maxChars: number, firstLine: number, kind:
     fromLine,
     toLine,
   };
+  const call = pageWith === undefined ? '' : `${pageWith} `;
   const marker =
     kind === 'lines'
-      ? `\n[… ${omitted.chars} characters cut here (${lineRange(omitted, 'line')}); read them with offset=${fromLine} limit=${toLine - fromLine + 1}, a filter, or a larger max_chars]\n`
-      : `\n[… ${omitted.chars} characters of matching lines cut here (${lineRange(omitted, 'match')}); narrow the filter, page with offset/limit, or raise max_chars]\n`;
+      ? `\n[… ${omitted.chars} characters cut here (${lineRange(omitted, 'line')}); read them with ${call}offset=${fromLine} limit=${toLine - fromLine + 1}, a filter, or a larger max_chars]\n`
+      : `\n[… ${omitted.chars} characters of matching lines cut here (${lineRange(omitted, 'match')}); narrow the filter, page with ${call}offset/limit, or raise max_chars]\n`;
   const head = text.slice(0, headEnd);
   const tail = text.slice(tailStart);
   return { text: `${head}${marker}${tail}`, omitted };

@@ -45,6 +45,13 @@ export interface ReadSpec {
   /** Byte cap of the registry's page (the `log` action's `max_bytes`); default 4 MiB. */
   maxBytes?: number;
   filter?: WatchMatcher;
+  /**
+   * The call that reads on, when it is not the one being answered (`process action=log`
+   * for a poll's, a wait's or a start's output; see `toolnames.ts`): hints name it for
+   * `offset`/`limit` pages, and a start's result for reading on after its cursor (calling
+   * `process_start` again would start another job). Default: none (the call is a log).
+   */
+  readOn?: string;
 }
 
 /** Lines asked of `readLog` when reading to the end: as many as its byte cap lets through. */
@@ -64,6 +71,8 @@ const absolute = (r: LogResult) => r.droppedLines !== undefined;
  */
 export async function readOutput(registry: ProcessRegistry, id: string, spec: ReadSpec): Promise<ToolOutput> {
   const incremental = spec.from !== 'start' && 'cursor' in spec.from;
+  const again = spec.from === 'start' && spec.readOn !== undefined ? `call ${spec.readOn}` : 'call again';
+  const pageWith = spec.readOn === undefined ? '' : `${spec.readOn} `;
   // A read after a cursor returns at most maxChars characters of whole lines (3 bytes of
   // UTF-8 at most each), unless a filter has to look through more; other reads keep head
   // and tail of all they read.
@@ -90,7 +99,7 @@ export async function readOutput(registry: ProcessRegistry, id: string, spec: Re
     matched = kept.lines.length;
     numbers = kept.numbers;
     rows = kept.lines.map((l, i) => `${kept.numbers[i]}: ${l}`);
-    if (kept.unsearched > 0) notes.push(`${kept.unsearched} lines were not searched: the filter's time budget was spent (narrow the range with offset/limit)`);
+    if (kept.unsearched > 0) notes.push(`${kept.unsearched} lines were not searched: the filter's time budget was spent (narrow the range with ${pageWith}offset/limit)`);
   }
   if (incremental) {
     // A reader that follows cursors must get every line: what does not fit is left for the
@@ -98,11 +107,11 @@ export async function readOutput(registry: ProcessRegistry, id: string, spec: Re
     const k = fittingRows(rows, spec.maxChars);
     if (k < rows.length) {
       end = numbers ? (numbers[k] as number) : first + k;
-      notes.push('more output follows: call again with this cursor');
+      notes.push(`more output follows: ${again} with this cursor`);
     }
     rows = rows.slice(0, k);
   } else if (end < got.totalLines && !(explicit && got.lines.length === ((spec.from as { limit?: number }).limit ?? 200))) {
-    notes.push(`more output follows (lines ${end}-${got.totalLines - 1}; the page's byte cap ended this read): call again with this cursor`);
+    notes.push(`more output follows (lines ${end}-${got.totalLines - 1}; the page's byte cap ended this read): ${again} with this cursor`);
   }
   const last = got.lines[end - 1 - got.offset];
   const cursor = encodeCursor({
@@ -114,7 +123,7 @@ export async function readOutput(registry: ProcessRegistry, id: string, spec: Re
   });
   const out: ToolOutput = { session_id: got.id, status: got.status, text: '', cursor, first_line: first, lines_read: end - first, total_lines: got.totalLines };
   if (matched !== undefined) out.matched_lines = matched;
-  const fitted = fitText(rows.join('\n'), spec.maxChars, numbers ? 0 : first, numbers ? 'matches' : 'lines');
+  const fitted = fitText(rows.join('\n'), spec.maxChars, numbers ? 0 : first, numbers ? 'matches' : 'lines', spec.readOn);
   out.text = fitted.text;
   if (fitted.omitted) out.truncated = { chars: fitted.omitted.chars, lines: fitted.omitted.lines, from_line: fitted.omitted.fromLine, to_line: fitted.omitted.toLine };
   if (got.droppedChars > 0 && first === 0) notes.push(`earlier output was dropped: ${got.showing}`);

@@ -12,6 +12,7 @@ import { ProcwardError } from '../errors.js';
 import type { ProcessRegistry } from '../registry.js';
 import { resolveSessionId } from '../session/ids.js';
 import type { ProcwardEvent } from '../policy/notifications.js';
+import { callOf, type ToolSurface } from './toolnames.js';
 
 /** The host's context of a call. */
 export interface ScopeContext {
@@ -36,13 +37,14 @@ export class ToolScope {
   /**
    * The full id `query` names for this scope. Errors: `INVALID_ARGUMENT` (not an id),
    * `UNKNOWN_SESSION` (not visible), `AMBIGUOUS_SESSION_ID` (among visible ones only),
-   * `SESSION_READ_ONLY` (acting on another task's session of the same conversation).
+   * `SESSION_READ_ONLY` (acting on another task's session of the same conversation), whose
+   * message names the reading call in `surface`'s tool names.
    */
-  resolve(query: string, access: Access): string {
+  resolve(query: string, access: Access, surface: ToolSurface = 'library'): string {
     if (this.visible === null) return query;
     const id = resolveSessionId(this.visible.keys(), query);
     if (access === 'act' && this.visible.get(id) === true) {
-      throw new ProcwardError('SESSION_READ_ONLY', `${id} belongs to another task of this conversation: this call may read it (poll, log, wait) but not act on it`);
+      throw new ProcwardError('SESSION_READ_ONLY', `${id} belongs to another task of this conversation: this call may read it (${callOf(['poll', 'log', 'wait'], surface)}) but not act on it`);
     }
     return id;
   }

@@ -18,14 +18,12 @@
  * The library's tool surface (`toolDefinitions`, `handleToolCall`) keeps its single
  * `process` tool; only the MCP surface splits it.
  */
+import { READ_ACTIONS } from '../toolnames.js';
 import { toolDefinitions } from '../toolschema.js';
 import { outputSchemas } from './outputschema.js';
 
 /** The MCP tool names. */
 export type McpToolName = 'process_start' | 'process_read' | 'process_control';
-
-/** Actions of `process` that change nothing outside procward's bookkeeping. */
-const READ_ACTIONS: readonly string[] = ['list', 'poll', 'log', 'wait', 'notifications', 'screen'];
 
 /** An MCP `Tool` as `tools/list` returns it. */
 export interface McpTool {
