@@ -11,6 +11,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// The directory under which procward creates per-job cgroups, if this host may.
 pub fn base() -> Option<&'static Path> {
@@ -121,10 +122,21 @@ pub fn remove(recorded: &str, session: &str) -> bool {
   }
 }
 
+/// How old an empty job cgroup must be before a sweep removes it: a start makes the cgroup
+/// first and moves its job in right after, so a younger empty one may belong to a start
+/// under way on another host (removing it would leave that job uncontained).
+pub const SWEEP_MIN_AGE: Duration = Duration::from_secs(60);
+
+/// Whether the directory at `path` was last modified at least [`SWEEP_MIN_AGE`] ago (its
+/// `lstat` mtime); false when that cannot be read or lies in the future.
+fn old_enough(path: &Path) -> bool {
+  fs::symlink_metadata(path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age >= SWEEP_MIN_AGE)
+}
+
 /// Removes every empty job cgroup directly below [`base`] (jobs that ended, whatever host
-/// started them): only directories named for a session, never through a link. The kernel
-/// refuses to remove a cgroup that still has members, so a running job's cgroup is never
-/// touched. Returns how many were removed.
+/// started them) that is at least [`SWEEP_MIN_AGE`] old: only directories named for a
+/// session, never through a link. The kernel refuses to remove a cgroup that still has
+/// members, so a running job's cgroup is never touched. Returns how many were removed.
 pub fn sweep_empty() -> usize {
   let Some(base) = base() else { return 0 };
   let Ok(entries) = fs::read_dir(base) else { return 0 };
@@ -132,7 +144,7 @@ pub fn sweep_empty() -> usize {
     .filter_map(Result::ok)
     // `file_type` of a directory entry does not follow links.
     .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && e.file_name().to_str().is_some_and(is_session_name))
-    .filter(|e| members(&e.path()).is_empty())
+    .filter(|e| members(&e.path()).is_empty() && old_enough(&e.path()))
     .filter(|e| fs::remove_dir(e.path()).is_ok())
     .count()
 }
@@ -166,6 +178,17 @@ mod tests {
       let dotted = format!("{}/../procward/proc_0123456789ab", base.display());
       assert_eq!(owned(&dotted, "proc_0123456789ab"), Owned::NotOurs);
     }
+  }
+
+  #[test]
+  fn a_fresh_empty_cgroup_is_left_for_a_later_sweep() {
+    let name = format!("proc_{:012x}", 0xf7e5_0000_0000u64 + u64::from(std::process::id()));
+    let Some(path) = create(&name) else { return };
+    // A start on another host is between making it and moving its job in.
+    sweep_empty();
+    assert!(path.exists(), "a sweep removed a cgroup made a moment ago");
+    assert!(!old_enough(&path));
+    fs::remove_dir(&path).unwrap();
   }
 
   #[test]
