@@ -122,7 +122,10 @@ describe('tool process_start with environment', () => {
     const bare = await ProcessRegistry.open();
     const res: any = await handleToolCall(bare, 'process_start', { command: 'echo never', environment: 'box' });
     expect(res.error).toMatchObject({ code: 'INVALID_ARGUMENT' });
-    expect(res.error.message).toContain('this host has configured no environments');
+    // The host never passed environments (not: its file names none).
+    expect(res.error.message).toContain('this host passed no environments to procward');
+    expect(res.error.message).toContain('environments: loadEnvironments()');
+    expect(res.error.details).toMatchObject({ environment: 'box', configured: [] });
     await bare.close();
   });
 

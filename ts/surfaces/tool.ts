@@ -187,7 +187,7 @@ async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext, 
     // The model writes `env`: loader and runtime variables (LD_PRELOAD, NODE_OPTIONS, ...) are refused.
     envSource: 'model',
     ...filing(ctx, input),
-  });
+  }).catch(noEnvironments);
   // Where the PID lives: `sandbox` (the far side of a configured environment, named) or `host`.
   const where = { pidScope: s.pidScope ?? 'host', ...(s.environment !== undefined && { environment: s.environment }) };
   const started = { sessionId: s.id, pid: s.pid, status: s.status, command: s.command, ...where, ...(s.withheldEnv.length > 0 && { withheldEnv: s.withheldEnv }) };
@@ -199,6 +199,19 @@ async function start(registry: ProcessRegistry, raw: unknown, ctx: ToolContext, 
   const ended = w.status === 'exited' ? { exitCode: w.exitCode, signal: w.signal, reason: w.reason } : {};
   const note = w.status === 'running' ? `still running after ${aborted ? 'the call was aborted' : `${input.yield_ms} ms`}: call ${callOf(['wait', 'poll', 'log'], surface)} with this session_id and cursor` : undefined;
   return { result: { ...started, status: w.status, ...ended, ...outputFields(out, 'output'), ...(aborted && { aborted: true }), ...(note && { note: out.note ? `${note}; ${out.note}` : note }) }, maxChars };
+}
+
+/**
+ * An unknown environment on a host whose registry was given none (`details.configured`
+ * empty): the host never passed its environments (a library host that did not load its
+ * file), which is what the message says, rather than that the file names none. Other
+ * errors as they are.
+ */
+function noEnvironments(err: unknown): never {
+  const e = err as { code?: unknown; details?: { environment?: unknown; configured?: unknown } };
+  if (e?.code !== 'INVALID_ARGUMENT' || typeof e.details?.environment !== 'string' || !Array.isArray(e.details.configured) || e.details.configured.length > 0) throw err;
+  const why = 'this host passed no environments to procward (a library host passes them: ProcessRegistry.open({ environments: loadEnvironments() }); procward mcp passes those of its environments file, procward environments --help)';
+  throw new ProcwardError('INVALID_ARGUMENT', `environment ${JSON.stringify(e.details.environment)} is not configured: ${why}`, e.details);
 }
 
 /**
