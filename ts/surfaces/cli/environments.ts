@@ -5,6 +5,7 @@
  * runs a job in one of them; every other command loads them too, so a fresh invocation
  * follows, reads and kills a session in an environment by the name it recorded.
  */
+import { existsSync, lstatSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { ExecutionEnvironment } from '../../remote/environments.js';
 import { common } from './common.js';
@@ -24,7 +25,8 @@ export async function hostEnvironments(required: boolean): Promise<Record<string
     return loadEnvironments();
   } catch (err) {
     if (required) throw err;
-    note(`procward: warning: ${(err as Error).message}; sessions in its environments cannot be reached by this command`);
+    const hint = environmentsHint(err);
+    note(`procward: warning: ${(err as Error).message}; sessions in its environments cannot be reached by this command${hint ? ` (${hint})` : ''}`);
     return undefined;
   }
 }
@@ -50,14 +52,52 @@ export async function closeEnvironments(envs: Record<string, ExecutionEnvironmen
   await Promise.all(Object.values(envs ?? {}).map((e) => e.close().catch((err: unknown) => note(`procward: warning: closing an environment: ${(err as Error).message}`))));
 }
 
+/** Where `environments --help` shows the file's format; the hints of the file's errors point here. */
+const FORMAT_HINT = 'see procward environments --help';
+
+/** The file's format, for `environments --help`: one environment of each kind (the example is a valid file, tested). */
+export const ENVIRONMENTS_FILE_HELP = `
+The environments file: JSON at $PROCWARD_ENVIRONMENTS, else at
+$XDG_CONFIG_HOME/procward/environments.json (default ~/.config/procward/...),
+owned by you and writable by no one else (chmod 600). Names: letters, digits, _ . -
+  {"environments": {
+    "web":   {"kind": "docker", "container": "web-1", "engine": "podman"},
+    "build": {"kind": "ssh", "host": "build.internal", "user": "ci", "identityFile": "~/.ssh/ci_ed25519"},
+    "api":   {"kind": "kubectl", "pod": "api-0", "namespace": "prod"},
+    "here":  {"kind": "local"}}}
+Unknown keys are refused; no secrets (an SSH key is the path to its file).
+Then: procward start --in web -- make test`;
+
+/**
+ * What to do about an error of the environments file (`err` as `readEnvironmentsConfig` or
+ * {@link environmentNamed} throw it: `INVALID_ARGUMENT` with `details.path`): `run chmod 600
+ * FILE` when the file is writable by its group or others, else where its format is shown.
+ * Null for any other error.
+ */
+export function environmentsHint(err: unknown): string | null {
+  const e = err as { code?: unknown; message?: unknown; details?: { path?: unknown } };
+  const path = e?.details?.path;
+  if (e?.code !== 'INVALID_ARGUMENT' || typeof path !== 'string' || typeof e.message !== 'string') return null;
+  if (!e.message.startsWith('environments file ') && !e.message.startsWith('environment ')) return null;
+  try {
+    if ((lstatSync(path).mode & 0o022) !== 0) return `run chmod 600 ${path}`;
+  } catch {
+    // Missing or unreadable: its format is the hint.
+  }
+  return FORMAT_HINT;
+}
+
 export function registerEnvironments(program: Command): void {
   common(program.command('environments'))
     .description('list the environments of the environments file (name and kind) that start --in NAME can run a job in')
+    .addHelpText('after', ENVIRONMENTS_FILE_HELP)
     .action(async (opts: Common) => {
       const { environmentsConfigPath, readEnvironmentsConfig } = await import('../../remote/configfile.js');
       const found = readEnvironmentsConfig();
+      const path = environmentsConfigPath();
       const rows = Object.entries(found).map(([name, d]) => ({ name, kind: d.kind }));
-      const text = rows.length > 0 ? table([{ header: 'NAME' }, { header: 'KIND' }], rows.map((r) => [r.name, r.kind])) : `no environments (${environmentsConfigPath()})`;
-      await print(opts, { path: environmentsConfigPath(), environments: rows }, text);
+      const none = `no environments: ${path} ${existsSync(path) ? 'names none' : 'does not exist'} (its format: procward environments --help)`;
+      const text = rows.length > 0 ? table([{ header: 'NAME' }, { header: 'KIND' }], rows.map((r) => [r.name, r.kind])) : none;
+      await print(opts, { path, environments: rows }, text);
     });
 }

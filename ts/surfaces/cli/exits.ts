@@ -3,6 +3,7 @@
  * message`), or with `--json` an `{ "error": { code, message, details } }` object on stdout.
  */
 import { CommanderError } from 'commander';
+import { environmentsHint } from './environments.js';
 import { Interrupted } from './host.js';
 import { EXIT_PIPE_CLOSED, OutputClosed } from './output.js';
 
@@ -28,7 +29,7 @@ export function exitFor(err: unknown, json: boolean): number {
     if (err.exitCode === 0) return 0;
     if (err.code === 'commander.help') return EXIT_USAGE;
     const message = err.message.replace(/^error: /, '');
-    report('INVALID_ARGUMENT', message, undefined, json, err.code === 'commander.unknownCommand' ? '' : commandOf());
+    report('INVALID_ARGUMENT', message, undefined, json, `see procward ${err.code === 'commander.unknownCommand' ? '' : commandOf()}--help`);
     return EXIT_USAGE;
   }
   if (err instanceof Interrupted || (err instanceof Error && err.name === 'AbortError' && err.cause instanceof Interrupted)) {
@@ -41,18 +42,19 @@ export function exitFor(err: unknown, json: boolean): number {
   const message = err instanceof Error ? err.message : String(err);
   // The library refusing an argument the command line gave (`signal ID FOO`) is a usage error too.
   const usage = code === 'INVALID_ARGUMENT';
-  report(code, message, e?.details, json, usage ? commandOf() : null);
+  // The environments file's errors: its mode's fix, or where its format is (not the command's help).
+  const hint = environmentsHint(err) ?? (usage ? `see procward ${commandOf()}--help` : null);
+  report(code, message, e?.details, json, hint);
   return usage ? EXIT_USAGE : 1;
 }
 
-/** Prints the error; `helpFor`: the command whose help the hint names (`''`: the program's), null for no hint. */
-function report(code: string, message: string, details: unknown, json: boolean, helpFor: string | null): void {
+/** Prints the error; `hint`: what to do, in parentheses after it (`see procward start --help`), null for none. */
+function report(code: string, message: string, details: unknown, json: boolean, hint: string | null): void {
   if (json) {
     process.stdout.write(`${JSON.stringify({ error: { code, message, ...(details !== undefined && details !== null && { details }) } }, null, 2)}\n`);
     return;
   }
-  const hint = helpFor !== null ? ` (see procward ${helpFor}--help)` : '';
-  process.stderr.write(`procward: ${code}: ${message.replace(/\s*\n\s*/g, ' ')}${hint}\n`);
+  process.stderr.write(`procward: ${code}: ${message.replace(/\s*\n\s*/g, ' ')}${hint !== null ? ` (${hint})` : ''}\n`);
 }
 
 /** The command named on the command line, for the help hint (`start `), or nothing. */

@@ -38,11 +38,27 @@ function onSignal(signal: 'SIGINT' | 'SIGTERM'): void {
 export async function withRegistry<T>(opts: Common, fn: (r: ProcessRegistry, signal: AbortSignal) => Promise<T>, extra: RegistryOptions = {}): Promise<T> {
   const [{ ProcessRegistry }, { defaultStateDir }] = await Promise.all([import('../../registry.js'), import('../../persist/statedir.js')]);
   const environments = extra.environments ?? (await hostEnvironments(false));
+  const stateDir = opts.stateDir ?? defaultStateDir();
   try {
-    return await withOpen(await ProcessRegistry.open({ ...extra, ...(environments && { environments }), stateDir: opts.stateDir ?? defaultStateDir() }), fn);
+    return await withOpen(await ProcessRegistry.open({ ...extra, ...(environments && { environments }), stateDir }), fn);
+  } catch (err) {
+    throw searchedIn(err, stateDir, opts.stateDir !== undefined);
   } finally {
     await closeEnvironments(environments);
   }
+}
+
+/**
+ * An unknown session's error naming the state directory searched (`details.stateDir`): the
+ * usual cause is a `--state-dir` or `$PROCWARD_STATE_DIR` other than the one the session
+ * was started with. Other errors as they are.
+ */
+function searchedIn(err: unknown, stateDir: string, given: boolean): unknown {
+  const e = err as { code?: unknown; message?: unknown; details?: unknown };
+  if (e?.code !== 'UNKNOWN_SESSION' || typeof e.message !== 'string') return err;
+  const from = given ? '--state-dir' : process.env.PROCWARD_STATE_DIR ? '$PROCWARD_STATE_DIR' : 'the default; --state-dir or $PROCWARD_STATE_DIR choose another';
+  const details = { ...(e.details && typeof e.details === 'object' ? e.details : {}), stateDir };
+  return Object.assign(new Error(`${e.message} in the state directory ${stateDir} (${from}); a session started with another state directory is only found there`), { code: e.code, details });
 }
 
 async function withOpen<T>(registry: ProcessRegistry, fn: (r: ProcessRegistry, signal: AbortSignal) => Promise<T>): Promise<T> {

@@ -56,7 +56,7 @@ export function registerJobs(program: Command): void {
     .option('--timeout <duration>', "kill the job's tree after this long (SIGTERM, then SIGKILL after 2s), also with no procward running", duration('timeout', 1))
     .option('--task <id>', 'task id to record')
     .option('--session-key <key>', 'session key to record')
-    .option('--in <name>', 'run it in an environment of the environments file (procward environments lists them): a container, an SSH host, a pod')
+    .option('--in <name>', 'run it in an environment of the environments file (procward environments lists them; its format: procward environments --help): a container, an SSH host, a pod')
     .option('--stdin', 'keep its stdin open for write/submit/close from later invocations (default: no input, the null device)')
     .option('-q, --quiet', 'print only the session id (no note of the variables withheld from the job)')
     .addHelpText(
@@ -101,7 +101,9 @@ export function registerJobs(program: Command): void {
     });
 
   common(program.command('signal'))
-    .description("send one signal to a session's job (its process group; no grace period, no SIGKILL after it): SIGINT to a dev server, SIGHUP to reload, SIGUSR1, SIGSTOP/SIGCONT")
+    .description(
+      "send one signal to a session's job and its descendants (on the far side for a job started with --in; to the process group of a library host's job that is not durable), no grace period, no SIGKILL after it: SIGINT to a dev server, SIGHUP to reload, SIGUSR1, SIGSTOP/SIGCONT",
+    )
     .argument('<id>', 'session id or unique prefix')
     .argument('<signal>', 'HUP INT QUIT TERM KILL USR1 USR2 ALRM CONT STOP TSTP WINCH (SIG prefix optional, any case)')
     .action(async (id: string, name: string, opts: Common) => {

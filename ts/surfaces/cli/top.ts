@@ -6,7 +6,7 @@
  * running. Plain ANSI on the alternate screen; with stdout not a terminal (or `--once`)
  * it prints one frame and exits, as `top -b -n 1` does.
  */
-import { type Command, InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { ProcessEntry } from '../../processes.js';
 import type { ProcessRegistry } from '../../registry.js';
 import type { SessionSummary } from '../../types.js';
@@ -184,8 +184,9 @@ function sortKey(value: string): SortKey {
 export function registerTop(program: Command): void {
   common(program.command('top'))
     .description('live view of the sessions: status, CPU %, memory and output rate of each job tree, refreshed in place (keys c m o s t sort, q quits)')
-    .option('--sort <key>', 'sort by cpu, mem, output, started or status (default cpu)', sortKey, 'c' as SortKey)
-    .option('--interval <duration>', 'time between refreshes (default 1s)', duration('interval', 100), 1000)
+    // Defaults shown once, as words (commander would add "(default: 1000)" after the text's own).
+    .addOption(new Option('--sort <key>', 'sort by cpu, mem, output, started or status').argParser(sortKey).default('c' as SortKey, 'cpu'))
+    .addOption(new Option('--interval <duration>', 'time between refreshes').argParser(duration('interval', 100)).default(1000, '1s'))
     .option('--once', 'print one frame and exit (the default when stdout is not a terminal); CPU and rates need two samples, one interval apart')
     .action(async (opts: Common & { sort: SortKey; interval: number; once?: boolean }) => {
       const key = opts.sort;
