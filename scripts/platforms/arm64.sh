@@ -16,8 +16,10 @@
 # script, so the suite's CLI runs, second hosts and `node` jobs start through qemu too.
 # node:test's runner spawns its per-file processes before any preload runs, hence one Node
 # per file.
-# qemu-user fakes /proc/self/stat for the emulated process (state "0", pgid 0): reads of
-# the host's own stat see qemu's values, reads of every other process see the kernel's.
+# qemu-user answers the emulated process's own reads of /proc/self/stat and /proc/<own
+# pid>/stat, by absolute path, with its fake (state "0", pgid 0, a start time of its own
+# clock); the core reads every stat relative to one /proc descriptor, which qemu passes to
+# the kernel (tests/own_stat.rs checks it here).
 # The jobs the suite starts are this machine's x64 sh/sleep: only procward and Node are arm64.
 # Every step runs; the exit status is 1 when any failed.
 # Usage: scripts/platforms/arm64.sh   (after scripts/platforms/setup.sh and npm run build:ts)
