@@ -7,11 +7,12 @@
 // The far shell of the scripts under attack runs below a decoy parent the test owns (a
 // shell with a `sleep` child): the forged files name that parent, so what a hole would
 // reach is the decoy `sleep`, never anything outside this test.
+import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CommandEnvironment, type ExecutionEnvironment, localShell, ProcessRegistry } from '../dist/index.mjs';
-import { cleanupPid, isAlive, tempDir, until } from './support.js';
+import { cleanupGroup, cleanupPid, isAlive, tempDir, until } from './support.js';
 
 /** Shell that writes `<pid> <start time>` of the far shell's parent (the decoy) into FILE. */
 const forgeParent = (file: string) => `set -- $(sed 's/.*) //' /proc/$PPID/stat); printf '%s %s\\n' "$PPID" "\${20}" > '${file}'`;
@@ -49,6 +50,16 @@ function decoyEnv(far: string, pick: (script: string) => string | null): { env: 
 function startOf(pid: number): string {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] as string;
+}
+
+/** Kills the session the wrapper leads (launched by the test; its files lie, so kill would not), then closes the registry. */
+async function closeKilling(r: ProcessRegistry, wrapper: number): Promise<void> {
+  if (wrapper > 1) {
+    try {
+      process.kill(-wrapper, 'SIGKILL');
+    } catch {}
+  }
+  await r.close();
 }
 
 const ready = (r: ProcessRegistry, id: string) => until(async () => (await r.readLog(id)).text.includes('ready'), 30_000, 'the job to start');
@@ -120,13 +131,34 @@ describe('attack 20: forged far-side files never get a stranger signalled', () =
       // The job, whose files lie, still runs: it was not reported killed nor exited.
       expect(isAlive(wrapper)).toBe(true);
     } finally {
-      // The real wrapper's session, as this test launched it.
-      if (wrapper > 1) {
-        try {
-          process.kill(-wrapper, 'SIGKILL');
-        } catch {}
-      }
-      await r.close();
+      await closeKilling(r, wrapper);
+    }
+  }, 90_000);
+
+  it('signal and kill: pid, start and job files naming a stranger session of the same user (a leader and its child, true start times) reach neither', async () => {
+    const far = tempDir();
+    const r = await ProcessRegistry.open({ environments: { far: localShell({ tmpDir: far }) }, sandbox: { pollIntervalMs: 60_000 } });
+    // The stranger: a session of this test's own, a shell leading it and its sleep.
+    const leader = spawn('sh', ['-c', 'sleep 300 & echo $!; wait'], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    cleanupGroup(leader.pid);
+    const child = Number(await new Promise<string>((res) => leader.stdout?.once('data', (d) => res(String(d).trim()))));
+    const lead = leader.pid as number;
+    let wrapper = 0;
+    try {
+      const s = await r.spawn('echo ready; sleep 300', { environment: 'far' });
+      await ready(r, s.id);
+      wrapper = s.pid as number;
+      const dir = join(far, s.id);
+      writeFileSync(join(dir, 'pid'), `${lead}\n`);
+      writeFileSync(join(dir, 'start'), `${startOf(lead)}\n`);
+      writeFileSync(join(dir, 'job'), `${child} ${startOf(child)}\n`);
+      await expect(r.signal(s.id, 'SIGTERM')).rejects.toMatchObject({ code: 'ENOTSUP' });
+      await expect(r.kill(s.id, { graceMs: 200 })).rejects.toMatchObject({ code: 'KILL_REFUSED' });
+      await new Promise((res) => setTimeout(res, 300));
+      expect(isAlive(lead)).toBe(true);
+      expect(isAlive(child)).toBe(true);
+    } finally {
+      await closeKilling(r, wrapper);
     }
   }, 90_000);
 });

@@ -118,8 +118,10 @@ export const SAFE_READ = [
 /**
  * Sets `P` to the wrapper's PID from the pid file (empty when there is none, or it is not a
  * number), then `A` to `alive` when `$P` is this session's wrapper, else `dead`. With /proc
- * and a recorded start time (`$D/start`, in `PS`), by identity; otherwise by its command
- * line naming `$D`.
+ * and a recorded start time (`$D/start`, in `PS`), by identity, and by its command line,
+ * whose last argument is `$D` (the job can rewrite `pid` and `start` to name another of the
+ * user's processes with its true start time; it cannot give that one the wrapper's
+ * arguments); otherwise by its command line naming `$D`.
  */
 export const WRAPPER_ALIVE = [
   PSTAT,
@@ -128,7 +130,7 @@ export const WRAPPER_ALIVE = [
   'PS=$(rd "$D/start" 24); num "$PS" || PS=',
   'A=dead',
   'if [ -n "$P" ] && [ -n "$PS" ] && [ -d /proc/1 ]; then',
-  '  pstat "$P" && [ "$T" = "$PS" ] && [ "$ST" != Z ] && A=alive',
+  '  pstat "$P" && [ "$T" = "$PS" ] && [ "$ST" != Z ] && tr \'\\000\' \'\\n\' < "/proc/$P/cmdline" 2>/dev/null | grep -qxF -- "$D" && A=alive',
   'elif [ -n "$P" ]; then',
   '  ps -o args= -p "$P" 2>/dev/null | grep -qF -- "$D" && A=alive',
   'fi',

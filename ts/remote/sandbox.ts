@@ -116,7 +116,7 @@ const CLAIM_MARGIN_S = 30;
  * session directory. Returns `exited` when the job had already ended (and nothing of it
  * remains), else what the kill did. Throws `ENVIRONMENT_UNAVAILABLE` when the far side
  * cannot be reached, `KILL_REFUSED` (nothing signalled) when the pid file names one of the
- * far shell's own.
+ * far shell's own, or a live process of the recorded start time that is not the wrapper.
  */
 export async function killRemote(env: ExecutionEnvironment, dir: string, graceMs: number): Promise<'exited' | RemoteKill> {
   const wait = Math.max(0, Math.ceil(graceMs / 100));
@@ -131,8 +131,10 @@ export async function killRemote(env: ExecutionEnvironment, dir: string, graceMs
     OURS,
     SIGEACH,
     // The job can rewrite `pid` and `start`: a wrapper that is this script, one of its
-    // ancestors (the host, through the local shell) or leads their group or session is a lie.
+    // ancestors (the host, through the local shell) or leads their group or session is a
+    // lie, and so is a live process of that start time whose arguments are not the wrapper's.
     '[ -d /proc/1 ] && ours "$P" && { echo FOREIGN; exit 0; }',
+    '[ -d /proc/1 ] && [ -n "$PS" ] && [ "$A" != alive ] && pstat "$P" && [ "$T" = "$PS" ] && [ "$ST" != Z ] && { echo FOREIGN; exit 0; }',
     KILL_CLAIM,
     // The claim goes out once there is something to signal, before the first signal.
     `stake() { [ -n "$EX" ] || claim ${2 * Math.ceil(graceMs / 1000) + CLAIM_MARGIN_S}; }`,
@@ -178,7 +180,7 @@ export async function killRemote(env: ExecutionEnvironment, dir: string, graceMs
   }
   const out = res.stdout.toString();
   if (/^FOREIGN$/m.test(out)) {
-    throw new ProcwardError('KILL_REFUSED', "the far side's pid file names the far shell itself, one of its ancestors, or a leader of their process group or session (the job can rewrite it): nothing was signalled");
+    throw new ProcwardError('KILL_REFUSED', "the far side's pid file names a process that is not the session's wrapper (the far shell, one of its ancestors or a leader of their group or session, or a process without the wrapper's arguments; the job can rewrite it): nothing was signalled");
   }
   if (/^EXITED$/m.test(out)) return 'exited';
   const how = /^SIGNAL (SIGTERM|SIGKILL)( ESCALATED)?$/m.exec(out);
