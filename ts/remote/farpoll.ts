@@ -38,10 +38,14 @@ export interface PollChunk {
 /** Bytes of the log before the offset each poll returns, to notice a log replaced in place. */
 export const CHECK_BYTES = 16;
 
-/** Parses the exit file: `<code>` or `signal:<NAME or number>`; null when it says neither. */
+/**
+ * Parses the exit file: `<code>` (0 to 255, what a shell status can be) or `signal:<NAME or
+ * number>` (16 characters at most); null when it says neither. The job can write the file:
+ * a code no status can be (say 30 digits, which no checkpoint entry validates) is not one.
+ */
 export function parseExit(text: string): FarExit | null {
-  if (/^\d+$/.test(text)) return { exitCode: Number(text), signal: null };
-  const m = /^signal:([A-Z0-9+-]+)$/.exec(text);
+  if (/^\d{1,3}$/.test(text) && Number(text) <= 255) return { exitCode: Number(text), signal: null };
+  const m = /^signal:([A-Z0-9+-]{1,16})$/.exec(text);
   if (!m) return null;
   const raw = m[1] as string;
   if (/^\d+$/.test(raw)) {
