@@ -186,6 +186,19 @@ describe('attack 20 holds: forged checkpoint records', () => {
       await r.close();
     }
   }, 60_000);
+  it('a sandbox record whose environment name holds ESC, BEL and a newline: CLI list and signal print it escaped', async () => {
+    const env = '\u001b]0;pwned\u0007\u001b[2Jbox\nNEWLINE';
+    const e = entry({ pidScope: 'sandbox', environment: env, status: 'running', exitedAt: null, exitCode: null, reason: null, terminationSource: null, pid: 4242 });
+    const state = stateWith([e]);
+    const listed = await cli(['list', '--state-dir', state]);
+    expect(listed.stdout).toContain(e.id as string);
+    expect(listed.stdout).toContain('pwned');
+    const sent = await cli(['signal', '--state-dir', state, e.id as string, 'SIGINT']);
+    expect(sent.code).not.toBe(0);
+    expect(sent.stderr).toContain('ENVIRONMENT_UNAVAILABLE');
+    for (const out of [listed.stdout, listed.stderr, sent.stdout, sent.stderr]) expect(out).not.toMatch(/[\u0007\u001b]/);
+    expect(listed.stdout.split('\n').filter((l) => l.includes('NEWLINE'))[0]).toContain(e.id as string);
+  }, 60_000);
 });
 
 describe('attack 20 holds: hostile output', () => {
