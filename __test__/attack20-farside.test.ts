@@ -137,7 +137,18 @@ describe('attack 20: forged far-side files never get a stranger signalled', () =
 
   it('signal and kill: pid, start and job files naming a stranger session of the same user (a leader and its child, true start times) reach neither', async () => {
     const far = tempDir();
-    const r = await ProcessRegistry.open({ environments: { far: localShell({ tmpDir: far }) }, sandbox: { pollIntervalMs: 60_000 } });
+    // Polled often until the job is ready; then the polls fail (as an unreachable far side's
+    // would), so the poller cannot end the session as lost once its wrapper files lie.
+    const plain = localShell({ tmpDir: far });
+    let frozen = false;
+    const env: ExecutionEnvironment = {
+      description: plain.description,
+      tmpDir: far,
+      close: () => plain.close(),
+      exec: (script, opts) =>
+        frozen && !script.includes('kill -s') && !script.includes('stake()') ? Promise.resolve({ stdout: Buffer.alloc(0), stderr: 'frozen', code: 255, timedOut: false }) : plain.exec(script, opts),
+    };
+    const r = await ProcessRegistry.open({ environments: { far: env }, sandbox: { pollIntervalMs: 50, lostAfterMs: 600_000 } });
     // The stranger: a session of this test's own, a shell leading it and its sleep.
     const leader = spawn('sh', ['-c', 'sleep 300 & echo $!; wait'], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
     cleanupGroup(leader.pid);
@@ -149,6 +160,7 @@ describe('attack 20: forged far-side files never get a stranger signalled', () =
       await ready(r, s.id);
       wrapper = s.pid as number;
       const dir = join(far, s.id);
+      frozen = true;
       writeFileSync(join(dir, 'pid'), `${lead}\n`);
       writeFileSync(join(dir, 'start'), `${startOf(lead)}\n`);
       writeFileSync(join(dir, 'job'), `${child} ${startOf(child)}\n`);
