@@ -38,11 +38,15 @@ function followInCli(procward: ReturnType<typeof cliHost>, path: string, id: str
   const child = spawn(process.execPath, [CLI, 'log', '-f', id], { env: { ...process.env, PROCWARD_STATE_DIR: procward.stateDir, PROCWARD_ENVIRONMENTS: path }, stdio: ['ignore', 'pipe', 'pipe'] });
   cleanupPid(child.pid);
   let out = '';
+  let err = '';
   child.stdout.on('data', (d) => {
     out += String(d);
   });
-  const ended = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { output: () => out, ended };
+  child.stderr.on('data', (d) => {
+    err += String(d);
+  });
+  const ended = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return { output: () => out, ended, errors: () => err };
 }
 
 function laterHostsRead(far: () => Far): void {
@@ -66,11 +70,15 @@ function laterHostsRead(far: () => Far): void {
 
   it('log -f in one call and kill in another: the follower records the kill with its signal, never lost', async () => {
     const procward = cliHost(far().path);
-    const id = (await procward('start', '-q', '--in', 'far', '--', "trap 'echo trapped; exit 0' TERM; echo armed; sleep 300 & wait")).stdout.trim();
+    const started = await procward('start', '-q', '--in', 'far', '--', "trap 'echo trapped; exit 0' TERM; echo armed; sleep 300 & wait");
+    expect(started.code, started.stderr).toBe(0);
+    const id = started.stdout.trim();
     const follower = followInCli(procward, far().path, id);
-    await until(() => follower.output().includes('armed'), 30_000, 'log -f following the job');
+    await until(() => follower.output().includes('armed'), 30_000, 'log -f following the job').catch((e) => {
+      throw new Error(`${e.message}; follower stderr: ${follower.errors()}`);
+    });
     const killed = await procward('kill', id);
-    expect(killed).toMatchObject({ code: 0 });
+    expect(killed, JSON.stringify(killed)).toMatchObject({ code: 0 });
     expect(killed.stdout).toContain(`${id}: killed`);
     await follower.ended;
     // Both hosts record the end (the follower, whose lost used to overwrite the kill, after it).
