@@ -37,6 +37,12 @@ export async function farCount(env: ExecutionEnvironment, text: string): Promise
   return Number(out.trim());
 }
 
+/** The far-side PIDs of live (non-zombie) processes whose command line contains `text`. */
+async function farPids(env: ExecutionEnvironment, text: string): Promise<number[]> {
+  const out = await farRun(env, `export T=${shq(text)}\nps -eo pid,stat,args | awk 'NR > 1 && $2 !~ /^Z/ && index($0, ENVIRON["T"]) { print $1 }'`);
+  return out.split('\n').filter(Boolean).map(Number);
+}
+
 /**
  * A sleep duration no other test uses, to find this test's processes on the far side, and
  * bounded (about 300 s), so a job a failed test could not kill still ends by itself.
@@ -179,6 +185,51 @@ export function farSideBehaviour(far: () => FarSide): void {
     expect(await farCount(env, `sleep ${a}`)).toBe(0);
     expect(await farCount(env, `sleep ${b}`)).toBe(0);
     expect(await farCount(env, `sleep ${c}`)).toBe(0);
+    await r.close();
+  });
+
+  // Issue 19: the escapee's parent exits at once, so it is neither in the job's tree nor in
+  // its session; it carries the session's mark in its environment, as the job's processes do.
+  it('kill stops a setsid escapee whose parent exited before the kill, and counts it as signalled', async () => {
+    const r = await open();
+    const { env } = far();
+    const [a, c] = [uniqueSleep(), uniqueSleep()];
+    const s = await r.spawn(`sh -c 'setsid sleep ${a} &'; echo up; sleep ${c}`, { environment: env });
+    await until(async () => (await r.poll(s.id)).outputPreview.includes('up') && (await farCount(env, `sleep ${a}`)) === 1, 20_000, 'the escapee');
+    const [escapee] = await farPids(env, `sleep ${a}`);
+    const k = await r.kill(s.id, { graceMs: 1000 });
+    expect(k).toMatchObject({ outcome: 'killed', signal: 'SIGTERM', survivors: [] });
+    expect(k.signalled).toContain(escapee);
+    expect(await farCount(env, `sleep ${a}`)).toBe(0);
+    expect(await farCount(env, `sleep ${c}`)).toBe(0);
+    await r.close();
+  });
+
+  it("kill leaves a process started outside the job with a forged mark (another nonce, or the job's mark with more after it)", async () => {
+    const r = await open();
+    const { env } = far();
+    const [c, x, y] = [uniqueSleep(), uniqueSleep(), uniqueSleep()];
+    const s = await r.spawn(`echo up; sleep ${c}`, { environment: env });
+    await until(async () => (await r.poll(s.id)).outputPreview.includes('up'), 20_000, 'the job');
+    // The test reads the job's own mark (it is the same user) and starts, after the job and
+    // outside it, one process with the job's session id and another nonce, and one whose
+    // entry starts with the job's whole mark: neither entry is the job's.
+    const D = `D=$(echo '${env.tmpDir}/${s.id}' | sed "s/%i/$(id -u)/g")`;
+    await farRun(
+      env,
+      `${D}; M=$(cat "$D/mark")\n` +
+        `PROCWARD_SESSION_ID=${s.id}:${'0'.repeat(32)} setsid sleep ${x} > /dev/null 2>&1 < /dev/null &\n` +
+        `PROCWARD_SESSION_ID="$M"0 setsid sleep ${y} > /dev/null 2>&1 < /dev/null &`,
+    );
+    await until(async () => (await farCount(env, `sleep ${x}`)) === 1 && (await farCount(env, `sleep ${y}`)) === 1, 20_000, 'the forgers');
+    const forgers = [...(await farPids(env, `sleep ${x}`)), ...(await farPids(env, `sleep ${y}`))];
+    const k = await r.kill(s.id, { graceMs: 1000 });
+    expect(k).toMatchObject({ outcome: 'killed', survivors: [] });
+    expect(await farCount(env, `sleep ${c}`)).toBe(0);
+    expect(await farCount(env, `sleep ${x}`)).toBe(1);
+    expect(await farCount(env, `sleep ${y}`)).toBe(1);
+    for (const p of forgers) expect(k.signalled).not.toContain(p);
+    await farRun(env, `kill ${forgers.join(' ')}`);
     await r.close();
   });
 

@@ -46,17 +46,34 @@ export const PSTAT = [
  * its number); when P is someone else, nothing but the extra roots is the job's.
  * Extra roots (`pid:start` words after S) are walked as well: members the first snapshot
  * found, whose parent may have died since.
+ *
+ * With `MK` set (a kill sets it to the whole entry `PROCWARD_SESSION_ID=<session id>:<nonce>`,
+ * see {@link MARK} and {@link WRAPPER}; it then needs {@link OURS}), every process whose
+ * `/proc/<pid>/environ` holds exactly that entry (NUL-separated entries, each compared whole)
+ * and that started at or after S is a root as well, with its descendants: a `setsid`
+ * escapee whose parent has exited is in neither the tree nor the session, but it inherited
+ * the job's environment. Only the same user's environ is readable; one of `ours` is never
+ * taken. One `grep -z` over all of /proc (a `tr` per process where grep lacks `-z`).
  */
 export const OWN = [
   PSTAT,
+  'marked() {',
+  '  [ -n "$MK" ] || return 0',
+  `  if printf 'a\\000' | grep -qzxF a 2>/dev/null; then grep -lzxF -- "$MK" /proc/[0-9]*/environ 2>/dev/null`,
+  `  else for f in /proc/[0-9]*/environ; do tr '\\000' '\\n' < "$f" 2>/dev/null | grep -qxF -- "$MK" && echo "$f"; done; fi |`,
+  '    while IFS= read -r f; do f=${f#/proc/}; f=${f%/environ}; num "$f" && ! ours "$f" && printf \'%s \' "$f"; done',
+  '  return 0',
+  '}',
   'snap() { for f in /proc/[0-9]*/stat; do p=${f#/proc/}; p=${p%/stat}; pstat "$p" && echo "$p $PP $SI $T $ST"; done; }',
   'own() {',
-  '  snap | awk -v roots="$*" \'',
+  '  MKP=$(marked)',
+  '  snap | awk -v roots="$*" -v marked="$MKP" \'',
   '    { pp[$1] = $2; sid[$1] = $3; st[$1] = $4; state[$1] = $5 }',
   '    END {',
   '      n = split(roots, r, " "); P = r[1]; S = r[2]',
   '      if (P in st) { if (st[P] == S) { mark[P] = 1; session = 1 } } else session = 1',
   '      for (i = 3; i <= n; i++) { split(r[i], q, ":"); if ((q[1] in st) && st[q[1]] == q[2]) mark[q[1]] = 1 }',
+  '      n = split(marked, m, " "); for (i = 1; i <= n; i++) if ((m[i] in st) && st[m[i]] + 0 >= S + 0) mark[m[i]] = 1',
   '      if (session) for (p in sid) if (sid[p] == P) mark[p] = 1',
   '      do { changed = 0',
   '        for (p in pp) if (!(p in mark) && (pp[p] in mark) && st[p] + 0 >= st[pp[p]] + 0) { mark[p] = 1; changed = 1 }',
@@ -85,20 +102,34 @@ export const OURS = [
 /**
  * `sigeach SIG` (needs {@link OURS}): sends SIG to each `pid start` line on stdin whose
  * process is still the one of that start time and not a zombie, never to PID 1 or below,
- * nor to this script, its ancestors, or a leader of their groups or sessions.
+ * nor to this script, its ancestors, or a leader of their groups or sessions. Prints `SENT
+ * PID` for each signal the kernel took.
  */
 export const SIGEACH = [
   'sigeach() {',
   '  while read -r p s; do',
   '    case "$p" in ""|*[!0-9]*) continue;; esac',
   '    [ "$p" -gt 1 ] && ! ours "$p" || continue',
-  '    pstat "$p" && [ "$T" = "$s" ] && [ "$ST" != Z ] && kill -"$1" "$p" 2>/dev/null',
+  '    pstat "$p" && [ "$T" = "$s" ] && [ "$ST" != Z ] && kill -"$1" "$p" 2>/dev/null && echo "SENT $p"',
   '  done',
   '  return 0',
   '}',
   // `alive`: the `pid start` lines on stdin whose process still runs (same start time, not a zombie).
   'alive() { while read -r p s; do pstat "$p" && [ "$T" = "$s" ] && [ "$ST" != Z ] && echo "$p $s"; done; return 0; }',
 ].join('\n');
+
+/** The variable the wrapper exports to the job: `<session id>:<nonce>` (see {@link MARK}). */
+export const MARK_VAR = 'PROCWARD_SESSION_ID';
+
+/**
+ * The session's mark (needs {@link SAFE_READ}): the launch writes `$D/mark`, the session id,
+ * a colon and a nonce of 32 hex digits the host drew for this launch, and the wrapper exports
+ * it to the job as {@link MARK_VAR}. `mark ID` sets `MK` to the whole environ entry
+ * (`PROCWARD_SESSION_ID=ID:<nonce>`) when the file holds ID, a colon and such a nonce, else
+ * to nothing. ID comes from the host, never from a far-side file, so a job that rewrites its
+ * own `mark` can point a kill only at processes carrying its own session id.
+ */
+export const MARK = `mark() { MK=; M=$(rd "$D/mark" 80); case "$M" in "$1:"*) N=\${M#"$1:"};; *) return 0;; esac; case "$N" in *[!0-9a-f]*) return 0;; esac; [ \${#N} -eq 32 ] && MK="${MARK_VAR}=$M"; return 0; }`;
 
 /**
  * Reading the session directory, which the job can write into (it runs as the same user):
@@ -202,6 +233,8 @@ export const WRAPPER = [
   PSTAT,
   'cd "$(cat "$D/cwd")" 2>/dev/null || cd',
   '. "$D/env"',
+  // The session's mark (see MARK), after the caller's variables so none of them replaces it.
+  `M=$(cat "$D/mark" 2>/dev/null) && [ -n "$M" ] && export ${MARK_VAR}="$M"`,
   'SH=sh; command -v bash >/dev/null 2>&1 && SH=bash',
   // An asynchronous command of a non-interactive shell starts with SIGINT and SIGQUIT
   // ignored, and no shell can trap a signal ignored on entry: GNU env (coreutils 8.31+) gives

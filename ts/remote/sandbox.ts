@@ -11,9 +11,10 @@
  * The scripts' shell fragments are in `farshell.ts`; the poller that follows a session is in
  * `poller.ts`.
  */
+import { randomBytes } from 'node:crypto';
 import type { ExecResult, ExecutionEnvironment } from './environments.js';
 import { ProcwardError } from '../errors.js';
-import { farDir, KILL_CLAIM, OURS, OWN, PSTAT, SAFE_DIRS, shq, SIGEACH, WRAPPER, WRAPPER_ALIVE } from './farshell.js';
+import { farDir, KILL_CLAIM, MARK, OURS, OWN, PSTAT, SAFE_DIRS, shq, SIGEACH, WRAPPER, WRAPPER_ALIVE } from './farshell.js';
 
 export { farDir, shq } from './farshell.js';
 export { SandboxPoller, type PollerEvents } from './poller.js';
@@ -56,6 +57,8 @@ export async function launch(
     `printf '%s' ${shq(b64)} | base64 -d > "$D/cmd"`,
     `printf '%s\\n' ${shq(exports)} > "$D/env"`,
     opts.cwd ? `printf '%s' ${shq(opts.cwd)} > "$D/cwd"` : ': > "$D/cwd"',
+    // The session's mark, which the wrapper exports to the job (see MARK in farshell.ts).
+    `printf '%s' ${shq(`${sessionId}:${randomBytes(16).toString('hex')}`)} > "$D/mark"`,
     // Detached from this connection: a new session, no stdin, output to the log.
     `setsid sh -c ${shq(WRAPPER)} procward-sandbox "$D" > /dev/null 2>&1 < /dev/null &`,
     'P=$!',
@@ -85,6 +88,8 @@ export interface RemoteKill {
   signal: 'SIGTERM' | 'SIGKILL';
   /** Whether SIGKILL was sent (something of the job outlived the grace period). */
   escalated: boolean;
+  /** Far-side PIDs that took a signal, each once (the wrapper's alone where the far side has no /proc). */
+  signalled: number[];
 }
 
 /**
@@ -95,7 +100,9 @@ const CLAIM_MARGIN_S = 30;
 
 /**
  * Tree kill on the far side, as locally: snapshot the job's processes (the wrapper, its
- * descendants by parent PID, the members of its session; see `OWN` in `farshell.ts`), each
+ * descendants by parent PID, the members of its session, and every process started since
+ * the wrapper whose environment carries the session's mark, a `setsid` escapee whose
+ * parent has exited included; see `OWN` and `MARK` in `farshell.ts`), each
  * with its start time, *before* the first signal; SIGTERM (and SIGCONT) each one that is
  * still the process of that start time, and the process group while the wrapper is current;
  * wait up to the grace period; walk again from the survivors (a `setsid` escapee whose
@@ -130,6 +137,8 @@ export async function killRemote(env: ExecutionEnvironment, dir: string, graceMs
     OWN,
     OURS,
     SIGEACH,
+    MARK,
+    `mark ${shq(dir.slice(dir.lastIndexOf('/') + 1))}`,
     // The job can rewrite `pid` and `start`: a wrapper that is this script, one of its
     // ancestors (the host, through the local shell) or leads their group or session is a
     // lie, and so is a live process of that start time whose arguments are not the wrapper's.
@@ -145,8 +154,10 @@ export async function killRemote(env: ExecutionEnvironment, dir: string, graceMs
     '  SNAP=$(own "$P" "$PS")',
     '  [ -n "$SNAP" ] || { echo EXITED; exit 0; }',
     '  stake',
+    // Each member first, so the report names each one that took SIGTERM, then the group.
+    '  echo "$SNAP" | sigeach TERM',
     '  [ "$A" = alive ] && kill -TERM -$P 2>/dev/null',
-    '  echo "$SNAP" | sigeach TERM; echo "$SNAP" | sigeach CONT',
+    '  echo "$SNAP" | sigeach CONT',
     `  i=0; while [ $i -lt ${wait} ] && [ -n "$(echo "$SNAP" | alive)" ]; do sleep 0.1; i=$((i+1)); done`,
     '  LEFT=$(echo "$SNAP" | alive)',
     '  if [ -n "$LEFT" ]; then',
@@ -164,7 +175,7 @@ export async function killRemote(env: ExecutionEnvironment, dir: string, graceMs
     '  [ "$A" = alive ] || { echo EXITED; exit 0; }',
     '  stake',
     "  members() { ps -eo pid=,pgid=,stat= 2>/dev/null | awk -v g=$P '$2 == g && $3 !~ /^Z/ { print $1 }'; }",
-    '  kill -TERM -$P 2>/dev/null || kill -TERM $P 2>/dev/null || true',
+    '  { kill -TERM -$P 2>/dev/null || kill -TERM $P 2>/dev/null; } && echo "SENT $P"',
     `  i=0; while [ $i -lt ${wait} ] && [ -n "$(members)" ]; do sleep 0.1; i=$((i+1)); done`,
     '  if [ -n "$(members)" ]; then SIG=SIGKILL; ESC=1; kill -KILL -$P 2>/dev/null || true; sleep 0.2; fi',
     '  REST=$(members)',
@@ -184,7 +195,9 @@ export async function killRemote(env: ExecutionEnvironment, dir: string, graceMs
   }
   if (/^EXITED$/m.test(out)) return 'exited';
   const how = /^SIGNAL (SIGTERM|SIGKILL)( ESCALATED)?$/m.exec(out);
+  const sent = new Set([...out.matchAll(/^SENT (\d+)$/gm)].map((m) => Number(m[1])));
   return {
+    signalled: [...sent],
     survivors: out
       .split('\n')
       .map((l) => Number(l.trim()))

@@ -216,7 +216,7 @@ export class SandboxSession extends BaseSession {
     // The signal that ended the job (a follower may have recorded the same from the claim already).
     host.finish(live, { exitCode: null, signal: res.signal, reason: 'killed', source: 'kill' });
     host.consume(live);
-    return { ...base, outcome: 'killed', signalled: [r.pid], escalated: res.escalated, exitCode: r.exitCode, signal: r.signal };
+    return { ...base, outcome: 'killed', signalled: res.signalled, escalated: res.escalated, exitCode: r.exitCode, signal: r.signal };
   }
 
   /**
