@@ -6,10 +6,9 @@
 //
 // The stranger is this test's own: a `sleep` in a detached shell's group.
 //
-// OPEN (it.fails): the fix belongs in the signal path another helper is moving into
-// ts/session/signal.ts (signalPlan) this session; left for it. A non-durable POSIX target must
-// lead its own session before signalJob (the core sends a non-leader's signal to it alone, a
-// durable job's shell needs that), e.g. refuse `not_session_leader` when probe's pgid differs.
+// Fixed in signalPlan (ts/session/signal.ts): a non-durable POSIX root must lead its own
+// process group before signalJob (the core sends a non-leader's signal to it alone, which a
+// durable job's shell needs), else `not_session_leader`.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -24,7 +23,7 @@ function identityOf(pid: number) {
 }
 
 describe('attack 20: a forged local record naming a process that leads no group', () => {
-  it.fails('signal refuses it as kill does (KILL_REFUSED), and the process is not signalled', async () => {
+  it('signal refuses it as kill does (KILL_REFUSED), and the process is not signalled', async () => {
     const outer = spawn('sh', ['-c', 'sleep 300 & echo $!; wait'], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
     cleanupGroup(outer.pid);
     const pid = Number(await new Promise<string>((res) => outer.stdout?.once('data', (d) => res(String(d).trim()))));

@@ -21,7 +21,7 @@
  */
 import { fromNative, ProcwardError } from '../errors.js';
 import { native } from '../native.js';
-import { consoleHelper, type Identity, JOB_SIGNALS, jobSignal, type KillReport, signalJob, signalTree } from '../processes.js';
+import { consoleHelper, type Identity, JOB_SIGNALS, jobSignal, type KillReport, probe, signalJob, signalTree } from '../processes.js';
 import type { SessionRecord } from './record.js';
 
 /** The names `ProcessRegistry.signal` takes on Windows (see the module docs). */
@@ -90,8 +90,22 @@ export function signalPlan(r: SessionRecord, sig: string, platform: NodeJS.Platf
       ? `session ${r.id} is a durable job whose own process is not known yet: ${sig} would reach its supervisor; send one of ${[...SUPERVISOR_IGNORES].join(', ')} or kill it`
       : other,
     // Not via the group: the job's own tree, one by one, never the supervisor that leads the group.
-    send: async (target) => (viaGroup ? signalJob(target, sig) : signalTree(target, sig)),
+    send: async (target) => (!viaGroup ? signalTree(target, sig) : r.durable ? signalJob(target, sig) : leaderOnly(target) ?? signalJob(target, sig)),
   };
+}
+
+/**
+ * The refusal for a non-durable job's root that does not lead its own process group
+ * (`/proc/<pid>/stat` field 5): every such job starts with `setsid`, so a record naming
+ * anything else is not one of procward's jobs, and `signal` refuses it as `kill` does
+ * (`not_session_leader`), where the core would send the signal to that process alone.
+ * Undefined when the root leads its group, or when it is not the recorded process (gone or
+ * reused: `signalJob` reports that).
+ */
+function leaderOnly(target: Identity): KillReport | undefined {
+  const [p] = probe([target.pid]);
+  if (!p?.alive || p.startTime !== target.startTime || p.pgid === target.pid) return undefined;
+  return { signalled: [], alreadyGone: [], refusedReused: [], survivors: [], survivorIdentities: [], escalated: false, refused: [{ pid: target.pid, reason: 'not_session_leader' }] };
 }
 
 /**
