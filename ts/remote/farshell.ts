@@ -60,7 +60,7 @@ export const OWN = [
   'marked() {',
   '  [ -n "$MK" ] || return 0',
   `  if printf 'a\\000' | grep -qzxF a 2>/dev/null; then grep -lzxF -- "$MK" /proc/[0-9]*/environ 2>/dev/null`,
-  `  else for f in /proc/[0-9]*/environ; do tr '\\000' '\\n' < "$f" 2>/dev/null | grep -qxF -- "$MK" && echo "$f"; done; fi |`,
+  `  else for f in /proc/[0-9]*/environ; do [ -r "$f" ] && { tr '\\000' '\\n' < "$f"; } 2>/dev/null | grep -qxF -- "$MK" && echo "$f"; done; fi |`,
   '    while IFS= read -r f; do f=${f#/proc/}; f=${f%/environ}; num "$f" && ! ours "$f" && printf \'%s \' "$f"; done',
   '  return 0',
   '}',
