@@ -97,11 +97,12 @@ export class SandboxSession extends BaseSession {
 
   /**
    * Reads the far-side log up to its end (see the module docs), unless this host started the
-   * job, cannot reach its environment, or read it after its end already.
+   * job, cannot reach its environment, or read it after its end already; a launch that
+   * failed left no log to read.
    */
   private async catchUp(): Promise<void> {
     const r = this.live.record;
-    if (this.startedHere || this.launching || this.readAfterEnd || r.pidScope !== 'sandbox') return;
+    if (this.startedHere || this.launching || this.readAfterEnd || r.pidScope !== 'sandbox' || r.reason === 'failed_start') return;
     const env = this.follow?.env ?? this.host.environments.forRecord(r);
     if (!env) return;
     const ended = r.status === 'exited';
