@@ -2,7 +2,7 @@
 // invocation is a fresh host that recovers first (DESIGN section 8); what another host is
 // writing at that moment is not damage and is not reported as such. A checkpoint that is
 // really missing, and a session whose host really died before writing it, still are.
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
@@ -50,5 +50,20 @@ describe.skipIf(process.platform === 'win32')('parallel starts', () => {
     expect(listed.stderr).toContain('checkpoint.json is missing; read the previous generation');
     // The second host's session is only in its directory now, and that host is gone.
     expect(listed.stderr).toContain('recovered from its session directory (its host stopped before writing the checkpoint)');
+  }, 600_000);
+
+  it('a session directory without session.json is a start under way for a minute (quiet), and reported after that', async () => {
+    const dir = tempDir();
+    expect((await slowCli(['start', '--state-dir', dir, '--', 'true'])).stderr).toBe('');
+    // Another host has made its session directory and not yet written session.json in it.
+    const young = join(dir, 'sessions', 'proc_0123456789ab');
+    const old = join(dir, 'sessions', 'proc_ba9876543210');
+    mkdirSync(young, { mode: 0o700 });
+    mkdirSync(old, { mode: 0o700 });
+    const twoMinutesAgo = new Date(Date.now() - 120_000);
+    utimesSync(old, twoMinutesAgo, twoMinutesAgo);
+    const listed = await slowCli(['list', '--state-dir', dir]);
+    expect(listed.stderr).not.toContain('proc_0123456789ab');
+    expect(listed.stderr).toContain(`${old}: not in the checkpoint and no readable session.json; left alone`);
   }, 600_000);
 });

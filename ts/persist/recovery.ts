@@ -9,6 +9,7 @@
  * foreign (shown, never written).
  */
 import { isSessionId } from '../session/ids.js';
+import { lstatSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { confinePaths, readPrivate, readSupervisorIdentity, sessionDirs, sessionFiles } from './jobfiles.js';
 import { readOnlyView, type SessionRecord, understood } from '../session/record.js';
@@ -34,7 +35,7 @@ export function scanOrphanSessions(stateDir: string, known: Set<string>, ownedBy
       if (view?.id === id) {
         readOnly.push(view);
         diagnostics.push(`${id}: session.json is not understood by this version; listed read-only`);
-      } else diagnostics.push(`${files.dir}: not in the checkpoint and no readable session.json; left alone`);
+      } else if (!startUnderWay(files.dir, files.metaPath)) diagnostics.push(`${files.dir}: not in the checkpoint and no readable session.json; left alone`);
       continue;
     }
     if (record.id !== id) continue;
@@ -48,6 +49,21 @@ export function scanOrphanSessions(stateDir: string, known: Set<string>, ownedBy
     if (!ownedByLiveHost(record)) diagnostics.push(`${id}: recovered from its session directory (its host stopped before writing the checkpoint)`);
   }
   return { records, readOnly, diagnostics };
+}
+
+/** How long a session directory without `session.json` counts as a start under way. */
+const START_UNDER_WAY_MS = 60_000;
+
+/**
+ * Whether `dir` is a session directory another host is starting: made in the last
+ * {@link START_UNDER_WAY_MS} (its `lstat` mtime), with no `session.json` yet (a start
+ * makes the directory first and writes the record right after). Such a directory is
+ * skipped without a word; an older one, or one whose record is there but unreadable, is
+ * reported.
+ */
+function startUnderWay(dir: string, metaPath: string): boolean {
+  const st = lstatSync(dir, { throwIfNoEntry: false });
+  return st !== undefined && st.isDirectory() && lstatSync(metaPath, { throwIfNoEntry: false }) === undefined && Math.abs(Date.now() - st.mtimeMs) < START_UNDER_WAY_MS;
 }
 
 /** A session's `session.json`, or `null` when it is missing or not a valid record. */
