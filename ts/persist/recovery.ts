@@ -63,7 +63,7 @@ const START_UNDER_WAY_MS = 60_000;
  */
 function startUnderWay(dir: string, metaPath: string): boolean {
   const st = lstatSync(dir, { throwIfNoEntry: false });
-  return st !== undefined && st.isDirectory() && lstatSync(metaPath, { throwIfNoEntry: false }) === undefined && Math.abs(Date.now() - st.mtimeMs) < START_UNDER_WAY_MS;
+  return st?.isDirectory() === true && lstatSync(metaPath, { throwIfNoEntry: false }) === undefined && Math.abs(Date.now() - st.mtimeMs) < START_UNDER_WAY_MS;
 }
 
 /** A session's `session.json`, or `null` when it is missing or not a valid record. */
