@@ -35,13 +35,9 @@ describe('attack 20: a far-side exit file with a number no shell status can be',
     expect(killed.stderr).not.toContain('SESSION_READ_ONLY');
   }, 90_000);
 
-  // OPEN (it.fails): a job that writes `exit` itself looks ended while it runs, and kill of
-  // an ended sandbox session answers already_exited without a round trip, so nothing of the
-  // job is ever killed (killRemote would: it kills what an ended job left running). The fix
-  // belongs in SandboxSession.kill (ts/session/sandbox.ts), which another helper is changing
-  // this session: run the far-side kill for an ended session too while its environment is
-  // configured (an unreachable one still answers already_exited).
-  it.fails('a job that wrote its own exit file while it runs is still stopped by kill', async () => {
+  // A job that writes `exit` itself looks ended while it runs: kill of the ended sandbox
+  // session still runs the far-side kill, which takes what an ended job left running.
+  it('a job that wrote its own exit file while it runs is still stopped by kill', async () => {
     const far = tempDir();
     const r = await ProcessRegistry.open({ environments: { far: localShell({ tmpDir: far }) }, sandbox: { pollIntervalMs: 50 } });
     try {

@@ -175,6 +175,9 @@ export class SandboxSession extends BaseSession {
    * another live host follows (they read its claim there, see `killRemote`), and for `lost`
    * ones whose environment is back. The report's `signal` is the one that ended the job
    * (SIGKILL, with `escalated`, when the job's own process outlived the grace period).
+   * An ended session is `already_exited`, though the far-side kill still takes what is left
+   * of it while its environment is configured, best effort (the job can write its own exit
+   * file while it runs on, or leave processes behind).
    * Errors: `ENVIRONMENT_UNAVAILABLE` (the session stays as it was), `KILL_SURVIVORS`.
    */
   async kill(graceMs: number): Promise<KillResult> {
@@ -182,8 +185,11 @@ export class SandboxSession extends BaseSession {
     const r = live.record;
     const base = { id: r.id, ...EMPTY_REPORT };
     const killable = r.status === 'running' || r.reason === 'lost';
-    if (!killable || !r.pid) return { ...base, outcome: 'already_exited', exitCode: r.exitCode, signal: r.signal };
     const env = this.follow?.env ?? host.environments.forRecord(r);
+    if (!killable || !r.pid) {
+      if (env && r.pid && r.reason !== 'failed_start') await killRemote(env, sandboxDir(env, r.id), graceMs).catch(() => undefined);
+      return { ...base, outcome: 'already_exited', exitCode: r.exitCode, signal: r.signal };
+    }
     if (!env) {
       throw new ProcwardError('ENVIRONMENT_UNAVAILABLE', `${r.id} runs in environment ${r.environment === undefined ? '(unnamed, known only to the host that started it)' : JSON.stringify(r.environment)}, which this host has not configured; nothing was run`);
     }
