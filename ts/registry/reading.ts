@@ -18,10 +18,16 @@ import { actOn, assertOpen, clean, get, type RegistryState, readOnlyFlag, refres
 
 const DETACHED_TICK_MS = 25;
 
-/** The summary as of now, then the output preview (reading a log may take a while). */
+/**
+ * The summary as of now, then the output preview (reading a log may take a while). A read
+ * that found the end (a sandbox session this host does not follow reads the far side up to
+ * the end of its log, and its exit with it) speaks for the summary: it is taken again.
+ */
 async function pollResult(st: RegistryState, live: Live): Promise<PollResult> {
-  const now = { ...summary(live, false, stoppedFlags([live])[0]), ...readOnlyFlag(st, live), ...st.logs.flag(live), ...st.leftovers.flag(live) };
+  const sum = () => ({ ...summary(live, false, stoppedFlags([live])[0]), ...readOnlyFlag(st, live), ...st.logs.flag(live), ...st.leftovers.flag(live) });
+  let now = sum();
   const out = await live.kind.output();
+  if (now.status === 'running' && live.record.status !== 'running' && live.record.pidScope === 'sandbox') now = sum();
   return { ...now, outputPreview: preview(out.text, 2000, (t, k) => clean(st, t, k), out.startsInKeyBlock) };
 }
 

@@ -108,6 +108,9 @@ export class SandboxSession extends BaseSession {
     const ended = r.status === 'exited';
     await this.pollerFor(env).readToEnd(this.host.tailChars);
     if (ended) this.readAfterEnd = true;
+    // The end, by the follower's own rules (a kill's claim first), when this host follows the
+    // job: its first read after the end says so, not only a later one.
+    else if (this.following && r.status === 'running') await this.follow?.poller.tick();
   }
 
   /** Starts following the session (after spawn, or after a host restart). */
