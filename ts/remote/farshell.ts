@@ -6,6 +6,7 @@
  * signalled. Without `/proc` (a non-Linux far side) the fragments fall back to `ps` and
  * say so where it matters.
  */
+import { MAX_GRACE_MS } from '../processes.js';
 
 /** Single-quotes a value for a POSIX shell. */
 export function shq(value: string): string {
@@ -180,14 +181,25 @@ export const KILL_CLAIM = [
 ].join('\n');
 
 /**
+ * Seconds a kill's claim allows beyond its grace period (see {@link KILL_CLAIM}): the settle
+ * window, and the far-side script's own steps, which stretch under load.
+ */
+export const CLAIM_MARGIN_S = 30;
+
+/** The furthest ahead a kill puts its deadline (twice the longest grace period, plus {@link CLAIM_MARGIN_S}): seconds. */
+export const MAX_CLAIM_S = 2 * Math.ceil(MAX_GRACE_MS / 1000) + CLAIM_MARGIN_S;
+
+/**
  * Reads a kill's claim (see {@link KILL_CLAIM}; needs {@link SAFE_READ}): `K` is `pending`
- * while the deadline in `kill` is ahead on the far side's clock, `expired` after it, and `-`
- * without a parsable `kill`; `KS` is the signal `killed` names (`SIG` then capitals or
+ * while the deadline in `kill` is ahead on the far side's clock (by {@link MAX_CLAIM_S} at
+ * most: one further ahead is no kill's, but the job's), `expired` after it, and `-` without
+ * a parsable `kill`; `KS` is the signal `killed` names (`SIG` then capitals or
  * digits), `-` without a parsable `killed`. Unparsable files are ignored, not trusted.
  */
 export const KILL_STATE = [
   'K=-; KD=$(rd "$D/kill" 24)',
-  'if num "$KD"; then if [ "$KD" -gt "$(date +%s)" ]; then K=pending; else K=expired; fi; fi',
+  'NOW=$(date +%s)',
+  `if num "$KD" && [ "$KD" -le $((NOW + ${MAX_CLAIM_S})) ]; then if [ "$KD" -gt "$NOW" ]; then K=pending; else K=expired; fi; fi`,
   'KS=$(rd "$D/killed" 24)',
   'case "$KS" in SIG[A-Z0-9]*) case "$KS" in *[!A-Z0-9]*) KS=-;; esac;; *) KS=-;; esac',
 ].join('\n');
@@ -241,7 +253,7 @@ export const WRAPPER = [
   // the job their default back, so a signal sent to it (`signal(id, 'SIGINT')`) reaches its
   // trap as on this host. BusyBox has no such tool: there the job ignores both.
   'env --default-signal=INT,QUIT true 2>/dev/null && SH="env --default-signal=INT,QUIT $SH"',
-  'F=; rm -f "$D/go" "$D/gate" "$D/wstatus"',
+  'F=; rm -f "$D/go" "$D/gate"',
   '[ -d /proc/1 ] && mkfifo -m 600 "$D/go" "$D/gate" 2>/dev/null && exec 9<> "$D/go" 8<> "$D/gate" && F=1',
   'rm -f "$D/go" "$D/gate"',
   'if [ -z "$F" ]; then',
@@ -261,20 +273,19 @@ export const WRAPPER = [
   '      sleep $Z 2>/dev/null || sleep 1',
   '      case $Z in 0.02) Z=0.05;; 0.05) Z=0.1;; 0.1) Z=0.2;; 0.2) Z=0.5;; *) Z=1;; esac',
   '    done',
-  '    [ "$ST" = Z ] && echo "$X" > "$D/wstatus"',
-  '    echo go >&9',
+  '    W=; [ "$ST" = Z ] && W=$X',
+  '    echo "s$W" >&9',
   '  ) > /dev/null 2>&1 &',
   // A SIGCHLD interrupts the read on some shells: read again.
-  '  until { read -r _ <&9; } 2>/dev/null; do :; done',
+  '  W=; until { read -r W <&9; } 2>/dev/null; do :; done',
+  '  W=${W#s}',
   '  exec 8>&- 9>&-',
   '  wait "$C"; S=$?',
   '  R=$S',
-  '  W=$(cat "$D/wstatus" 2>/dev/null || true)',
   '  case "$W" in ""|*[!0-9]*) ;; *)',
   '    N=$((W & 127))',
   '    if [ "$N" -ne 0 ] && [ "$N" -ne 127 ] && [ "$S" -eq $((128 + N)) ]; then R="signal:$(kill -l "$N" 2>/dev/null || echo "$N")"; fi',
   '  esac',
-  '  rm -f "$D/wstatus"',
   'fi',
   'echo "$R" > "$D/exit.tmp"; mv "$D/exit.tmp" "$D/exit"',
 ].join('\n');

@@ -204,7 +204,8 @@ export class SandboxPoller {
     }
     // A kill's claim first (see the module docs): `killed` decides; a kill still within its
     // deadline holds off any other end.
-    if (chunk.killedBy !== null) {
+    // A kill writes `killed` once nothing of the job is left: while the wrapper runs, the file is the job's own.
+    if (chunk.killedBy !== null && !chunk.wrapperAlive) {
       this.ended = true;
       this.events.killed(chunk.killedBy);
       this.schedule(this.delay);

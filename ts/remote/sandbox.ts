@@ -14,7 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ExecResult, ExecutionEnvironment } from './environments.js';
 import { ProcwardError } from '../errors.js';
-import { farDir, KILL_CLAIM, MARK, OURS, OWN, PSTAT, SAFE_DIRS, shq, SIGEACH, WRAPPER, WRAPPER_ALIVE } from './farshell.js';
+import { CLAIM_MARGIN_S, farDir, KILL_CLAIM, MARK, OURS, OWN, PSTAT, SAFE_DIRS, shq, SIGEACH, WRAPPER, WRAPPER_ALIVE } from './farshell.js';
 
 export { farDir, shq } from './farshell.js';
 export { SandboxPoller, type PollerEvents } from './poller.js';
@@ -92,11 +92,6 @@ export interface RemoteKill {
   signalled: number[];
 }
 
-/**
- * Seconds a kill's claim allows beyond its grace period (see `KILL_CLAIM` in `farshell.ts`):
- * the settle window, and the far-side script's own steps, which stretch under load.
- */
-const CLAIM_MARGIN_S = 30;
 
 /**
  * Tree kill on the far side, as locally: snapshot the job's processes (the wrapper, its
