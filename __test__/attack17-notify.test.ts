@@ -112,7 +112,9 @@ describe.skipIf(process.platform !== 'linux')("the tool's kill follows the host'
   });
 
   it('a kill call aborted during an hour-long grace period returns with the job still running; its end is still published as killed', async () => {
-    const r = (await handleToolCall(ctx.registry, 'process_start', { command: `trap 'echo got TERM' TERM; while :; do sleep 0.1; done` }, { taskId: 'T' })) as { session_id: string; pid: number };
+    const r = (await handleToolCall(ctx.registry, 'process_start', { command: `trap 'echo got TERM' TERM; echo trapped; while :; do sleep 0.1; done` }, { taskId: 'T' })) as { session_id: string; pid: number };
+    // A SIGTERM before the trap is set would end the job at once (seen under load).
+    await until(async () => (await ctx.registry.readLog(r.session_id)).lines.includes('trapped'), 10_000, 'the trap');
     const abort = new AbortController();
     const call = handleToolCall(ctx.registry, 'process', { action: 'kill', session_id: r.session_id, grace_ms: 3_600_000 }, { taskId: 'T' }, { signal: abort.signal });
     await until(async () => (await ctx.registry.readLog(r.session_id)).lines.includes('got TERM'), 10_000, 'the SIGTERM');
