@@ -117,8 +117,13 @@ describe('tool arguments a model crafts', () => {
 
 describe('grace 0 and deadlines against hostile jobs', () => {
   it('grace 0 ends a TERM-deaf tree with a setsid escapee at once', async () => {
-    const s = await ctx.start(`trap "" TERM; (trap "" TERM; sleep 50) & setsid sh -c 'trap "" TERM; sleep 51' & sleep 52`);
-    await new Promise((r) => setTimeout(r, 500));
+    const s = await ctx.start(`trap "" TERM; (trap "" TERM; echo sub; sleep 50) & setsid sh -c 'trap "" TERM; echo esc; sleep 51' & sleep 52`);
+    // Both lines come after every trap (the parent's runs before it forks them): a SIGTERM
+    // sooner would end the tree at once, with nothing left to escalate (a race under load).
+    await until(async () => {
+      const lines = (await ctx.registry.readLog(s.id)).lines;
+      return lines.includes('sub') && lines.includes('esc');
+    }, 10_000, 'the traps');
     const k = await ctx.registry.kill(s.id, { graceMs: 0 });
     expect(k.escalated).toBe(true);
     expect(k.survivors).toEqual([]);

@@ -17,6 +17,8 @@ describe('attack 21: two hosts kill one sandbox session at once', () => {
     cleanupGroup(Number(readFileSync(join(far, id, 'pid'), 'utf8')));
     await until(() => existsSync(join(far, id, 'job')), 30_000, 'the job file');
     const job = Number(readFileSync(join(far, id, 'job'), 'utf8').split(' ')[0]);
+    // `up` comes after the trap: a SIGTERM sooner would end the job with nothing to escalate.
+    await until(async () => (await host('log', id)).stdout.includes('up'), 30_000, 'the trap');
     const [a, b] = await Promise.all([host('kill', id), host('kill', id)]);
     expect([a.code, b.code], `${a.stderr}\n${b.stderr}`).toEqual([0, 0]);
     await until(() => !isAlive(job), 10_000, 'the job to be gone');

@@ -175,8 +175,9 @@ describe('end reasons are true', () => {
   });
 
   it('a killed job that exits by its own trap still records the kill’s signal, never `signal: null`', async () => {
-    const s = await start("trap 'exit 143' TERM; while :; do sleep 0.05; done");
-    await new Promise((res) => setTimeout(res, 200));
+    const s = await start("trap 'exit 143' TERM; echo trapped; while :; do sleep 0.05; done");
+    // A SIGTERM before the trap would end the job by the signal, not by its trap's exit.
+    await until(async () => (await ctx.registry.readLog(s.id)).lines.includes('trapped'), 10_000, 'the trap');
     const k = await ctx.registry.kill(s.id, { graceMs: 5000 });
     expect(k.outcome).toBe('killed');
     const p = await ctx.registry.poll(s.id);

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { handleToolCall } from '../dist/index.mjs';
 import { connectInMemory } from './mcp-support.js';
-import { cleanupGroup, perTestRegistry } from './support.js';
+import { cleanupGroup, perTestRegistry, until } from './support.js';
 
 const ctx = perTestRegistry();
 
@@ -67,7 +67,9 @@ describe('hints in the library name its process tool', () => {
       ['mcp', 'process_read action=poll or wait'],
     ] as const) {
       // The job ignores SIGTERM, so the kill lasts its grace period and the aborted call returns first.
-      const s = await ctx.start("trap '' TERM; sleep 30");
+      const s = await ctx.start("trap '' TERM; echo ready; sleep 30");
+      // A SIGTERM before the trap would end the job at once, and the kill with it.
+      await until(async () => (await ctx.registry.readLog(s.id)).lines.includes('ready'), 10_000, 'the trap');
       const aborted = AbortSignal.abort();
       const r = (await handleToolCall(ctx.registry, 'process', { action: 'kill', session_id: s.id, grace_ms: 500 }, {}, { signal: aborted, surface })) as Record<string, any>;
       expect(r.aborted).toBe(true);

@@ -217,9 +217,11 @@ describe('entries this version does not understand are kept read-only', () => {
 describe('signals from records', () => {
   it('closeStdin signals only the supervisor that recorded itself in the session directory, never a PID from the record', async () => {
     const got = join(tempDir(), 'got-usr1');
-    const victim = spawn('bash', ['-c', `trap 'echo got > ${got}' USR1; while :; do sleep 0.1; done`], { detached: true, stdio: 'ignore' });
+    const trapped = join(tempDir(), 'trapped');
+    const victim = spawn('bash', ['-c', `trap 'echo got > ${got}' USR1; : > ${trapped}; while :; do sleep 0.1; done`], { detached: true, stdio: 'ignore' });
     cleanupGroup(victim.pid);
-    await new Promise((res) => setTimeout(res, 200));
+    // A SIGUSR1 before the trap would end the victim, leaving no mark of the signal.
+    await until(() => existsSync(trapped), 10_000, 'the trap');
     const who = identity(victim.pid as number);
     const e = entry({ status: 'running', exitedAt: null, exitCode: null, reason: null, terminationSource: null, durable: true, pid: victim.pid, identity: who });
     const state = tempDir();
