@@ -41,6 +41,9 @@ export interface PollerEvents {
   lost(reason: string): void;
 }
 
+/** Polls in a row that may fail while following late output before the poller gives up on it. */
+const LATE_TRIES = 3;
+
 /** Follows one sandbox session (see the module docs). */
 export class SandboxPoller {
   private offset = 0;
@@ -54,6 +57,8 @@ export class SandboxPoller {
   private failingSince: number | null = null;
   private lastAttempt = 0;
   private deadPolls = 0;
+  /** Failed polls in a row while following late output. */
+  private lateFailures = 0;
   private knownPid: number | null = null;
   private delay: number;
   /** The end was reported; the poller now follows late output only. */
@@ -190,6 +195,7 @@ export class SandboxPoller {
     }
     if (this.stopped) return;
     this.failingSince = null;
+    this.lateFailures = 0;
     if (!this.ended) this.delay = this.opts.intervalMs ?? 200;
     if (this.take(chunk) === 'more') {
       this.schedule(0);
@@ -257,8 +263,10 @@ export class SandboxPoller {
   private async failed(err: Error): Promise<void> {
     const now = Date.now();
     if (this.ended) {
-      // Late output is best effort: a far side that went away has nothing more to say.
-      this.finishLate();
+      // Late output is best effort: a far side that stays unreachable for LATE_TRIES polls
+      // in a row has nothing more to say; one failed poll (a loaded far side) is tried again.
+      if (++this.lateFailures >= LATE_TRIES) this.finishLate();
+      else this.schedule(this.delay);
       return;
     }
     const gone = await this.env.goneReason?.().catch(() => null);
