@@ -17,7 +17,7 @@ function tempDirKeep(): string {
 }
 const keep: string[] = [];
 afterAll(() => {
-  for (const d of keep) rmSync(d, { recursive: true, force: true });
+  for (const d of keep) rmSync(d, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 });
 
 describe('sandbox sessions through the local shell', () => {

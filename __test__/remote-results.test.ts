@@ -64,7 +64,7 @@ describe.skipIf(!haveSshd)('process_start in an SSH environment (real sshd on 12
   }, 60_000);
   afterAll(async () => {
     await sshd?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   });
 
   it('the tool result names the environment "build" and pid_scope "sandbox"', async () => {

@@ -216,7 +216,7 @@ describe.skipIf(!haveSshd)('signal on sandbox sessions over SSH (real sshd on 12
   afterAll(async () => {
     await env?.close();
     await sshd?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   });
 
   signalBehaviour(() => ({ env, gnuEnv: true }));

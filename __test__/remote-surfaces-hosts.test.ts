@@ -27,7 +27,7 @@ function keptDir(): string {
   return dir;
 }
 afterAll(() => {
-  for (const d of kept) rmSync(d, { recursive: true, force: true });
+  for (const d of kept) rmSync(d, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 });
 
 /** `seq 1 60000`'s output in bytes: 9 of 2, 90 of 3, 900 of 4, 9000 of 5 and 50001 of 6. */

@@ -47,7 +47,9 @@ afterEach(() => {
       process.kill(p, 'SIGKILL');
     } catch {}
   }
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  // A far-side wrapper the test just left (its job ended, or was killed above) may still write
+  // its exit file into a directory being removed: ENOTEMPTY is tried again (Node's retries).
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 });
 
 // Jobs the tests killed by process group leave empty cgroups (when the host may create
