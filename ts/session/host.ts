@@ -305,7 +305,9 @@ export abstract class HostSession extends BaseSession {
       host.consume(live);
       return { id: r.id, outcome, ...report, exitCode: r.exitCode, signal: r.signal };
     };
-    const rootRefused = report.refused.find((x) => x.pid === root.pid);
+    // A root that ended (another kill of ours) and was reaped between the core's verdict and
+    // its session check reads as no session leader: it is gone, not a stranger.
+    const rootRefused = report.refused.find((x) => x.pid === root.pid && !(x.reason === 'not_session_leader' && verdict(root) !== 'current'));
     if (rootRefused && wasRunning) {
       throw new ProcwardError('KILL_REFUSED', `the kill of ${r.id} was refused (${rootRefused.reason}): its record names PID ${rootRefused.pid}, which procward never signals; nothing was signalled`, { report });
     }
