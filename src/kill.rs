@@ -34,6 +34,14 @@ pub struct KillOptions {
   /// for it). Default false: the root and its descendants are signalled one by one, without
   /// the group signal.
   pub require_session_leader: Option<bool>,
+  /// The session's mark (`<session id>:<nonce>`) its jobs carry in their environment as
+  /// `PROCWARD_SESSION_ID`: the root is signalled only when it carries it (or is in the
+  /// job's cgroup), and an ended job's processes are found by it (see the core's
+  /// `membership`). A malformed mark counts as none. Linux; ignored elsewhere.
+  pub mark: Option<String>,
+  /// Refuse a live root (`no_proof`) that neither carries `mark` nor is in the job's
+  /// cgroup: a record alone proves nothing. Default false (the caller vouches for the root).
+  pub require_proof: Option<bool>,
   /// Windows: the path of `procward-supervise.exe`, which sends the graceful step
   /// (Ctrl-Break for `SIGTERM`, Ctrl-C for `SIGINT`) to the job's console. Without it the
   /// tree is terminated with no graceful step. Ignored elsewhere.
@@ -87,6 +95,8 @@ fn kill_options(o: Option<KillOptions>) -> Result<core::kill::KillOptions> {
     }
     opts.cgroup = o.cgroup.map(|c| core::kill::CgroupClaim::new(c, o.session_id));
     opts.require_session_leader = o.require_session_leader.unwrap_or(false);
+    opts.require_proof = o.require_proof.unwrap_or(false);
+    opts.mark = o.mark;
     #[cfg(windows)]
     {
       opts.console_helper = o.console_helper.map(std::path::PathBuf::from);
@@ -106,6 +116,8 @@ pub struct KillTreeRequest {
   pub cgroup: Option<String>,
   /// As `KillOptions.sessionId`, for this tree.
   pub session_id: Option<String>,
+  /// As `KillOptions.mark`, for this tree.
+  pub mark: Option<String>,
 }
 
 /// One tree's outcome in a batch kill: its report, or the error that stopped it
@@ -177,7 +189,7 @@ pub fn kill_trees(
     .into_iter()
     .map(|r| {
       let cgroup = r.cgroup.map(|c| core::kill::CgroupClaim::new(c, r.session_id));
-      Ok(core::kill::KillRequest { root: r.identity.try_into()?, cgroup })
+      Ok(core::kill::KillRequest { root: r.identity.try_into()?, cgroup, mark: r.mark })
     })
     .collect::<Result<Vec<_>>>()?;
   on_kill_thread(move || {
@@ -193,23 +205,25 @@ pub fn kill_trees(
   })
 }
 
-/// Options of [`signal_job_async`].
+/// Options of [`signal_job`] and [`signal_job_async`].
 #[napi(object)]
+#[derive(Default)]
 pub struct SignalJobOptions {
   /// Windows: the path of `procward-supervise.exe`, which sends `SIGBREAK`'s Ctrl-Break to
   /// the job's console. Without it `SIGBREAK` is `ENOTSUP`. Ignored elsewhere.
   pub console_helper: Option<String>,
+  /// As `KillOptions.mark`. Unix; ignored on Windows (the Job Object proves a job there).
+  pub mark: Option<String>,
+  /// As `KillOptions.requireProof`.
+  pub require_proof: Option<bool>,
 }
 
 /// One signal by name to the job led by `root` (the core's `signal_job` of this platform).
-fn send_signal(root: &core::Identity, signal: &str, console_helper: Option<&std::path::Path>) -> core::Result<core::kill::KillReport> {
+fn send_signal(root: &core::Identity, signal: &str, o: &SignalJobOptions) -> core::Result<core::kill::KillReport> {
   #[cfg(windows)]
-  return core::kill::signal_job(root, core::kill::job_signal_named(signal)?, console_helper);
+  return core::kill::signal_job(root, core::kill::job_signal_named(signal)?, o.console_helper.as_deref().map(std::path::Path::new));
   #[cfg(not(windows))]
-  {
-    let _ = console_helper;
-    core::kill::signal_job(root, core::kill::signal_named(signal)?)
-  }
+  core::kill::signal_job_proven(root, core::kill::signal_named(signal)?, o.mark.as_deref(), o.require_proof.unwrap_or(false))
 }
 
 /// One signal (by name, as `KillOptions.signal` takes it) to the process group of the job
@@ -221,9 +235,11 @@ fn send_signal(root: &core::Identity, signal: &str, console_helper: Option<&std:
 /// [`signal_job_async`] sends it. Errors: `EINVAL` for a bad identity or signal name;
 /// `ENOTSUP` on Windows for any other name, and for `SIGBREAK` here.
 #[napi]
-pub fn signal_job(identity: Identity, signal: String) -> Result<KillReport> {
+pub fn signal_job(identity: Identity, signal: String, options: Option<SignalJobOptions>) -> Result<KillReport> {
   let root: core::Identity = identity.try_into()?;
-  send_signal(&root, &signal, None).map(KillReport::from).map_err(map_error)
+  // SIGBREAK's helper is for the async form only.
+  let o = SignalJobOptions { console_helper: None, ..options.unwrap_or_default() };
+  send_signal(&root, &signal, &o).map(KillReport::from).map_err(map_error)
 }
 
 /// [`signal_job`] on a dedicated thread (never libuv's pool), with `options.consoleHelper`
@@ -239,9 +255,9 @@ pub fn signal_job_async(
   callback: ThreadsafeFunction<KillReport, UnknownReturnValue>,
 ) -> Result<()> {
   let root: core::Identity = identity.try_into()?;
-  let helper = options.and_then(|o| o.console_helper).map(std::path::PathBuf::from);
+  let o = options.unwrap_or_default();
   on_kill_thread(move || {
-    let result = send_signal(&root, &signal, helper.as_deref()).map(KillReport::from).map_err(map_error);
+    let result = send_signal(&root, &signal, &o).map(KillReport::from).map_err(map_error);
     callback.call(result, ThreadsafeFunctionCallMode::Blocking);
   })
 }

@@ -15,12 +15,15 @@ pub struct LeftoverQuery {
   pub cgroup: Option<String>,
   /// The session the cgroup must be named for. Default: `cgroup` itself.
   pub session_id: Option<String>,
+  /// The session's mark (`<session id>:<nonce>`, `PROCWARD_SESSION_ID` in its jobs'
+  /// environment). Without a well-formed one, only the cgroup proves a leftover.
+  pub mark: Option<String>,
 }
 
 /// The live processes each ended job left, in order, with their identities: members of its
 /// own cgroup, and processes in its own session and process group (both equal to the
 /// leader's PID, `/proc/<pid>/stat` fields 6 and 5) that started no earlier than the leader
-/// (field 22) on this boot, while the leader's PID names no other process. Never the leader
+/// (field 22) on this boot and carry the session's mark in `/proc/<pid>/environ`. Never the leader
 /// itself, a zombie, nor anything the kill guard refuses. One pass over the process table
 /// for all the queries. Empty on Windows. Errors: `EINVAL` for a malformed start time.
 #[napi]
@@ -31,6 +34,7 @@ pub fn job_leftovers(queries: Vec<LeftoverQuery>) -> Result<Vec<Vec<Identity>>> 
       Ok(core::leftovers::LeftoverQuery {
         leader: q.leader.try_into()?,
         cgroup: q.cgroup.map(|c| core::kill::CgroupClaim::new(c, q.session_id)),
+        mark: q.mark,
       })
     })
     .collect::<Result<Vec<_>>>()?;

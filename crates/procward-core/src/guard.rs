@@ -33,6 +33,12 @@ pub enum Refusal {
   /// A cgroup procward did not create: not directly below its own cgroup root, or not
   /// named for the session.
   CgroupNotOurs,
+  /// A root that nothing proves to be the job's (see [`crate::membership`]): it carries
+  /// neither the session's mark nor is in the job's cgroup, whatever its record says.
+  NoProof,
+  /// No pidfd could be opened for the process (descriptors exhausted, ...) on a kernel that
+  /// has pidfds: it is never signalled by number instead.
+  NoPidfd,
 }
 
 impl Refusal {
@@ -46,6 +52,8 @@ impl Refusal {
       Refusal::HostAncestor => "host_ancestor",
       Refusal::NotSessionLeader => "not_session_leader",
       Refusal::CgroupNotOurs => "cgroup_not_ours",
+      Refusal::NoProof => "no_proof",
+      Refusal::NoPidfd => "no_pidfd",
     }
   }
 }

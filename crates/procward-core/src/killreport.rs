@@ -59,10 +59,12 @@ pub struct KillReport {
   pub refused: Vec<Refused>,
 }
 
-/// One tree of a batch kill (`kill::kill_trees`): its root, and the cgroup its record names
-/// (see `KillOptions::cgroup`; ignored on Windows).
+/// One tree of a batch kill (`kill::kill_trees`): its root, the cgroup its record names
+/// (see `KillOptions::cgroup`; ignored on Windows) and the session's mark (see
+/// `KillOptions::mark`).
 #[derive(Debug, Clone)]
 pub struct KillRequest {
   pub root: Identity,
   pub cgroup: Option<CgroupClaim>,
+  pub mark: Option<String>,
 }

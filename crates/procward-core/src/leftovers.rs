@@ -5,22 +5,23 @@
 //! parent alone:
 //! - it is in the cgroup procward created for the job's session (judged as a kill judges it,
 //!   see [`crate::cgroup::owned`]);
-//! - it is in the job's own session and process group: session id (`getsid`, field 6 of
-//!   `/proc/<pid>/stat`) and process group (field 5) both equal the recorded leader's PID,
-//!   it started no earlier than the leader (field 22), on the same boot, and the leader's
-//!   PID does not name another process now. A PID is never handed out again while a group
-//!   or session of that id exists, so such a group is the one the leader made with `setsid`.
+//! - it carries the session's mark in its environment (see [`crate::membership`]). The
+//!   candidates are the members of the job's own session and process group by number
+//!   (session id, `getsid`, and process group, field 5 of `/proc/<pid>/stat`, both the
+//!   recorded leader's PID, started no earlier than the leader, field 22, on the same boot),
+//!   but the number alone proves nothing: once the job's group emptied, a stranger that got
+//!   the leader's PID and called `setsid` leads a group of the same number.
+//!
+//! A job that left its group and session and whose parent ended is not looked for here
+//! (that would read every process's environment on each look); a kill of the session finds
+//! it by its mark (see `kill`).
 //!
 //! The leader itself is no leftover (a durable job's supervisor stays on while a leftover
 //! holds the job's output). Whatever the kill guard refuses (PID <= 1, the host, its group,
 //! session or ancestors) is never listed. Zombies are dead and never listed.
 
 use crate::identity::Identity;
-#[cfg(unix)]
-use crate::identity::{judge, Verdict};
 use crate::kill::CgroupClaim;
-#[cfg(unix)]
-use crate::probe::probe_one;
 #[cfg(unix)]
 use crate::sys;
 
@@ -31,6 +32,9 @@ pub struct LeftoverQuery {
   pub leader: Identity,
   /// The job's cgroup as its record names it (Linux; ignored elsewhere).
   pub cgroup: Option<CgroupClaim>,
+  /// The session's mark (`<session id>:<nonce>`); without a well-formed one, only the
+  /// cgroup proves a leftover.
+  pub mark: Option<String>,
 }
 
 /// The live leftovers of each job, in order, with their identities. One pass over the
@@ -50,18 +54,17 @@ pub fn leftovers(queries: &[LeftoverQuery]) -> Vec<Vec<Identity>> {
 fn unix_leftovers(queries: &[LeftoverQuery]) -> Vec<Vec<Identity>> {
   let mut out: Vec<Vec<Identity>> = queries.iter().map(|_| Vec::new()).collect();
   let Ok(boot_id) = sys::boot_id() else { return out };
-  // The groups that are provably the job's: one that still exists (a signal 0 to it, the
-  // cheap test that rules out almost every ended job), whose leader still holds its PID or
-  // whose PID nobody holds.
+  // The groups that may hold the job's processes: one that still exists (a signal 0 to it,
+  // the cheap test that rules out almost every ended job), of a job with a mark to prove
+  // its members by.
+  let marks: Vec<Option<&str>> = queries.iter().map(|q| q.mark.as_deref().filter(|m| crate::membership::valid_mark(m))).collect();
   let groups: Vec<Option<i32>> = queries
     .iter()
-    .map(|q| {
+    .zip(&marks)
+    .map(|(q, mark)| {
       let l = &q.leader;
-      let ours = l.boot_id == boot_id
-        && l.pid > 1
-        && group_exists(l.pid)
-        && matches!(judge(l, &boot_id, &probe_one(l.pid)), Verdict::Current | Verdict::Gone);
-      ours.then_some(l.pid)
+      let candidate = mark.is_some() && l.boot_id == boot_id && l.pid > 1 && group_exists(l.pid);
+      candidate.then_some(l.pid)
     })
     .collect();
   let wanted: Vec<i32> = groups.iter().flatten().copied().collect();
@@ -74,10 +77,13 @@ fn unix_leftovers(queries: &[LeftoverQuery]) -> Vec<Vec<Identity>> {
       continue;
     }
     let mut found: Vec<sys::ProcessInfo> = Vec::new();
-    if let Some(pgid) = groups[i] {
-      found.extend(
-        members.iter().filter(|p| p.pgid == pgid && p.start_time >= leader.start_time && crate::guard::session_of(p.pid) == Some(pgid)),
-      );
+    if let (Some(pgid), Some(mark)) = (groups[i], marks[i]) {
+      found.extend(members.iter().filter(|p| {
+        p.pgid == pgid
+          && p.start_time >= leader.start_time
+          && crate::guard::session_of(p.pid) == Some(pgid)
+          && crate::membership::carries_mark(p.pid, mark)
+      }));
     }
     found.extend(cgroups.members(q.cgroup.as_ref()));
     found.retain(|p| (p.pid != leader.pid || p.start_time != leader.start_time) && !p.is_dead());
@@ -170,10 +176,18 @@ mod tests {
   use std::os::unix::process::CommandExt;
   use std::process::{Child, Command, Stdio};
 
-  /// `program args` in a session of its own (as every job starts), with its identity.
+  const MARK: &str = "proc_00000000c0de:0123456789abcdef0123456789abcdef";
+
+  /// `program args` in a session of its own (as every job starts), carrying [`MARK`], with
+  /// its identity.
   fn in_new_session(program: &str, args: &[&str], stdout: Stdio) -> (Child, Identity) {
+    marked_session(program, args, stdout, MARK)
+  }
+
+  /// As [`in_new_session`], carrying `mark`.
+  fn marked_session(program: &str, args: &[&str], stdout: Stdio, mark: &str) -> (Child, Identity) {
     let mut cmd = Command::new(program);
-    cmd.args(args).stdout(stdout);
+    cmd.args(args).stdout(stdout).env(crate::membership::MARK_VAR, mark);
     unsafe {
       cmd.pre_exec(|| {
         libc::setsid();
@@ -195,13 +209,13 @@ mod tests {
     child.wait().unwrap();
     let server: i32 = out.trim().parse().unwrap();
     let server_id = identity(server).unwrap().unwrap();
-    let query = LeftoverQuery { leader: leader.clone(), cgroup: None };
+    let query = LeftoverQuery { leader: leader.clone(), cgroup: None, mark: Some(MARK.into()) };
     assert_eq!(leftovers(std::slice::from_ref(&query)), vec![vec![server_id.clone()]]);
     // A leader recorded one tick later than the server: the server started before the job,
     // so it is not the job's.
-    let late = LeftoverQuery { leader: Identity { start_time: server_id.start_time + 1, ..leader.clone() }, cgroup: None };
+    let late = LeftoverQuery { leader: Identity { start_time: server_id.start_time + 1, ..leader.clone() }, cgroup: None, mark: Some(MARK.into()) };
     // Another boot: nothing can be left of a job of another boot.
-    let other_boot = LeftoverQuery { leader: Identity { boot_id: "another-boot".into(), ..leader.clone() }, cgroup: None };
+    let other_boot = LeftoverQuery { leader: Identity { boot_id: "another-boot".into(), ..leader.clone() }, cgroup: None, mark: Some(MARK.into()) };
     assert_eq!(leftovers(&[late, other_boot]), vec![Vec::<Identity>::new(), Vec::new()]);
     unsafe { libc::kill(server, libc::SIGKILL) };
     until("the server to die", || identity(server).unwrap().is_none());
@@ -210,17 +224,20 @@ mod tests {
 
   #[test]
   fn a_pid_reused_by_a_session_leader_does_not_lend_its_group_to_the_job() {
-    // The leader's PID names a live session leader with a member (as a PID's next owner may):
-    // neither is the job's.
-    let (mut child, now_there) = in_new_session("sh", &["-c", "sleep 30 & wait"], Stdio::null());
+    // The leader's PID names a live session leader with a member (as a PID's next owner may),
+    // started after the job and carrying another session's mark: neither is the job's.
+    let (mut child, now_there) = marked_session("sh", &["-c", "sleep 30 & wait"], Stdio::null(), &MARK.replace(":0", ":f"));
     until("its member", || crate::tree::descendants(now_there.pid).unwrap().iter().any(|p| !p.is_dead()));
     let recorded = Identity { start_time: now_there.start_time - 1, ..now_there.clone() };
-    let found = leftovers(&[LeftoverQuery { leader: recorded, cgroup: None }]);
-    // The leader as recorded (itself alive): its member is a leftover, itself not.
-    let own = leftovers(&[LeftoverQuery { leader: now_there.clone(), cgroup: None }]);
+    let found = leftovers(&[LeftoverQuery { leader: recorded.clone(), cgroup: None, mark: Some(MARK.into()) }]);
+    // A record without a mark: the group's number proves nothing either.
+    let unmarked = leftovers(&[LeftoverQuery { leader: recorded, cgroup: None, mark: None }]);
+    // Its own session's mark: its member is a leftover, the leader itself not.
+    let own = leftovers(&[LeftoverQuery { leader: now_there.clone(), cgroup: None, mark: Some(MARK.replace(":0", ":f")) }]);
     unsafe { libc::kill(-now_there.pid, libc::SIGKILL) };
     child.wait().unwrap();
     assert_eq!(found, vec![Vec::<Identity>::new()]);
+    assert_eq!(unmarked, vec![Vec::<Identity>::new()]);
     assert_eq!(own[0].len(), 1, "{own:?}");
     assert_ne!(own[0][0].pid, now_there.pid);
   }
@@ -237,11 +254,11 @@ mod tests {
     let (mut daemon, daemon_id) = in_new_session("sleep", &["30"], Stdio::null());
     std::fs::write(dir.join("cgroup.procs"), daemon_id.pid.to_string()).unwrap();
     let gone_leader = Identity { pid: i32::MAX - 7, start_time: 1, boot_id: daemon_id.boot_id.clone() };
-    let with = LeftoverQuery { leader: gone_leader.clone(), cgroup: Some(CgroupClaim::new(session.clone(), None)) };
+    let with = LeftoverQuery { leader: gone_leader.clone(), cgroup: Some(CgroupClaim::new(session.clone(), None)), mark: None };
     // A cgroup named for another session is not this job's.
     let other =
-      LeftoverQuery { leader: gone_leader.clone(), cgroup: Some(CgroupClaim::new(session.clone(), Some("proc_0000000000ff".into()))) };
-    let without = LeftoverQuery { leader: gone_leader, cgroup: None };
+      LeftoverQuery { leader: gone_leader.clone(), cgroup: Some(CgroupClaim::new(session.clone(), Some("proc_0000000000ff".into()))), mark: None };
+    let without = LeftoverQuery { leader: gone_leader, cgroup: None, mark: None };
     let found = leftovers(&[with, other, without]);
     daemon.kill().unwrap();
     daemon.wait().unwrap();
@@ -253,7 +270,7 @@ mod tests {
   fn the_host_and_pid_1_are_never_leftovers() {
     let me = identity(std::process::id() as i32).unwrap().unwrap();
     let init = identity(1).unwrap().unwrap();
-    let found = leftovers(&[LeftoverQuery { leader: me, cgroup: None }, LeftoverQuery { leader: init, cgroup: None }]);
+    let found = leftovers(&[LeftoverQuery { leader: me, cgroup: None, mark: Some(MARK.into()) }, LeftoverQuery { leader: init, cgroup: None, mark: Some(MARK.into()) }]);
     assert!(found.iter().all(|f| f.iter().all(|p| p.pid > 1 && p.pid != std::process::id() as i32)), "{found:?}");
   }
 }

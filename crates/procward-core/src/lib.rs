@@ -10,7 +10,10 @@
 //! - [`guard`]: what a kill refuses to signal (PID <= 1, the host, its group, session and
 //!   ancestors, a group whose leader does not lead its session), whatever a record says.
 //! - [`jobstate`]: whether a running job is stopped (its own process, a durable job's too).
-//! - [`leftovers`]: what an ended job left running, proved by its cgroup or its session and group.
+//! - [`membership`]: whether a process is a job's, by proof (its cgroup, the session's mark
+//!   in its environment), never by a number or a record.
+//! - [`pidfd`]: the one place pidfds are opened and signalled through.
+//! - [`leftovers`]: what an ended job left running, proved by its cgroup or the session's mark.
 //! - [`job`]: what a job is — its options, its events, its launched child — shared by
 //!   `spawn`, `launch` and `reader`, so that none of the three imports another in a circle.
 //! - [`spawn`]: `<shell> -c <command>` in a new session, with pipe or durable file capture.
@@ -63,7 +66,9 @@ pub mod launch;
 pub mod leftovers;
 pub mod lockfile;
 pub mod logfile;
+pub mod membership;
 pub mod patterns;
+pub mod pidfd;
 pub mod probe;
 #[cfg(unix)]
 pub mod pty;

@@ -302,13 +302,10 @@ fn abandon(child: &mut Launched) {
 /// a polling tick even while a grandchild keeps the output pipe open. `None` elsewhere.
 fn pidfd_open(pid: i32) -> Option<OwnedFd> {
   #[cfg(target_os = "linux")]
+  return crate::pidfd::PidFd::open(pid).ok().map(crate::pidfd::PidFd::into_owned);
+  #[cfg(not(target_os = "linux"))]
   {
-    use std::os::fd::FromRawFd;
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd >= 0 {
-      return Some(unsafe { OwnedFd::from_raw_fd(fd as i32) });
-    }
+    let _ = pid;
+    None
   }
-  let _ = pid;
-  None
 }

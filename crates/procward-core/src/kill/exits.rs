@@ -21,7 +21,7 @@ const MAX_BLOCK: std::time::Duration = std::time::Duration::from_millis(20);
 #[derive(Default)]
 pub(super) struct Exits {
   #[cfg(target_os = "linux")]
-  fds: Vec<(i32, std::os::fd::OwnedFd)>,
+  fds: Vec<(i32, crate::pidfd::PidFd)>,
 }
 
 impl Exits {
@@ -30,7 +30,6 @@ impl Exits {
   /// all: the caller then sleeps its polling step.
   #[cfg(target_os = "linux")]
   pub(super) fn wait(&mut self, runs: &[Run], blockers: &[(usize, Target)], until: Instant) -> bool {
-    use std::os::fd::AsRawFd;
     if blockers.len() > MAX_WATCHED {
       return false;
     }
@@ -39,7 +38,7 @@ impl Exits {
       if self.fds.iter().any(|(pid, _)| *pid == t.pid) {
         continue;
       }
-      let Some(fd) = pidfd_open(t.pid) else { return false };
+      let Ok(fd) = crate::pidfd::PidFd::open(t.pid) else { return false };
       // The PID named the target when it was judged alive; the pidfd is the target's only if
       // it still does now that the pidfd is open. If not, the target is dead: look again.
       if !runs[i].is_alive(t) {
@@ -60,13 +59,4 @@ impl Exits {
   pub(super) fn wait(&mut self, _runs: &[Run], _blockers: &[(usize, Target)], _until: Instant) -> bool {
     false
   }
-}
-
-#[cfg(target_os = "linux")]
-fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
-  use std::os::fd::FromRawFd;
-  // SAFETY: pidfd_open takes a PID and flags and returns a new descriptor or -1.
-  let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-  // SAFETY: a non-negative result is a descriptor that nothing else owns.
-  (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
 }

@@ -13,12 +13,16 @@
 //! The kill path's rules hold: the leader's identity must be `current` right before the
 //! signal (never a reused PID), never PID <= 1, and the guard must pass the group (the
 //! leader leads its own session; the group spares the host, its group, session and
-//! ancestors).
+//! ancestors). With a mark ([`signal_job_proven`]) the leader must carry it (see
+//! [`crate::membership`]). The signal goes through the leader's pidfd, opened before the
+//! check (see [`crate::pidfd`]); a kernel without the pidfd group flag gets the group's
+//! members one by one, each through its own pidfd, checked after the open.
 
 use super::KillReport;
 use crate::error::{Error, Result};
 use crate::guard::{session_of, Host, Refusal};
 use crate::identity::{judge, Identity, Verdict};
+use crate::pidfd::{OpenError, PidFd};
 use crate::probe::{probe_one, Probe};
 use crate::sys;
 use nix::sys::signal::{kill, Signal};
@@ -31,6 +35,13 @@ use nix::unistd::Pid;
 /// false. Errors: `Io` when the boot id cannot be read or the signal fails otherwise than
 /// with ESRCH.
 pub fn signal_job(root: &Identity, signal: Signal) -> Result<KillReport> {
+  signal_job_proven(root, signal, None, false)
+}
+
+/// [`signal_job`], for a job known by its session's `mark` (see [`crate::membership`]):
+/// with a mark or `require_proof`, a root that does not carry the mark is refused
+/// (`no_proof`) and nothing is sent.
+pub fn signal_job_proven(root: &Identity, signal: Signal, mark: Option<&str>, require_proof: bool) -> Result<KillReport> {
   let mut report = KillReport::default();
   let pid = root.pid;
   if pid <= 1 {
@@ -54,15 +65,32 @@ pub fn signal_job(root: &Identity, signal: Signal) -> Result<KillReport> {
         report.refused.push(super::Refused { pid: Some(pid), cgroup: None, reason });
         return Ok(report);
       }
+      if (require_proof || mark.is_some()) && !mark.is_some_and(|m| crate::membership::carries_mark(pid, m)) {
+        report.refused.push(super::Refused { pid: Some(pid), cgroup: None, reason: Refusal::NoProof });
+        return Ok(report);
+      }
       // The group only when the guard passes it (the root leads its own session); else the root alone.
-      let target = if host.check_group(&info, sid).is_ok() { -pid } else { pid };
+      let group = host.check_group(&info, sid).is_ok();
+      // Opened before the last check, so the process checked is the process signalled.
+      let fd = match PidFd::open(pid) {
+        Ok(fd) => Some(fd),
+        Err(OpenError::Unsupported) => None,
+        Err(OpenError::Gone) => {
+          report.already_gone.push(pid);
+          return Ok(report);
+        }
+        Err(OpenError::Failed(_)) => {
+          report.refused.push(super::Refused { pid: Some(pid), cgroup: None, reason: Refusal::NoPidfd });
+          return Ok(report);
+        }
+      };
       // Checked again right before the signal: the guard's reads took time. A session
       // leader stays one for life, so the guard's verdict holds while the identity does.
       match judged().0 {
-        Verdict::Current => match kill(Pid::from_raw(target), signal) {
+        Verdict::Current => match send(fd.as_ref(), pid, group, signal) {
           Ok(()) => report.signalled.push(pid),
-          Err(nix::errno::Errno::ESRCH) => report.already_gone.push(pid),
-          Err(e) => return Err(Error::io(format!("sending {signal} to {target}"), e.into())),
+          Err(e) if e.raw_os_error() == Some(libc::ESRCH) => report.already_gone.push(pid),
+          Err(e) => return Err(Error::io(format!("sending {signal} to {pid}"), e)),
         },
         Verdict::Gone => report.already_gone.push(pid),
         Verdict::Replaced => report.refused_reused.push(pid),
@@ -74,6 +102,33 @@ pub fn signal_job(root: &Identity, signal: Signal) -> Result<KillReport> {
     (Verdict::Unknown, _) => report.survivors.push(pid),
   }
   Ok(report)
+}
+
+/// Sends `signal` to the root's group (`group`) or the root alone: through `fd` where there
+/// are pidfds, else by number right after the caller's check.
+fn send(fd: Option<&PidFd>, pid: i32, group: bool, signal: Signal) -> std::io::Result<()> {
+  let Some(fd) = fd else {
+    return kill(Pid::from_raw(if group { -pid } else { pid }), signal).map_err(Into::into);
+  };
+  if !group {
+    return fd.signal(signal as i32);
+  }
+  if fd.signal_group(signal as i32)? {
+    return Ok(());
+  }
+  // No group flag (Linux before 6.9): the leader, then each member of its group (in its
+  // session, started no earlier than it), each through a pidfd checked after its open. The
+  // live leader holds the group's number, so these are the group it made.
+  fd.signal(signal as i32)?;
+  let leader = sys::read_stat(pid).ok().flatten();
+  let Some(leader) = leader.filter(|l| !l.is_dead()) else { return Ok(()) };
+  for p in sys::process_table()?.into_iter().filter(|p| p.pgid == pid && p.pid != pid && p.start_time >= leader.start_time) {
+    let Ok(member) = PidFd::open(p.pid) else { continue };
+    if sys::read_stat(p.pid).ok().flatten().is_some_and(|now| now.start_time == p.start_time && now.pgid == pid && !now.is_dead()) {
+      let _ = member.signal(signal as i32);
+    }
+  }
+  Ok(())
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -108,6 +163,26 @@ mod tests {
     assert_eq!(report.signalled, vec![leader.pid], "{report:?}");
     assert!(!report.escalated);
     child.wait().unwrap();
+  }
+
+  #[test]
+  fn a_leader_without_the_sessions_mark_is_refused() {
+    let mark = super::super::tests::MARK;
+    let (mut child, leader) = super::super::tests::spawn_marked("sleep 30", Some(&mark.replace(":0", ":e")));
+    let report = signal_job_proven(&leader, Signal::SIGKILL, Some(mark), true).unwrap();
+    let unmarked = signal_job_proven(&leader, Signal::SIGKILL, None, true).unwrap();
+    let alive = crate::identity::verdict(&leader) == Verdict::Current;
+    let (mut own, own_id) = super::super::tests::spawn_marked("sleep 30", Some(mark));
+    crate::testwait::until("its exec", || crate::membership::carries_mark(own_id.pid, mark));
+    let proven = signal_job_proven(&own_id, Signal::SIGKILL, Some(mark), true).unwrap();
+    own.wait().unwrap();
+    unsafe { libc::kill(-leader.pid, libc::SIGKILL) };
+    child.wait().unwrap();
+    assert!(alive, "{report:?}");
+    for r in [&report, &unmarked] {
+      assert_eq!(r.refused, vec![super::super::Refused { pid: Some(leader.pid), cgroup: None, reason: Refusal::NoProof }]);
+    }
+    assert_eq!(proven.signalled, vec![own_id.pid]);
   }
 
   #[test]

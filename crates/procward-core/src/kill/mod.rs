@@ -53,11 +53,11 @@ use crate::identity::{Identity, Verdict};
 pub use crate::killreport::{CgroupClaim, KillReport, KillRequest, Refused};
 use crate::probe::ProcessInfo;
 use crate::sys;
-pub use jobsignal::signal_job;
+pub use jobsignal::{signal_job, signal_job_proven};
 use nix::sys::signal::Signal;
 use run::{Run, Target};
 use settle::{settle_longer, wait_all};
-use snapshot::add_unfound;
+use snapshot::{add_cgroup_left, add_unfound};
 use std::time::{Duration, Instant};
 
 /// How to kill a tree.
@@ -84,6 +84,16 @@ pub struct KillOptions {
   /// every job procward starts does. Off: such a root and its descendants get signals of
   /// their own, and only the group signal is left out. Default off.
   pub require_session_leader: bool,
+  /// The session's mark (`<session id>:<nonce>`, see [`crate::membership`]) its jobs carry
+  /// in their environment. With it, the root is signalled only when it carries the mark (or
+  /// is in the job's cgroup), and the processes of an ended job's group, or outside it, are
+  /// the job's when they carry it. Each request of a batch names its own. Default none.
+  pub mark: Option<String>,
+  /// Signal a live root only when a proof says it is the job's (the mark or the cgroup),
+  /// never on its recorded identity alone: a root without one is refused (`no_proof`) and
+  /// nothing is signalled. The registry sets it; a caller of [`kill_tree`] that vouches for
+  /// the process it names (a PID it just started) need not. Default off.
+  pub require_proof: bool,
 }
 
 /// The signal of a name (`SIGTERM`, `TERM`, case-insensitive), as [`KillOptions::signal`]
@@ -103,6 +113,8 @@ impl Default for KillOptions {
       settle_max: Duration::from_secs(5),
       cgroup: None,
       require_session_leader: false,
+      mark: None,
+      require_proof: false,
     }
   }
 }
@@ -124,7 +136,7 @@ impl Default for KillOptions {
 ///
 /// Errors: `Unsupported` where the platform has no identity source yet.
 pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
-  let request = KillRequest { root: root.clone(), cgroup: opts.cgroup.clone() };
+  let request = KillRequest { root: root.clone(), cgroup: opts.cgroup.clone(), mark: opts.mark.clone() };
   kill_trees(std::slice::from_ref(&request), opts).pop().expect("one report per request")
 }
 
@@ -148,6 +160,9 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
       host: host.clone(),
       cgroup: None,
       group_is_jobs: true,
+      members_need_proof: false,
+      mark: r.mark.as_deref().filter(|m| crate::membership::valid_mark(m)),
+      root_fd: None,
       boot_id: boot_id.clone(),
       targets: Vec::new(),
       report: KillReport::default(),
@@ -158,7 +173,7 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
   // current, `None` when only what is left of its group is to be cleaned up.
   let mut going: Vec<(usize, Option<ProcessInfo>)> = Vec::new();
   for (i, (run, request)) in runs.iter_mut().zip(requests).enumerate() {
-    if let Some(root) = run.begin(request.cgroup.as_ref(), opts.require_session_leader) {
+    if let Some(root) = run.begin(request.cgroup.as_ref(), opts.require_session_leader, opts.require_proof) {
       going.push((i, root));
     }
   }
@@ -202,9 +217,11 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
   let mut survivors = wait_all(&runs, &live, first_signal + wait_for, !escalate);
   // Members of a group that no walk found got the group signal: they survive it too.
   add_unfound(&mut runs, &live, &mut survivors);
+  // What is left in a contained job's cgroup is ended with it (a first SIGKILL included).
+  let cgroup_left = add_cgroup_left(&mut runs, &live, &mut survivors);
   let mut last_signal = first_signal;
 
-  if escalate && survivors.iter().any(|s| !s.is_empty()) {
+  if (escalate || cgroup_left) && survivors.iter().any(|s| !s.is_empty()) {
     let escalating: Vec<usize> = live.iter().zip(&survivors).filter(|(_, s)| !s.is_empty()).map(|(&i, _)| i).collect();
     // Processes born since the snapshot: walked again below the survivors, or else found in
     // one read of the table shared by the runs that need it (left out if it cannot be read).
@@ -256,7 +273,7 @@ impl Run<'_> {
   /// Judges the cgroup claim and the root, before anything is signalled. `None`: this kill
   /// is over (refused, gone, replaced or unknown: the report says which); `Some(root)`: go
   /// on to the snapshot, with the root's live process when it is still current.
-  fn begin(&mut self, cgroup: Option<&CgroupClaim>, require_session_leader: bool) -> Option<Option<ProcessInfo>> {
+  fn begin(&mut self, cgroup: Option<&CgroupClaim>, require_session_leader: bool, require_proof: bool) -> Option<Option<ProcessInfo>> {
     let root = self.root;
     let same_boot = self.boot_id == root.boot_id;
     // cgroups are Linux's: elsewhere a claim is ignored, as `KillOptions::cgroup` says.
@@ -276,7 +293,13 @@ impl Run<'_> {
       self.refuse(root.pid, Refusal::PidLe1);
       return None;
     }
-    let (root_verdict, root_info) = self.check(Target { pid: root.pid, start_time: root.start_time, pgid: root.pid });
+    let target = self.root_target();
+    // Opened before the check: the process judged below is the one the pidfd names.
+    let handle = self.handle(root.pid);
+    if matches!(handle, run::Handle::Never) && self.report.refused.iter().any(|r| r.pid == Some(root.pid)) {
+      return None;
+    }
+    let (root_verdict, root_info) = self.check(target);
     match root_verdict {
       Verdict::Current => {
         let info = root_info.expect("a current verdict carries the process");
@@ -285,22 +308,29 @@ impl Run<'_> {
           Err(r) => Some(r),
           Ok(()) if require_session_leader => self.host.check_group(&info, sid).err(),
           Ok(()) => None,
-        };
+        }
+        // A record is no proof: the root must carry the session's mark or be in its cgroup.
+        .or_else(|| ((require_proof || self.mark.is_some()) && !self.proven(root.pid)).then_some(Refusal::NoProof));
         if let Some(reason) = refusal {
           self.refuse(root.pid, reason);
           return None;
         }
+        if let run::Handle::Fd(fd) = handle {
+          self.root_fd = Some(fd);
+        }
         Some(Some(info))
       }
       // What is left of a gone leader's group is cleaned up below, unless that group is the
-      // host's (or holds an ancestor): such a record cannot name a job.
+      // host's (or holds an ancestor): such a record cannot name a job. Nothing holds the
+      // group's number for the job any more, so each member needs a proof of its own.
       Verdict::Gone if same_boot => {
         if let Err(reason) = self.host.check_group_id(root.pid) {
           self.refuse(root.pid, reason);
           return None;
         }
         self.report.already_gone.push(root.pid);
-        Some(None)
+        self.members_need_proof = true;
+        (self.mark.is_some() || self.cgroup.is_some()).then_some(None)
       }
       Verdict::Gone => {
         self.report.already_gone.push(root.pid);
@@ -311,22 +341,25 @@ impl Run<'_> {
       // (a daemon that left the tree), and it is cleaned up all the same.
       Verdict::Replaced => {
         self.report.refused_reused.push(root.pid);
-        self.cgroup_alone()
+        self.proofs_alone()
       }
       Verdict::Unknown => {
         self.report.survivors.push(root.pid);
         self.report.survivor_identities.push(root.clone());
-        self.cgroup_alone()
+        self.proofs_alone()
       }
     }
   }
 
-  /// Goes on with the job's cgroup as its only source of targets (see `begin`), when the
-  /// guard judged it procward's for the session: the root's process group is left out,
-  /// since a group of the root's id may be another process's now.
-  fn cgroup_alone(&mut self) -> Option<Option<ProcessInfo>> {
-    self.cgroup.as_ref()?;
+  /// Goes on with the job's proofs as its only source of targets (see `begin`): the
+  /// members of its cgroup, and the processes that carry its mark. The root's process group
+  /// is left out, since a group of the root's id may be another process's now.
+  fn proofs_alone(&mut self) -> Option<Option<ProcessInfo>> {
+    if self.cgroup.is_none() && self.mark.is_none() {
+      return None;
+    }
     self.group_is_jobs = false;
+    self.members_need_proof = true;
     Some(None)
   }
 

@@ -5,7 +5,17 @@
 use super::{KillReport, Refused};
 use crate::guard::{Host, Refusal};
 use crate::identity::{judge, Identity, Verdict};
+use crate::pidfd::{OpenError, PidFd};
 use crate::probe::{probe_one, Probe, ProcessInfo};
+
+/// How a process may be signalled after its check: through its pidfd, by number where this
+/// system has no pidfds (the check-to-signal window stays), or not at all.
+pub(super) enum Handle {
+  Fd(PidFd),
+  ByNumber,
+  /// Gone at the open (`ESRCH`), or no pidfd could be opened (listed as `no_pidfd`).
+  Never,
+}
 
 /// A process the kill is about, as snapshotted (or found by a later walk).
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +42,15 @@ pub(super) struct Run<'a> {
   /// job's cgroup alone: its leader's PID now names another process (so any group of that
   /// id is the newcomer's) or cannot be read.
   pub(super) group_is_jobs: bool,
+  /// Whether a member of the root's group (by its number) is the job's only with a proof of
+  /// its own (the mark or the cgroup): the root was gone before the first signal, so
+  /// nothing held the group's number for the job and a stranger's group may carry it.
+  pub(super) members_need_proof: bool,
+  /// The session's mark, when the request names a well-formed one.
+  pub(super) mark: Option<&'a str>,
+  /// The root's pidfd, opened and checked while the root was current and proven: group
+  /// signals go through it (see [`crate::pidfd`]).
+  pub(super) root_fd: Option<PidFd>,
   pub(super) boot_id: String,
   pub(super) targets: Vec<Target>,
   pub(super) report: KillReport,
@@ -55,6 +74,39 @@ impl Run<'_> {
 
   pub(super) fn is_alive(&self, t: Target) -> bool {
     matches!(self.verdict(t), Verdict::Current | Verdict::Unknown)
+  }
+
+  /// Whether something a stranger cannot have says `pid` is the job's: it is in the job's
+  /// cgroup, or carries the session's mark (see [`crate::membership`]).
+  pub(super) fn proven(&self, pid: i32) -> bool {
+    #[cfg(target_os = "linux")]
+    if self.cgroup.as_deref().is_some_and(|dir| crate::membership::in_cgroup(pid, dir)) {
+      return true;
+    }
+    self.mark.is_some_and(|m| crate::membership::carries_mark(pid, m))
+  }
+
+  /// A pidfd for `pid`, to be checked before its signal (see [`Handle`]). A pidfd that
+  /// cannot be opened on a system that has them refuses the PID (`no_pidfd`).
+  pub(super) fn handle(&mut self, pid: i32) -> Handle {
+    match PidFd::open(pid) {
+      Ok(fd) => Handle::Fd(fd),
+      Err(OpenError::Unsupported) => Handle::ByNumber,
+      Err(OpenError::Gone) => Handle::Never,
+      Err(OpenError::Failed(_)) => {
+        self.refuse(pid, Refusal::NoPidfd);
+        Handle::Never
+      }
+    }
+  }
+
+  /// Sends `sig` through `handle` (just checked `current` by the caller). Whether it went.
+  pub(super) fn send(handle: &Handle, pid: i32, sig: nix::sys::signal::Signal) -> bool {
+    match handle {
+      Handle::Fd(fd) => fd.signal(sig as i32).is_ok(),
+      Handle::ByNumber => nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).is_ok(),
+      Handle::Never => false,
+    }
   }
 
   pub(super) fn add(&mut self, t: Target) {

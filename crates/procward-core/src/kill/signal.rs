@@ -8,7 +8,7 @@
 //! does for a stopped job. A process that was not stopped ignores SIGCONT unless it handles
 //! it (a TUI redraws).
 
-use super::run::{Run, Target};
+use super::run::{Handle, Run, Target};
 use crate::guard::session_of;
 use crate::identity::Verdict;
 use nix::sys::signal::{kill, Signal};
@@ -18,12 +18,21 @@ impl Run<'_> {
   /// Sends the group signal when the guard allows it at this instant: the leader is ours
   /// (identity `current`), leads its own session, and the group spares the host. A session
   /// leader stays one for life, so the check between two identity reads holds for the signal.
+  ///
+  /// The signal goes through the root's pidfd (`PIDFD_SIGNAL_PROCESS_GROUP`), so it reaches
+  /// the group the root made and no later group of its number. A kernel without that flag
+  /// gets no group signal (each target is signalled through its own pidfd); a system
+  /// without pidfds gets `kill(-pgid)` right after the checks.
   pub(super) fn signal_group(&mut self, root: Target, sig: Signal) -> bool {
     let (Verdict::Current, Some(info)) = self.check(root) else { return false };
-    if self.host.check_group(&info, session_of(root.pid)).is_err() || self.verdict(root) != Verdict::Current {
+    if self.host.check_group(&info, session_of(root.pid)).is_err() {
       return false;
     }
-    kill(Pid::from_raw(-root.pid), sig).is_ok()
+    match &self.root_fd {
+      Some(fd) => fd.signal_group(sig as i32).unwrap_or(false),
+      None if !crate::pidfd::available() => self.verdict(root) == Verdict::Current && kill(Pid::from_raw(-root.pid), sig).is_ok(),
+      None => false,
+    }
   }
 
   /// Signals the whole group (if the guard allows it), then each target that is not a
@@ -51,9 +60,10 @@ impl Run<'_> {
 
   /// SIGCONT to `t`, checked again: a signal goes only to a process that is current right
   /// before it.
-  fn resume(&self, t: Target) {
+  fn resume(&mut self, t: Target) {
+    let handle = self.handle(t.pid);
     if self.verdict(t) == Verdict::Current {
-      let _ = kill(Pid::from_raw(t.pid), Signal::SIGCONT);
+      Self::send(&handle, t.pid, Signal::SIGCONT);
     }
   }
 
@@ -77,6 +87,11 @@ impl Run<'_> {
         return;
       }
     }
+    // Opened before the check, so the process checked is the process signalled.
+    let handle = self.handle(t.pid);
+    if matches!(handle, Handle::Never) && self.report.refused.iter().any(|r| r.pid == Some(t.pid)) {
+      return;
+    }
     match self.check(t) {
       // The group signal reached it: the guard passed the group, which holds no process
       // of the host's (`Host::check_group`), so no check of its own is needed.
@@ -86,7 +101,7 @@ impl Run<'_> {
           self.refuse(t.pid, reason);
           return;
         }
-        if kill(Pid::from_raw(t.pid), sig).is_ok() {
+        if Self::send(&handle, t.pid, sig) {
           Self::note(&mut self.report.signalled, t.pid);
           if resume {
             self.resume(t);

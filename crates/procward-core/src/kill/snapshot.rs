@@ -64,6 +64,24 @@ impl Run<'_> {
     for t in self.cgroup_members() {
       self.add(t);
     }
+    for t in self.marked() {
+      self.add(t);
+    }
+  }
+
+  /// The processes that carry the session's mark, started no earlier than the root, that
+  /// are not targets yet: when the root was gone before the kill, what the job left outside
+  /// its group (a daemon that called `setsid` and whose parent ended) is found only so.
+  /// One pass over `/proc` reading each environment; only when the root is gone or reused
+  /// (a live root's tree is walked instead).
+  fn marked(&self) -> Vec<Target> {
+    let Some(mark) = self.mark.filter(|_| self.members_need_proof) else { return Vec::new() };
+    crate::membership::marked_processes(&[mark])
+      .into_iter()
+      .map(|(_, p)| p)
+      .filter(|p| p.start_time >= self.root.start_time && !self.knows(p.pid))
+      .map(|p| Target::from(&p))
+      .collect()
   }
 
   /// Live members of the root's own process group that started no earlier than the root
@@ -77,6 +95,7 @@ impl Run<'_> {
     group_members_in(table, self.root.pid, self.root.start_time)
       .iter()
       .filter(|p| !p.is_dead() && !self.knows(p.pid) && session_of(p.pid) == Some(self.root.pid))
+      .filter(|p| !self.members_need_proof || self.proven(p.pid))
       .map(Target::from)
       .collect()
   }
@@ -147,19 +166,16 @@ impl Run<'_> {
   /// Live members of the root's group (in its session) that no walk found, as `table` shows
   /// them: say a member whose parent left the session (`setsid`) before the snapshot, so
   /// neither the children lists below the root nor its ancestors' orphans led to it. Taken
-  /// only while the group is provably still the job's: the root still holds its PID (a
-  /// zombie included), or a member started no later than the newest target of the snapshot
-  /// (so it was in the group while the root or its members held the group's id, and a
-  /// group's id is never reused while a member lives).
+  /// as the job's while the root still holds its PID (a zombie included), which keeps the
+  /// group's number the job's; otherwise each needs a proof of its own (the mark or the
+  /// cgroup): the group may have emptied and its number gone to a stranger's group.
   pub(super) fn unfound_members(&self, table: &[ProcessInfo]) -> Vec<Target> {
     let root = self.root_target();
     let found = self.own_group(table);
-    let root_held = table.iter().any(|p| p.pid == root.pid && p.start_time == root.start_time);
-    let newest = self.targets.iter().map(|t| t.start_time).max().unwrap_or(root.start_time);
-    if root_held || found.iter().any(|t| t.start_time <= newest) {
+    if table.iter().any(|p| p.pid == root.pid && p.start_time == root.start_time) {
       found
     } else {
-      Vec::new()
+      found.into_iter().filter(|t| self.proven(t.pid)).collect()
     }
   }
 
@@ -199,6 +215,23 @@ pub(super) fn add_unfound(runs: &mut [Run], live: &[usize], survivors: &mut [Vec
       continue;
     }
     for t in runs[i].unfound_members(&table) {
+      runs[i].add(t);
+      left.push(t);
+      any = true;
+    }
+  }
+  any
+}
+
+/// For each run of `live` with its own cgroup, the members still alive there after the
+/// first wait that are not targets yet (one that the job forked while it died, say a TERM
+/// trap's `setsid sleep &`) become targets and survivors: the kill goes on to escalate, and
+/// `cgroup.kill` ends the cgroup's processes, so a contained job's kill ends with its cgroup
+/// empty whether or not a snapshotted process survived. Returns whether any were found.
+pub(super) fn add_cgroup_left(runs: &mut [Run], live: &[usize], survivors: &mut [Vec<Target>]) -> bool {
+  let mut any = false;
+  for (&i, left) in live.iter().zip(survivors.iter_mut()) {
+    for t in runs[i].cgroup_members() {
       runs[i].add(t);
       left.push(t);
       any = true;

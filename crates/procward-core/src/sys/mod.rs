@@ -26,7 +26,7 @@ mod platform;
 mod platform;
 
 #[cfg(target_os = "linux")]
-pub(crate) use platform::read_proc_file;
+pub(crate) use platform::{open_proc, read_proc_file};
 pub(crate) use platform::{boot_id, process_table, read_stat};
 
 /// One process as the kernel reports it.

@@ -151,7 +151,7 @@ fn bare_signal_name(name: &str) -> String {
 /// Errors: `Io` when the Toolhelp32 snapshot cannot be taken. An unreadable root (access
 /// denied) is never touched and is reported as a survivor.
 pub fn kill_tree(root: &Identity, opts: &KillOptions) -> Result<KillReport> {
-  let request = KillRequest { root: root.clone(), cgroup: None };
+  let request = KillRequest { root: root.clone(), cgroup: None, mark: None };
   kill_trees(std::slice::from_ref(&request), opts).pop().expect("one report per request")
 }
 

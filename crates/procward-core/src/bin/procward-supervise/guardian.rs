@@ -12,15 +12,18 @@
 //! job it guards, and one when a job ended:
 //!
 //! ```text
-//! + <pid> <start time> <session id>|-    a job (its leader's identity; its cgroup's session)
-//! - <pid> <start time>                   that job ended
+//! + <pid> <start time> <session id>|- [<mark>]   a job (its leader's identity; its
+//!                                                 cgroup's session; the session's mark)
+//! - <pid> <start time>                            that job ended
 //! ```
 //!
 //! At end of file the guardian tree-kills every job still listed with the core's kill
 //! (snapshot, SIGTERM, 2 s grace, SIGKILL), by identity and through the guard: a leader whose
 //! PID now names another process is never signalled, nor PID <= 1, the guardian, its group,
 //! session or ancestors; the job's cgroup (named for its session, created by procward) is
-//! killed with it. Then it exits. A line it cannot read is skipped.
+//! killed with it. A leader is signalled only when it carries the session's mark or is in
+//! that cgroup (see `procward_core::membership`). Then it exits. A line it cannot read is
+//! skipped.
 
 use procward_core::kill::{kill_trees, CgroupClaim, KillOptions, KillRequest};
 use procward_core::Identity;
@@ -35,8 +38,8 @@ pub fn run_if_asked() {
   }
 }
 
-/// One guarded job: its leader and the session its cgroup is named for.
-type Guarded = HashMap<(i32, u64), Option<String>>;
+/// One guarded job: its leader, the session its cgroup is named for, and its mark.
+type Guarded = HashMap<(i32, u64), (Option<String>, Option<String>)>;
 
 /// Reads the host's lines until end of file, then kills what is still listed. Returns the
 /// exit code: 0, or 70 when the boot id cannot be read (nothing can be judged, so nothing
@@ -54,13 +57,14 @@ fn run(input: impl BufRead) -> i32 {
   };
   let requests: Vec<KillRequest> = jobs
     .into_iter()
-    .map(|((pid, start_time), session)| KillRequest {
+    .map(|((pid, start_time), (session, mark))| KillRequest {
       root: Identity { pid, start_time, boot_id: boot_id.clone() },
       cgroup: session.map(|s| CgroupClaim::new(s, None)),
+      mark,
     })
     .collect();
   if !requests.is_empty() {
-    let opts = KillOptions { grace: Duration::from_secs(2), require_session_leader: true, ..Default::default() };
+    let opts = KillOptions { grace: Duration::from_secs(2), require_session_leader: true, require_proof: true, ..Default::default() };
     let _ = kill_trees(&requests, &opts);
   }
   0
@@ -74,7 +78,8 @@ fn apply(jobs: &mut Guarded, line: &str) {
   match op {
     "+" => {
       let session = words.next().filter(|s| *s != "-").map(str::to_string);
-      jobs.insert((pid, start), session);
+      let mark = words.next().filter(|m| procward_core::membership::valid_mark(m)).map(str::to_string);
+      jobs.insert((pid, start), (session, mark));
     }
     "-" => {
       jobs.remove(&(pid, start));
@@ -99,11 +104,18 @@ mod tests {
   #[test]
   fn lines_add_and_remove_jobs_and_bad_lines_are_skipped() {
     let mut jobs = Guarded::new();
-    for line in ["+ 100 5 proc_0123456789ab", "+ 200 6 -", "+ 300 7", "- 200 6", "+ x 1 -", "* 400 8", "+ 500", ""] {
+    let mark = format!("proc_0123456789ab:{}", "5".repeat(32));
+    let lines = [format!("+ 100 5 proc_0123456789ab {mark}"), "+ 200 6 -".into(), "+ 300 7".into(), "- 200 6".into(), "+ x 1 -".into()];
+    let more = ["* 400 8", "+ 500", "", "+ 600 9 - proc_0123456789ab:nothex"];
+    for line in lines.iter().map(String::as_str).chain(more) {
       apply(&mut jobs, line);
     }
     let mut listed: Vec<_> = jobs.into_iter().collect();
     listed.sort();
-    assert_eq!(listed, vec![((100, 5), Some("proc_0123456789ab".to_string())), ((300, 7), None)]);
+    // A malformed mark is no mark: that job's leader is then signalled only through its cgroup.
+    assert_eq!(
+      listed,
+      vec![((100, 5), (Some("proc_0123456789ab".to_string()), Some(mark))), ((300, 7), (None, None)), ((600, 9), (None, None))]
+    );
   }
 }
