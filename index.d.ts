@@ -138,7 +138,7 @@ export interface JobEvent {
  * The live processes each ended job left, in order, with their identities: members of its
  * own cgroup, and processes in its own session and process group (both equal to the
  * leader's PID, `/proc/<pid>/stat` fields 6 and 5) that started no earlier than the leader
- * (field 22) on this boot, while the leader's PID names no other process. Never the leader
+ * (field 22) on this boot and carry the session's mark in `/proc/<pid>/environ`. Never the leader
  * itself, a zombie, nor anything the kill guard refuses. One pass over the process table
  * for all the queries. Empty on Windows. Errors: `EINVAL` for a malformed start time.
  */
@@ -188,6 +188,18 @@ export interface KillOptions {
    * the group signal.
    */
   requireSessionLeader?: boolean
+  /**
+   * The session's mark (`<session id>:<nonce>`) its jobs carry in their environment as
+   * `PROCWARD_SESSION_ID`: the root is signalled only when it carries it (or is in the
+   * job's cgroup), and an ended job's processes are found by it (see the core's
+   * `membership`). A malformed mark counts as none. Linux; ignored elsewhere.
+   */
+  mark?: string
+  /**
+   * Refuse a live root (`no_proof`) that neither carries `mark` nor is in the job's
+   * cgroup: a record alone proves nothing. Default false (the caller vouches for the root).
+   */
+  requireProof?: boolean
   /**
    * Windows: the path of `procward-supervise.exe`, which sends the graceful step
    * (Ctrl-Break for `SIGTERM`, Ctrl-C for `SIGINT`) to the job's console. Without it the
@@ -253,6 +265,8 @@ export interface KillTreeRequest {
   cgroup?: string
   /** As `KillOptions.sessionId`, for this tree. */
   sessionId?: string
+  /** As `KillOptions.mark`, for this tree. */
+  mark?: string
 }
 
 /**
@@ -275,6 +289,11 @@ export interface LeftoverQuery {
   cgroup?: string
   /** The session the cgroup must be named for. Default: `cgroup` itself. */
   sessionId?: string
+  /**
+   * The session's mark (`<session id>:<nonce>`, `PROCWARD_SESSION_ID` in its jobs'
+   * environment). Without a well-formed one, only the cgroup proves a leftover.
+   */
+  mark?: string
 }
 
 /**
@@ -366,7 +385,7 @@ export interface ScreenCursor {
  * [`signal_job_async`] sends it. Errors: `EINVAL` for a bad identity or signal name;
  * `ENOTSUP` on Windows for any other name, and for `SIGBREAK` here.
  */
-export declare function signalJob(identity: Identity, signal: string): KillReport
+export declare function signalJob(identity: Identity, signal: string, options?: SignalJobOptions | undefined | null): KillReport
 
 /**
  * [`signal_job`] on a dedicated thread (never libuv's pool), with `options.consoleHelper`
@@ -377,13 +396,17 @@ export declare function signalJob(identity: Identity, signal: string): KillRepor
  */
 export declare function signalJobAsync(identity: Identity, signal: string, options: SignalJobOptions | undefined | null, callback: ((err: Error | null, arg: KillReport) => unknown)): void
 
-/** Options of [`signal_job_async`]. */
+/** Options of [`signal_job`] and [`signal_job_async`]. */
 export interface SignalJobOptions {
   /**
    * Windows: the path of `procward-supervise.exe`, which sends `SIGBREAK`'s Ctrl-Break to
    * the job's console. Without it `SIGBREAK` is `ENOTSUP`. Ignored elsewhere.
    */
   consoleHelper?: string
+  /** As `KillOptions.mark`. Unix; ignored on Windows (the Job Object proves a job there). */
+  mark?: string
+  /** As `KillOptions.requireProof`. */
+  requireProof?: boolean
 }
 
 /** The conventional name of a signal number (`SIGKILL` for 9). */

@@ -19,6 +19,10 @@ export type { Identity, ProbeResult, ProcessEntry, Verdict };
  *   root that does not lead its own session, as every job procward starts does;
  * - `cgroup_not_ours`: a cgroup procward did not create for the session, directly below its
  *   own cgroup root (never read, written or removed);
+ * - `no_proof`: a root that neither carries the session's mark (`KillTreeOptions.mark`) nor
+ *   is in the job's cgroup, with a mark or `requireProof`: a record alone proves nothing;
+ * - `no_pidfd`: no pidfd could be opened for the process (descriptors exhausted) on a Linux
+ *   that has pidfds: it is never signalled by its number instead;
  * - Windows: `system_idle` (PID 0), `system` (PID 4), `host_console` (a process attached to the
  *   host's console); `not_session_leader` there means a root outside its procward Job Object.
  */
@@ -30,6 +34,8 @@ export type KillRefusalReason =
   | 'host_ancestor'
   | 'not_session_leader'
   | 'cgroup_not_ours'
+  | 'no_proof'
+  | 'no_pidfd'
   | 'system_idle'
   | 'system'
   | 'host_console';
@@ -85,6 +91,20 @@ export interface KillTreeOptions {
    * signalled one by one, without the group signal.
    */
   requireSessionLeader?: boolean;
+  /**
+   * The session's mark (`<session id>:<32 hex nonce>`) its jobs carry as
+   * `PROCWARD_SESSION_ID` in their environment. With it, the root is signalled only when it
+   * carries the mark (or is in the job's cgroup), a gone root's group members count only
+   * when each carries it, and the processes of an ended job that left its group are found
+   * by it (one read of every process's `/proc/<pid>/environ`). Linux; ignored elsewhere.
+   */
+  mark?: string;
+  /**
+   * Refuse a live root that neither carries `mark` nor is in the job's cgroup (`no_proof`,
+   * nothing signalled): a record alone proves nothing. Default false: the caller vouches for
+   * the root (a process it just started).
+   */
+  requireProof?: boolean;
 }
 
 const optionalNumber = z.number().optional();
@@ -98,6 +118,8 @@ const KILL_TREE_OPTIONS = z.strictObject({
   cgroup: optionalString,
   sessionId: optionalString,
   requireSessionLeader: z.boolean().optional(),
+  mark: optionalString,
+  requireProof: z.boolean().optional(),
 } satisfies Shape<KillTreeOptions>);
 
 /** Throws `INVALID_ARGUMENT` unless `pid` is an integer from 1 to 2^31 - 1. */
@@ -152,7 +174,7 @@ export function descendants(pid: number): ProcessEntry[] {
  * does not lead its own session); rejects only on misuse (`EINVAL`).
  *
  * Kills asked for in the same turn of the event loop with the same options (all but
- * `cgroup` and `sessionId`) run as one batch on one native thread, sharing the grace
+ * `cgroup`, `sessionId` and `mark`) run as one batch on one native thread, sharing the grace
  * period and each step's read of the process table: a bulk kill of N jobs costs about one
  * tree kill, and one thread, not N. A batch reports when its last tree's kill ends (at most
  * `graceMs + settleMaxMs` after its first signal). Kills asked for in different turns never
@@ -177,9 +199,9 @@ export function killTree(root: Identity, options: KillTreeOptions = {}): Promise
       reject(fromNative(err));
       return;
     }
-    const { cgroup, sessionId, ...shared } = options;
-    const request = { identity: root, ...(cgroup !== undefined && { cgroup }), ...(sessionId !== undefined && { sessionId }) };
-    const key = JSON.stringify([shared.graceMs, shared.signal, shared.settleMs, shared.settleMaxMs, shared.requireSessionLeader]);
+    const { cgroup, sessionId, mark, ...shared } = options;
+    const request = { identity: root, ...(cgroup !== undefined && { cgroup }), ...(sessionId !== undefined && { sessionId }), ...(mark !== undefined && { mark }) };
+    const key = JSON.stringify([shared.graceMs, shared.signal, shared.settleMs, shared.settleMaxMs, shared.requireSessionLeader, shared.requireProof]);
     let batch = pendingKills.get(key);
     if (!batch) {
       batch = { options: shared, kills: [] };
@@ -191,7 +213,7 @@ export function killTree(root: Identity, options: KillTreeOptions = {}): Promise
 }
 
 interface QueuedKill {
-  request: { identity: Identity; cgroup?: string; sessionId?: string };
+  request: { identity: Identity; cgroup?: string; sessionId?: string; mark?: string };
   resolve(report: KillReport): void;
   reject(err: ProcwardError): void;
 }
@@ -286,13 +308,22 @@ export function jobSignal(name: unknown): JobSignal {
  * Windows: `SIGTERM`, `SIGKILL`, `SIGINT` and `SIGQUIT` (and `SIGHUP`) terminate `root` alone
  * (exit code 1, as `process.kill` there); `ProcessRegistry.signal` also sends `SIGBREAK`.
  *
+ * With `proof.mark` (or `proof.requireProof`), a root that does not carry the session's
+ * mark is refused (`no_proof`) and nothing is sent, as {@link killTree} refuses it.
+ *
  * Errors: `INVALID_ARGUMENT` for a bad PID or an unknown signal (details: `allowed`);
  * `ENOTSUP` on Windows for the other names.
  */
-export function signalJob(root: Identity, signal: string): KillReport {
+export function signalJob(root: Identity, signal: string, proof: SignalProof = {}): KillReport {
   checkPid(root?.pid);
   const name = jobSignal(signal);
-  return wrap(() => native.signalJob(root, name)) as KillReport;
+  return wrap(() => native.signalJob(root, name, proof)) as KillReport;
+}
+
+/** What proves the root of {@link signalJob} and {@link signalTree} is the job's: as `KillTreeOptions.mark` and `requireProof`. */
+export interface SignalProof {
+  mark?: string;
+  requireProof?: boolean;
 }
 
 /**
@@ -308,14 +339,15 @@ export function signalJob(root: Identity, signal: string): KillReport {
  * to each (never PID <= 1, the host, its group, session or ancestors).
  *
  * Returns the reports merged: `signalled` lists the root first when it got the signal;
- * when it did not (gone, reused, refused, unknown), no descendant is signalled.
+ * when it did not (gone, reused, refused, unknown, or no proof with `proof`), no descendant
+ * is signalled: the descendants are the root's by the kernel's parent links, once the root is.
  * Errors: as {@link signalJob}.
  */
-export function signalTree(root: Identity, signal: string): KillReport {
+export function signalTree(root: Identity, signal: string, proof: SignalProof = {}): KillReport {
   checkPid(root?.pid);
   const name = jobSignal(signal);
   const members = descendants(root.pid);
-  const first = wrap(() => native.signalJob(root, name)) as KillReport;
+  const first = wrap(() => native.signalJob(root, name, proof)) as KillReport;
   if (!first.signalled.includes(root.pid)) return first;
   const merged: KillReport = { ...first, signalled: [...first.signalled], alreadyGone: [...first.alreadyGone], refusedReused: [...first.refusedReused], survivors: [...first.survivors], survivorIdentities: [...first.survivorIdentities], refused: [...first.refused] };
   for (const m of members) {

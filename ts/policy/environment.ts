@@ -11,6 +11,7 @@
  * - `A && B &` is rewritten to `A && { B & }` (see `shellCommand` and `./background.ts`).
  */
 import { ProcwardError } from '../errors.js';
+import { isMarkVariable } from '../session/mark.js';
 import { backgroundRewrite, shellLanguage } from './background.js';
 import { CREDENTIAL_NAME } from './redact.js';
 
@@ -65,6 +66,9 @@ export function validateCommand(command: unknown): asserts command is string {
  * is empty or contains `=` or NUL, or a value that is not a string or has a NUL.
  */
 export function childEnvironment(host: NodeJS.ProcessEnv, extra: Record<string, string> = {}, allow: readonly string[] = []): Record<string, string> {
+  for (const name of [...Object.keys(extra), ...allow]) {
+    if (isMarkVariable(name)) throw new ProcwardError('INVALID_ARGUMENT', `${name} is the session's mark, which procward sets last on every job's environment: env and allowEnv can neither set nor remove it`);
+  }
   for (const [name, value] of Object.entries(extra)) {
     if (name === '' || name.includes('=') || name.includes('\0')) {
       throw new ProcwardError('INVALID_ARGUMENT', `environment variable name ${JSON.stringify(name)} is empty or contains '=' or NUL`);

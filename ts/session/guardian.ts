@@ -32,12 +32,13 @@ const key = (id: Identity) => `${id.pid} ${id.startTime}`;
 
 /**
  * Guards a job this host started: it ends with the host. `sessionId` names its cgroup when
- * it has one. Returns why it cannot be guarded (no supervisor binary to run the guardian),
- * or null; a no-op returning null on Windows.
+ * it has one; `mark` is the session's mark, which the guardian requires of the job's leader
+ * (see `mark.ts`). Returns why it cannot be guarded (no supervisor binary to run the
+ * guardian), or null; a no-op returning null on Windows.
  */
-export function guardJob(id: Identity, sessionId: string | null): string | null {
+export function guardJob(id: Identity, sessionId: string | null, mark: string | undefined): string | null {
   if (process.platform === 'win32') return null;
-  const line = `+ ${key(id)} ${sessionId ?? '-'}\n`;
+  const line = `+ ${key(id)} ${sessionId ?? '-'}${mark !== undefined ? ` ${mark}` : ''}\n`;
   guarded.set(key(id), line);
   // A guardian started now is handed every guarded job, this one included.
   if (guardian) guardian.stdin?.write(line);

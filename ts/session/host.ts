@@ -14,6 +14,7 @@ import type { KillResult } from '../types.js';
 import { BaseSession } from './base.js';
 import { EMPTY_REPORT, type LeftoverQuery, type Outcome, type StartSpec, type StopProbe } from './kind.js';
 import { settle } from './live.js';
+import { markVariables, newMark } from './mark.js';
 import { claimKillBatched, createKillMarker, createKillMarkerBatched, finishKillInBackground, killClaimed } from './termination.js';
 
 export abstract class HostSession extends BaseSession {
@@ -28,6 +29,8 @@ export abstract class HostSession extends BaseSession {
     const { host, live } = this;
     const r = live.record;
     const files = host.stateDir !== null ? this.sessionDir(host.stateDir) : null;
+    // Drawn before session.json is first written: a host that recovers the job proves it by this.
+    r.mark ??= newMark(r.id);
     this.prepare(files, spec);
     if (files) this.recordBeforeSpawn(files, spec);
     let job: NativeJob;
@@ -36,7 +39,8 @@ export abstract class HostSession extends BaseSession {
         {
           command: shellCommand(spec.command, host.options.shell),
           cwd: r.cwd,
-          env: spec.env,
+          // The mark goes last, so nothing the caller passed can replace it (see mark.ts).
+          env: { ...spec.env, ...markVariables(r.mark) },
           ...(host.options.shell !== undefined && { shell: host.options.shell }),
           ...(host.options.shellArgs !== undefined && { shellArgs: host.options.shellArgs }),
           ...this.jobOptions(files, spec),
@@ -120,7 +124,7 @@ export abstract class HostSession extends BaseSession {
   /** The recorded leader and cgroup: what the core proves the ended job's leftovers by. */
   leftoverQuery(): LeftoverQuery | null {
     const r = this.live.record;
-    return r.identity ? { leader: r.identity, ...(r.cgroup !== undefined && { cgroup: r.cgroup }), sessionId: r.id } : null;
+    return r.identity ? { leader: r.identity, ...(r.cgroup !== undefined && { cgroup: r.cgroup }), sessionId: r.id, ...(r.mark !== undefined && { mark: r.mark }) } : null;
   }
 
   /**
@@ -261,8 +265,11 @@ export abstract class HostSession extends BaseSession {
     const endedFirst = this.endedBeforeKill();
     let report: KillReport;
     try {
-      // Every job leads its own session: a root that does not is no job of ours.
-      report = this.judgeReport(await killTree(root, { graceMs, requireSessionLeader: sessionLeader, ...(r.cgroup && { cgroup: r.cgroup, sessionId: r.id }) }));
+      // Every job leads its own session: a root that does not is no job of ours. And a record
+      // is no proof: the root must carry the session's mark or be in its cgroup.
+      report = this.judgeReport(
+        await killTree(root, { graceMs, requireSessionLeader: sessionLeader, requireProof: true, ...(r.mark && { mark: r.mark }), ...(r.cgroup && { cgroup: r.cgroup, sessionId: r.id }) }),
+      );
     } catch (err) {
       // The kill failed before it signalled anything (a refused root, an unreadable process
       // table): the marker it wrote must not make the job's own end look killed.
@@ -309,7 +316,13 @@ export abstract class HostSession extends BaseSession {
     // its session check reads as no session leader: it is gone, not a stranger.
     const rootRefused = report.refused.find((x) => x.pid === root.pid && !(x.reason === 'not_session_leader' && verdict(root) !== 'current'));
     if (rootRefused && wasRunning) {
-      throw new ProcwardError('KILL_REFUSED', `the kill of ${r.id} was refused (${rootRefused.reason}): its record names PID ${rootRefused.pid}, which procward never signals; nothing was signalled`, { report });
+      const hint =
+        rootRefused.reason === 'no_proof'
+          ? r.mark === undefined
+            ? ': its record has no session mark (written by a procward before 0.x marked its jobs), and nothing else proves that process is the job; if it is, end it yourself (kill -TERM -<pid>) after checking it'
+            : `: that process does not carry the session's mark (${r.id}:…) in its environment and is not in the job's cgroup, so it is not the job`
+          : `: its record names PID ${rootRefused.pid}, which procward never signals`;
+      throw new ProcwardError('KILL_REFUSED', `the kill of ${r.id} was refused (${rootRefused.reason})${hint}; nothing was signalled`, { report });
     }
     if (report.survivors.length > 0) this.finishInBackground(report, graceMs, root);
     if (live.detached) await host.refresh(live);

@@ -186,6 +186,8 @@ export interface LeftoverQuery {
   /** The cgroup as recorded, judged by the core against `sessionId`. */
   cgroup?: string;
   sessionId: string;
+  /** The session's mark (see `mark.ts`): group members count only when they carry it. */
+  mark?: string;
 }
 
 /** A running job's recorded identity, and whether it is a durable job's supervisor's (the job is then its child). */

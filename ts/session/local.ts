@@ -31,7 +31,7 @@ export class LocalSession extends HostSession {
     const r = this.live.record;
     if (this.host.stateDir !== null || spec.outliveHost || !r.identity) return;
     this.guarded = r.identity;
-    const why = guardJob(r.identity, r.cgroup !== undefined ? r.id : null);
+    const why = guardJob(r.identity, r.cgroup !== undefined ? r.id : null, r.mark);
     if (why !== null && !this.host.diagnostics.includes(why)) this.host.diagnostics.push(why);
   }
 

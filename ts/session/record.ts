@@ -10,6 +10,7 @@
  * is written back untouched.
  */
 import { z } from 'zod';
+import { MARK_PATTERN } from './mark.js';
 import { MAX_LABEL_CHARS } from './spawnoptions.js';
 
 /** `running` until the job's end is known, then `exited`. */
@@ -80,6 +81,14 @@ export const sessionRecordSchema = z.strictObject({
   sandboxDir: z.string().optional(),
   /** The job's cgroup v2 directory (Linux, when the host may create cgroups). */
   cgroup: z.string().optional(),
+  /**
+   * The session's mark, `<session id>:<32 hex nonce>`: every process of the job carries it
+   * as `PROCWARD_SESSION_ID` in its environment, and a kill signals only processes that
+   * carry it or are in the job's cgroup (see the core's `membership`). Absent in records of
+   * earlier versions, whose running jobs a kill refuses (`no_proof`) unless their cgroup
+   * proves them.
+   */
+  mark: z.string().regex(MARK_PATTERN).optional(),
   /** Queue a completion event when the session ends. */
   notifyOnComplete: z.boolean().optional(),
   /** The last 2000 characters of output at the end (plain, redacted), for the completion event. */
@@ -163,7 +172,7 @@ function watchEventsOf(v: unknown): { pattern: string; line: string; at: number;
 export function wellFormed(raw: unknown): SessionRecord | undefined {
   if (!isObject(raw)) return undefined;
   const { schemaVersion, id, command, cwd, pid, identity, jobIdentity, taskId, ownerTaskId, sessionKey, startedAt, exitedAt, status, exitCode, signal, reason, terminationSource, durable, logPath, exitPath, stdinPath, writer, updatedAt } = raw;
-  const { pidScope, environment, sandboxDir, cgroup, notifyOnComplete, completionTail, notificationDelivered, timeoutMs, timedOut, watchPatterns, watchEvents, watchFired, watchCursor } = raw;
+  const { pidScope, environment, sandboxDir, cgroup, mark, notifyOnComplete, completionTail, notificationDelivered, timeoutMs, timedOut, watchPatterns, watchEvents, watchFired, watchCursor } = raw;
   // The 17 fields every entry has.
   if (!isString(id) || !ID.test(id) || !isString(command) || !isString(cwd) || !(pid === null || isPositiveInt(pid))) return undefined;
   const ident = identity === null ? null : identityOf(identity, false);
@@ -183,6 +192,7 @@ export function wellFormed(raw: unknown): SessionRecord | undefined {
   if (!present(schemaVersion, isPositiveInt(schemaVersion)) || !present(taskId, isLabel(taskId)) || !present(ownerTaskId, isLabel(ownerTaskId)) || !present(sessionKey, isLabel(sessionKey))) return undefined;
   if (!present(stdinPath, isString(stdinPath)) || !present(pidScope, pidScope === 'host' || pidScope === 'sandbox') || !present(environment, isLabel(environment) && environment !== '')) return undefined;
   if (!present(sandboxDir, isString(sandboxDir)) || !present(cgroup, isString(cgroup)) || !present(notifyOnComplete, typeof notifyOnComplete === 'boolean')) return undefined;
+  if (!present(mark, isString(mark) && MARK_PATTERN.test(mark))) return undefined;
   const job = jobIdentity === undefined ? undefined : identityOf(jobIdentity, false);
   if (!present(jobIdentity, job !== undefined) || !present(timeoutMs, isPositiveInt(timeoutMs)) || !present(timedOut, typeof timedOut === 'boolean')) return undefined;
   if (!present(completionTail, isString(completionTail)) || !present(notificationDelivered, typeof notificationDelivered === 'boolean') || !present(watchFired, isInt(watchFired))) return undefined;
@@ -206,6 +216,7 @@ export function wellFormed(raw: unknown): SessionRecord | undefined {
   if (environment !== undefined) out.environment = environment;
   if (sandboxDir !== undefined) out.sandboxDir = sandboxDir;
   if (cgroup !== undefined) out.cgroup = cgroup;
+  if (mark !== undefined) out.mark = mark;
   if (notifyOnComplete !== undefined) out.notifyOnComplete = notifyOnComplete;
   if (completionTail !== undefined) out.completionTail = completionTail;
   if (notificationDelivered !== undefined) out.notificationDelivered = notificationDelivered;

@@ -21,7 +21,7 @@
  */
 import { fromNative, ProcwardError } from '../errors.js';
 import { native } from '../native.js';
-import { consoleHelper, type Identity, JOB_SIGNALS, jobSignal, type KillReport, probe, signalJob, signalTree } from '../processes.js';
+import { consoleHelper, type Identity, JOB_SIGNALS, jobSignal, type KillReport, probe, type SignalProof, signalJob, signalTree } from '../processes.js';
 import type { SessionRecord } from './record.js';
 
 /** The names `ProcessRegistry.signal` takes on Windows (see the module docs). */
@@ -79,7 +79,7 @@ export function signalPlan(r: SessionRecord, sig: string, platform: NodeJS.Platf
       target: (r.durable ? r.jobIdentity : r.identity) ?? undefined,
       viaGroup: sig === 'SIGBREAK',
       missing: r.durable ? `session ${r.id} is a durable job whose own process is not known yet: ${sig} would reach its supervisor; kill it instead` : other,
-      send: (target) => signalJobAsync(target, sig),
+      send: (target) => signalJobAsync(target, sig, proofOf(r)),
     };
   }
   const viaGroup = !r.durable || SUPERVISOR_IGNORES.has(sig);
@@ -90,7 +90,10 @@ export function signalPlan(r: SessionRecord, sig: string, platform: NodeJS.Platf
       ? `session ${r.id} is a durable job whose own process is not known yet: ${sig} would reach its supervisor; send one of ${[...SUPERVISOR_IGNORES].join(', ')} or kill it`
       : other,
     // Not via the group: the job's own tree, one by one, never the supervisor that leads the group.
-    send: async (target) => (!viaGroup ? signalTree(target, sig) : r.durable ? signalJob(target, sig) : leaderOnly(target) ?? signalJob(target, sig)),
+    send: async (target) => {
+      const proof = proofOf(r);
+      return !viaGroup ? signalTree(target, sig, proof) : r.durable ? signalJob(target, sig, proof) : (leaderOnly(target) ?? signalJob(target, sig, proof));
+    },
   };
 }
 
@@ -114,10 +117,15 @@ function leaderOnly(target: Identity): KillReport | undefined {
  * native error (`EIO` when Ctrl-Break could not be sent, `ENOTSUP` for a name without a
  * counterpart).
  */
-function signalJobAsync(root: Identity, sig: string): Promise<KillReport> {
+/** What proves a session's root (see `mark.ts`): its mark, required whatever the record says. */
+function proofOf(r: SessionRecord): SignalProof {
+  return { requireProof: true, ...(r.mark !== undefined && { mark: r.mark }) };
+}
+
+function signalJobAsync(root: Identity, sig: string, proof: SignalProof): Promise<KillReport> {
   return new Promise((resolve, reject) => {
     try {
-      native.signalJobAsync(root, sig, consoleHelper(), (err, report) => (err ? reject(fromNative(err)) : resolve(report as KillReport)));
+      native.signalJobAsync(root, sig, { ...consoleHelper(), ...proof }, (err, report) => (err ? reject(fromNative(err)) : resolve(report as KillReport)));
     } catch (err) {
       reject(fromNative(err));
     }

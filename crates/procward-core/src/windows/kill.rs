@@ -110,6 +110,12 @@ pub struct KillOptions {
   /// `procward-supervise.exe`, which sends the graceful step's console event (see the
   /// module docs). `None` (the default): no graceful step; the tree is terminated at once.
   pub console_helper: Option<PathBuf>,
+  /// The session's mark (Unix: what proves a process is the job's). Ignored here: a job's
+  /// processes are the members of the Job Object procward created for it, which a stranger
+  /// cannot join, and each is held by a handle from its check to its end.
+  pub mark: Option<String>,
+  /// Ignored here, as `mark` (`require_session_leader` asks for the job's Job Object).
+  pub require_proof: bool,
 }
 
 impl Default for KillOptions {
@@ -122,6 +128,8 @@ impl Default for KillOptions {
       cgroup: None,
       require_session_leader: false,
       console_helper: None,
+      mark: None,
+      require_proof: false,
     }
   }
 }
