@@ -23,6 +23,11 @@
 //! whose environment cannot be read (another user's, or one that made itself not dumpable
 //! as `ssh-agent` does), which only the cgroup proves.
 
+/// Whether this platform can read another process's mark (Linux: `/proc/<pid>/environ`).
+/// Where it cannot (macOS, other Unix systems), a live root is taken on its identity alone
+/// and the check-to-signal window and unproven leftovers are listed limits (SECURITY.md).
+pub const MARK_READABLE: bool = cfg!(target_os = "linux");
+
 /// The variable that carries a job's own mark.
 pub const MARK_VAR: &str = "PROCWARD_SESSION_ID";
 /// The variable that carries the marks of the jobs a job runs inside (nested procward).

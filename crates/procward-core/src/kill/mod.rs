@@ -310,7 +310,7 @@ impl Run<'_> {
           Ok(()) => None,
         }
         // A record is no proof: the root must carry the session's mark or be in its cgroup.
-        .or_else(|| ((require_proof || self.mark.is_some()) && !self.proven(root.pid)).then_some(Refusal::NoProof));
+        .or_else(|| (crate::membership::MARK_READABLE && (require_proof || self.mark.is_some()) && !self.proven(root.pid)).then_some(Refusal::NoProof));
         if let Some(reason) = refusal {
           self.refuse(root.pid, reason);
           return None;
