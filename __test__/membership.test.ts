@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { handleToolCall, identity, ProcessRegistry, probe } from '../dist/index.mjs';
+import { handleToolCall, identity, ProcessRegistry, probe, type SpawnOptions } from '../dist/index.mjs';
 import { cleanupGroup, cleanupPid, cli, deadHostEntry, isAlive, ROOT, tempDir, until } from './support';
 
 const MARK = /^proc_[0-9a-f]{12}:[0-9a-f]{32}$/;
@@ -29,7 +29,7 @@ describe('every job carries its session’s mark', () => {
       try {
         const s = await r.spawn('printenv PROCWARD_SESSION_ID; sh -c "printenv PROCWARD_SESSION_ID"', { durable });
         const w = await r.wait(s.id, { timeoutMs: 10_000 });
-        const [own, child] = w.outputPreview.trim().split('\n');
+        const [own = '', child] = w.outputPreview.trim().split('\n');
         expect(own).toMatch(MARK);
         expect(own.startsWith(`${s.id}:`)).toBe(true);
         expect(child).toBe(own);
@@ -58,7 +58,8 @@ describe('every job carries its session’s mark', () => {
   it('env and allowEnv can neither set nor remove it, in the library, the tool and the CLI', async () => {
     const r = await ProcessRegistry.open();
     try {
-      for (const opts of [{ env: { PROCWARD_SESSION_ID: 'proc_000000000000:0' } }, { env: { procward_outer_session_ids: 'x' } }, { allowEnv: ['PROCWARD_SESSION_ID'] }]) {
+      const forged: SpawnOptions[] = [{ env: { PROCWARD_SESSION_ID: 'proc_000000000000:0' } }, { env: { procward_outer_session_ids: 'x' } }, { allowEnv: ['PROCWARD_SESSION_ID'] }];
+      for (const opts of forged) {
         await expect(r.spawn('true', opts)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining("session's mark") });
       }
       expect(await r.list()).toEqual([]);
@@ -187,7 +188,7 @@ describe('a contained job’s kill ends with its cgroup empty', () => {
       for (const p of left) cleanupPid(p);
       expect(left).toEqual([]);
       expect(k).toMatchObject({ outcome: 'killed', escalated: true, survivors: [] });
-      expect((await r.poll(s.id)).leftovers).toBeUndefined();
+      expect((await r.poll(s.id)) as { leftovers?: number }).not.toHaveProperty('leftovers');
     } finally {
       await r.close();
     }

@@ -14,7 +14,7 @@ import type { RegistryOptions, StartOptions } from '../types.js';
 import { newSessionId } from './ids.js';
 import type { StartSpec } from './kind.js';
 import { SESSION_SCHEMA_VERSION, type SessionRecord } from './record.js';
-import { checkSpawnOptions } from './spawnoptions.js';
+import { checkSpawnOptions, MAX_TIMEOUT_MS } from './spawnoptions.js';
 
 /** What the registry contributes to a new session. */
 export interface SpawnContext {
@@ -34,8 +34,7 @@ export interface SpawnContext {
  */
 export const MAX_COMMAND_BYTES = 1024 * 1024;
 
-/** Longest kill-after deadline (`SpawnOptions.timeoutMs`): the longest delay a Node timer takes (about 24.8 days). */
-export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+export { MAX_TIMEOUT_MS } from './spawnoptions.js';
 
 /**
  * Checks `spawn`'s arguments and returns how the job starts and its first record (status

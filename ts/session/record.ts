@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { MARK_PATTERN } from './mark.js';
-import { MAX_LABEL_CHARS } from './spawnoptions.js';
+import { MAX_LABEL_CHARS, MAX_TIMEOUT_MS } from './spawnoptions.js';
 
 /** `running` until the job's end is known, then `exited`. */
 export type SessionStatus = 'running' | 'exited';
@@ -25,21 +25,40 @@ export type CompletionReason = 'exited' | 'killed' | 'lost' | 'failed_start';
 /** Schema version of the entries this version writes. 2: `environment` is a name, `schemaVersion` recorded. */
 export const SESSION_SCHEMA_VERSION = 2;
 
+/**
+ * Ranges every number read from a record must fall in (issue 26: one out-of-range number
+ * made the native conversion throw, and took `open` down with it). A PID is a positive
+ * `pid_t` (Linux caps it at 2^22, `/proc/sys/kernel/pid_max`); a start time is a `u64` of
+ * clock ticks (`/proc/<pid>/stat` field 22; Windows: 100 ns units); times are milliseconds
+ * since the epoch a `Date` can hold; an exit code is what an `int` (Unix) or a `DWORD`
+ * (Windows) can hold; counts and offsets are safe integers.
+ */
+export const MAX_PID = 2 ** 31 - 1;
+export const MAX_TIME_MS = 8.64e15;
+const MIN_EXIT_CODE = -(2 ** 31);
+const MAX_EXIT_CODE = 2 ** 32 - 1;
+const MAX_U64 = 2n ** 64n - 1n;
+/** A start time as recorded: decimal digits of a `u64`. */
+const START_TIME = /^\d{1,20}$/;
+const fitsU64 = (s: string): boolean => START_TIME.test(s) && BigInt(s) <= MAX_U64;
+const time = () => z.number().min(0).max(MAX_TIME_MS);
+const pidNumber = () => z.number().int().min(1).max(MAX_PID);
+
 export const identitySchema = z.object({
-  pid: z.number().int().positive(),
-  startTime: z.string().regex(/^\d+$/),
+  pid: pidNumber(),
+  startTime: z.string().refine(fitsU64, 'a start time is the decimal digits of a 64-bit unsigned integer'),
   bootId: z.string().min(1),
 });
 
 export const sessionRecordSchema = z.strictObject({
   /** Schema version of the entry's writer (absent: 1). */
-  schemaVersion: z.number().int().positive().optional(),
+  schemaVersion: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
   id: z.string().regex(/^proc_[0-9a-f]{12}$/),
   /** The command as the user gave it, redacted. */
   command: z.string(),
   cwd: z.string(),
   /** PID of the direct child (durable jobs: the supervisor); also the process group id. */
-  pid: z.number().int().positive().nullable(),
+  pid: pidNumber().nullable(),
   identity: identitySchema.nullable(),
   /**
    * A durable job's own process (its shell, the supervisor's child), once known: what its
@@ -51,10 +70,10 @@ export const sessionRecordSchema = z.strictObject({
   ownerTaskId: z.string().max(MAX_LABEL_CHARS).optional(),
   sessionKey: z.string().max(MAX_LABEL_CHARS).optional(),
   /** Milliseconds since the epoch. */
-  startedAt: z.number(),
-  exitedAt: z.number().nullable(),
+  startedAt: time(),
+  exitedAt: time().nullable(),
   status: z.enum(['running', 'exited']),
-  exitCode: z.number().int().nullable(),
+  exitCode: z.number().int().min(MIN_EXIT_CODE).max(MAX_EXIT_CODE).nullable(),
   /** Terminating signal name, e.g. `SIGKILL`. */
   signal: z.string().nullable(),
   reason: z.enum(['exited', 'killed', 'lost', 'failed_start']).nullable(),
@@ -69,7 +88,7 @@ export const sessionRecordSchema = z.strictObject({
   /** Identity of the host process that last wrote this entry, and which registry in it. */
   writer: identitySchema.extend({ instance: z.string().optional() }),
   /** Milliseconds since the epoch; the newer entry wins when hosts merge. */
-  updatedAt: z.number(),
+  updatedAt: time(),
   /** `sandbox`: the PID lives in another environment and is never signalled on the host. */
   pidScope: z.enum(['host', 'sandbox']).optional(),
   /**
@@ -96,17 +115,17 @@ export const sessionRecordSchema = z.strictObject({
   /** The completion event was delivered (drained, or consumed by wait, readLog or kill). */
   notificationDelivered: z.boolean().optional(),
   /** Kill-after deadline in milliseconds from the start (see `SpawnOptions.timeoutMs`). */
-  timeoutMs: z.number().int().positive().optional(),
+  timeoutMs: z.number().int().min(1).max(MAX_TIMEOUT_MS).optional(),
   /** The deadline passed while the job ran, and it was killed for it. */
   timedOut: z.boolean().optional(),
   /** Regular expressions matched against whole output lines. */
   watchPatterns: z.array(z.string()).optional(),
   /** Watch events not yet drained; `offset`: byte offset of the line in the output (see `watchCursor`). */
-  watchEvents: z.array(z.object({ pattern: z.string(), line: z.string(), at: z.number(), offset: z.number().int().nonnegative().optional() })).optional(),
+  watchEvents: z.array(z.object({ pattern: z.string(), line: z.string(), at: time(), offset: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional() })).optional(),
   /** Watch events raised so far (for the lifetime cap). */
-  watchFired: z.number().int().optional(),
+  watchFired: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
   /** Byte offset in the output (a durable log's, across rotations) up to which lines were matched against the watch patterns (see `policy/watching.ts`). */
-  watchCursor: z.number().int().nonnegative().optional(),
+  watchCursor: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER).optional(),
 });
 
 export type SessionRecord = z.infer<typeof sessionRecordSchema>;
@@ -130,10 +149,12 @@ export function understood(raw: unknown): SessionRecord | null {
 // Keep it in step with `sessionRecordSchema`; `__test__/persist-wellformed.test.ts` checks
 // the two against each other.
 const ID = /^proc_[0-9a-f]{12}$/;
-const DIGITS = /^\d+$/;
-const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+const isTime = (v: unknown): v is number => typeof v === 'number' && v >= 0 && v <= MAX_TIME_MS;
 const isInt = (v: unknown): v is number => Number.isSafeInteger(v);
+const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 const isPositiveInt = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
+const isPid = (v: unknown): v is number => isPositiveInt(v) && v <= MAX_PID;
+const isExitCode = (v: unknown): v is number => isInt(v) && v >= MIN_EXIT_CODE && v <= MAX_EXIT_CODE;
 const isLabel = (v: unknown): v is string => typeof v === 'string' && v.length <= MAX_LABEL_CHARS;
 const isString = (v: unknown): v is string => typeof v === 'string';
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -147,7 +168,7 @@ function keyCount(o: object): number {
 function identityOf(v: unknown, withInstance: boolean): (RecordedIdentity & { instance?: string }) | undefined {
   if (!isObject(v)) return undefined;
   const { pid, startTime, bootId, instance } = v;
-  if (!isPositiveInt(pid) || !isString(startTime) || !DIGITS.test(startTime) || !isString(bootId) || bootId === '') return undefined;
+  if (!isPid(pid) || !isString(startTime) || !fitsU64(startTime) || !isString(bootId) || bootId === '') return undefined;
   if (instance === undefined) return keyCount(v) === 3 ? { pid, startTime, bootId } : undefined;
   return withInstance && isString(instance) && keyCount(v) === 4 ? { pid, startTime, bootId, instance } : undefined;
 }
@@ -155,13 +176,13 @@ function watchEventsOf(v: unknown): { pattern: string; line: string; at: number;
   if (!Array.isArray(v)) return undefined;
   const out: { pattern: string; line: string; at: number; offset?: number }[] = [];
   for (const e of v) {
-    if (!isObject(e) || !isString(e.pattern) || !isString(e.line) || !isNum(e.at)) return undefined;
+    if (!isObject(e) || !isString(e.pattern) || !isString(e.line) || !isTime(e.at)) return undefined;
     const { offset } = e;
     if (offset === undefined) {
       if (keyCount(e) !== 3) return undefined;
       out.push({ pattern: e.pattern, line: e.line, at: e.at });
     } else {
-      if (!isInt(offset) || offset < 0 || keyCount(e) !== 4) return undefined;
+      if (!isCount(offset) || keyCount(e) !== 4) return undefined;
       out.push({ pattern: e.pattern, line: e.line, at: e.at, offset });
     }
   }
@@ -174,12 +195,12 @@ export function wellFormed(raw: unknown): SessionRecord | undefined {
   const { schemaVersion, id, command, cwd, pid, identity, jobIdentity, taskId, ownerTaskId, sessionKey, startedAt, exitedAt, status, exitCode, signal, reason, terminationSource, durable, logPath, exitPath, stdinPath, writer, updatedAt } = raw;
   const { pidScope, environment, sandboxDir, cgroup, mark, notifyOnComplete, completionTail, notificationDelivered, timeoutMs, timedOut, watchPatterns, watchEvents, watchFired, watchCursor } = raw;
   // The 17 fields every entry has.
-  if (!isString(id) || !ID.test(id) || !isString(command) || !isString(cwd) || !(pid === null || isPositiveInt(pid))) return undefined;
+  if (!isString(id) || !ID.test(id) || !isString(command) || !isString(cwd) || !(pid === null || isPid(pid))) return undefined;
   const ident = identity === null ? null : identityOf(identity, false);
-  if (ident === undefined || !isNum(startedAt) || !(exitedAt === null || isNum(exitedAt)) || (status !== 'running' && status !== 'exited')) return undefined;
-  if (!(exitCode === null || isInt(exitCode)) || !(signal === null || isString(signal)) || !(terminationSource === null || isString(terminationSource))) return undefined;
+  if (ident === undefined || !isTime(startedAt) || !(exitedAt === null || isTime(exitedAt)) || (status !== 'running' && status !== 'exited')) return undefined;
+  if (!(exitCode === null || isExitCode(exitCode)) || !(signal === null || isString(signal)) || !(terminationSource === null || isString(terminationSource))) return undefined;
   if (reason !== null && reason !== 'exited' && reason !== 'killed' && reason !== 'lost' && reason !== 'failed_start') return undefined;
-  if (typeof durable !== 'boolean' || !(logPath === null || isString(logPath)) || !(exitPath === null || isString(exitPath)) || !isNum(updatedAt)) return undefined;
+  if (typeof durable !== 'boolean' || !(logPath === null || isString(logPath)) || !(exitPath === null || isString(exitPath)) || !isTime(updatedAt)) return undefined;
   const who = identityOf(writer, true);
   if (who === undefined) return undefined;
   // The optional ones: absent, or valid.
@@ -194,11 +215,11 @@ export function wellFormed(raw: unknown): SessionRecord | undefined {
   if (!present(sandboxDir, isString(sandboxDir)) || !present(cgroup, isString(cgroup)) || !present(notifyOnComplete, typeof notifyOnComplete === 'boolean')) return undefined;
   if (!present(mark, isString(mark) && MARK_PATTERN.test(mark))) return undefined;
   const job = jobIdentity === undefined ? undefined : identityOf(jobIdentity, false);
-  if (!present(jobIdentity, job !== undefined) || !present(timeoutMs, isPositiveInt(timeoutMs)) || !present(timedOut, typeof timedOut === 'boolean')) return undefined;
-  if (!present(completionTail, isString(completionTail)) || !present(notificationDelivered, typeof notificationDelivered === 'boolean') || !present(watchFired, isInt(watchFired))) return undefined;
+  if (!present(jobIdentity, job !== undefined) || !present(timeoutMs, isPositiveInt(timeoutMs) && timeoutMs <= MAX_TIMEOUT_MS) || !present(timedOut, typeof timedOut === 'boolean')) return undefined;
+  if (!present(completionTail, isString(completionTail)) || !present(notificationDelivered, typeof notificationDelivered === 'boolean') || !present(watchFired, isCount(watchFired))) return undefined;
   if (!present(watchPatterns, Array.isArray(watchPatterns) && watchPatterns.every(isString))) return undefined;
   const events = watchEvents === undefined ? undefined : watchEventsOf(watchEvents);
-  if (!present(watchEvents, events !== undefined) || !present(watchCursor, isInt(watchCursor) && watchCursor >= 0)) return undefined;
+  if (!present(watchEvents, events !== undefined) || !present(watchCursor, isCount(watchCursor))) return undefined;
   // Nothing else (the schema is strict), and no key that holds `undefined`.
   if (keyCount(raw) !== n) return undefined;
   // The schema's order: its parse builds a new object field by field.

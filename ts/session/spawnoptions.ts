@@ -8,6 +8,9 @@ import { ProcwardError } from '../errors.js';
 /** Longest task id, owner task id or session key, in characters (the session schema has the same bound). */
 export const MAX_LABEL_CHARS = 256;
 
+/** Longest kill-after deadline (`SpawnOptions.timeoutMs`): the longest delay a Node timer takes (about 24.8 days). */
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
 const fail = (message: string): never => {
   throw new ProcwardError('INVALID_ARGUMENT', message);
 };

@@ -1,0 +1,71 @@
+// Faults (DESIGN §6, issue 26): one damaged record breaks only its own session.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ProcessRegistry } from '../dist/index.mjs';
+import { cleanupGroup, cli, isAlive, tempDir } from './support';
+
+/** A running entry like `base` with `field` set to `value` (a dotted path reaches into an identity), under a new id. */
+function damaged(base: Record<string, any>, id: string, field: string, value: unknown): Record<string, any> {
+  const e = JSON.parse(JSON.stringify(base));
+  e.id = id;
+  delete e.mark;
+  const [a, b] = field.split('.') as [string, string | undefined];
+  if (b === undefined) e[a] = value;
+  else e[a] = { ...e[a], [b]: value };
+  return e;
+}
+
+// Every number a record holds, out of range: past pid_t, past u64, past what a Date holds,
+// past a DWORD exit code, negative counts, a deadline past a Node timer.
+const OUT_OF_RANGE: [string, unknown][] = [
+  ['pid', 4294967297],
+  ['pid', 2 ** 31],
+  ['identity.pid', 4294967297],
+  ['identity.startTime', '18446744073709551616'],
+  ['identity.startTime', '1'.repeat(400)],
+  ['writer.pid', 2 ** 40],
+  ['writer.startTime', '99999999999999999999999'],
+  ['startedAt', 1e300],
+  ['startedAt', -1],
+  ['updatedAt', 8.64e15 + 1],
+  ['exitCode', 1e29],
+  ['exitCode', -(2 ** 31) - 1],
+  ['timeoutMs', 2 ** 31],
+  ['watchFired', -3],
+  ['watchCursor', 2 ** 60],
+];
+
+describe('a damaged record breaks only its own session', () => {
+  it('entries with every number out of range are kept read-only; a healthy running job beside them is listed and killed, by the library and the CLI', async () => {
+    const state = tempDir();
+    const r1 = await ProcessRegistry.open({ stateDir: state });
+    const s = await r1.spawn('sleep 60', { durable: true });
+    cleanupGroup(s.pid);
+    await r1.close();
+    const file = join(state, 'checkpoint.json');
+    const cp = JSON.parse(readFileSync(file, 'utf8'));
+    const healthy = cp.sessions.find((e: { id: string }) => e.id === s.id);
+    const bad = OUT_OF_RANGE.map(([field, value], i) => damaged(healthy, `proc_00000000f${i.toString(16).padStart(3, '0')}`, field, value));
+    cp.sessions.push(...bad);
+    writeFileSync(file, JSON.stringify(cp), { mode: 0o600 });
+
+    const r2 = await ProcessRegistry.open({ stateDir: state });
+    try {
+      const all = await r2.list();
+      expect(all.find((x) => x.id === s.id)).toMatchObject({ status: 'running' });
+      for (const b of bad) expect(all.find((x) => x.id === b.id), b.id).toMatchObject({ readOnly: true });
+      const listed = await cli(['list', '--state-dir', state, '--json']);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(JSON.parse(listed.stdout).map((x: { id: string }) => x.id)).toEqual(expect.arrayContaining([s.id, ...bad.map((b) => b.id)]));
+      const k = await r2.kill(s.id, { graceMs: 200 });
+      expect(k.outcome).toBe('killed');
+      expect(isAlive(s.pid as number)).toBe(false);
+    } finally {
+      await r2.close();
+    }
+    // The damaged entries are kept for a later version to read, never rewritten in range.
+    const kept = JSON.parse(readFileSync(file, 'utf8')).sessions;
+    for (const b of bad) expect(kept.find((e: { id: string }) => e.id === b.id)).toEqual(b);
+  });
+});
