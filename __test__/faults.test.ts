@@ -1,9 +1,11 @@
-// Faults (DESIGN §6, issue 26): one damaged record breaks only its own session.
+// Faults (DESIGN §6, issue 26): one damaged record breaks only its own session, and a full
+// disk loses nothing recorded.
+import { execFile, execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
-import { cleanupGroup, cli, isAlive, tempDir } from './support';
+import { cleanupGroup, cli, isAlive, ROOT, tempDir } from './support';
 
 /** A running entry like `base` with `field` set to `value` (a dotted path reaches into an identity), under a new id. */
 function damaged(base: Record<string, any>, id: string, field: string, value: unknown): Record<string, any> {
@@ -68,4 +70,43 @@ describe('a damaged record breaks only its own session', () => {
     const kept = JSON.parse(readFileSync(file, 'utf8')).sessions;
     for (const b of bad) expect(kept.find((e: { id: string }) => e.id === b.id)).toEqual(b);
   });
+});
+
+/** Runs a case of fixtures/fulldisk.mjs on a 2 MiB tmpfs in a private mount namespace. */
+function onFullDisk(kase: string): Promise<Record<string, any>> {
+  const mnt = tempDir();
+  const script = `mount -t tmpfs -o size=2m,nr_inodes=400 tmpfs ${mnt} && exec node ${join(ROOT, '__test__', 'fixtures', 'fulldisk.mjs')} ${mnt} ${kase} ${join(ROOT, 'dist', 'index.mjs')}`;
+  return new Promise((resolve, reject) => {
+    execFile('unshare', ['--mount', 'sh', '-c', script], { timeout: 90_000 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${err.message}\n${stderr}`));
+      else resolve(JSON.parse(stdout.trim().split('\n').pop() as string));
+    });
+  });
+}
+
+const mountNs = (() => {
+  try {
+    execFileSync('unshare', ['--mount', 'true'], { stdio: 'ignore', timeout: 10_000 });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+describe.skipIf(!mountNs && !process.env.CI)('nothing lost on a full disk (a 2 MiB tmpfs in a private mount namespace)', () => {
+  for (const kind of ['durable', 'pipe']) {
+    it(`a ${kind} spawn that cannot be recorded fails with ENOSPC naming the state directory, starts nothing, and leaves no session behind`, async () => {
+      const r = await onFullDisk(`spawn-${kind}`);
+      expect(r.spawned).toBeUndefined();
+      expect(r.error).toMatchObject({ code: 'ENOSPC', message: expect.stringMatching(/cannot record session proc_[0-9a-f]{12} in the state directory .*state .*nothing was started/) });
+      expect(r.listedWhileFull).toEqual([]);
+      expect(r.after).toEqual([]);
+    }, 120_000);
+
+    it(`a ${kind} job that ends while the disk is full has its exact end written once space returns`, async () => {
+      const r = await onFullDisk(`end-${kind}`);
+      expect(r.onDiskBeforeClose).toEqual({ status: 'exited', exitCode: 7 });
+      expect(r.after).toEqual([expect.objectContaining({ id: r.id, status: 'exited', reason: 'exited', exitCode: 7 })]);
+    }, 120_000);
+  }
 });

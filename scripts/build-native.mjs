@@ -16,7 +16,7 @@
 // 3 min 44 s with two invocations and 2 min 43 s with one (this 2-core machine, under load).
 // The supervisor is therefore at target/<triple>/release/ for every build.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 
 const args = process.argv.slice(2);
@@ -33,5 +33,8 @@ const cargoArgs = ['-p', 'procward-node', '-p', 'procward-core', '--lib', '--bin
 run('npx', ['napi', 'build', '--platform', '--release', '--no-const-enum', ...(target ? ['--target', target] : []), ...(zig ? ['-x'] : []), '--', ...cargoArgs]);
 const exe = windowsTarget ? 'procward-supervise.exe' : 'procward-supervise';
 const targetDir = process.env.CARGO_TARGET_DIR ?? 'target';
-copyFileSync(join(targetDir, target ?? hostTriple(), 'release', exe), exe);
-if (!windowsTarget) chmodSync(exe, 0o755);
+// Through a new file and a rename: a supervisor of a durable job still running keeps the
+// old binary (copying over a running executable fails with ETXTBSY).
+copyFileSync(join(targetDir, target ?? hostTriple(), 'release', exe), `${exe}.new`);
+if (!windowsTarget) chmodSync(`${exe}.new`, 0o755);
+renameSync(`${exe}.new`, exe);

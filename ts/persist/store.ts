@@ -24,6 +24,9 @@ import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './writ
 const CHECK_ALL_EVERY_MS = 30_000;
 /** A record changed up to this long before the last save is handed over again (same millisecond, clock steps). */
 const CLOCK_SLACK_MS = 1000;
+/** First and longest delay before a failed checkpoint write is tried again. */
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 5_000;
 
 /** A writer identity as a key (JSON: no two identities share one, whatever their strings hold). */
 const writerKey = (w: SessionRecord['writer']) => JSON.stringify([w.pid, w.startTime, w.bootId, w.instance ?? null]);
@@ -53,6 +56,8 @@ export class SessionStore {
   private readonly forgotten = new Set<string>();
   /** When the last save took its records. */
   private savedAt = 0;
+  /** The delay before the next try of a checkpoint write that failed (0: the last one did not). */
+  private retryMs = 0;
   /** The next save at or after this time hands every record to the checkpoint (see `changedRecords`). */
   private checkAllAt = 0;
 
@@ -76,9 +81,15 @@ export class SessionStore {
         const saved = await this.checkpoint.save({ changed, forgotten, all: () => this.ownRecords(), own: (r) => this.isWriterOf(r) }, this.options, this.mayPrune());
         appendDiagnostics(this.diagnostics, saved.diagnostics);
         for (const id of forgotten) this.forgotten.delete(id);
+        this.retryMs = 0;
       } catch (err) {
-        // Not written: the next save hands every record over again.
+        // Not written: the next save hands every record over again, and is tried again
+        // (backing off to every 5 s) until the disk takes it, so an end recorded while the
+        // disk was full is written once space returns. The retries report nothing (the
+        // write that failed first did, to its caller).
         this.saved.clear();
+        this.retryMs = Math.min(Math.max(this.retryMs * 2, RETRY_FIRST_MS), RETRY_MAX_MS);
+        if (!this.closed) this.commits.soon(this.retryMs, () => {});
         throw err;
       }
     });
@@ -257,6 +268,16 @@ export class SessionStore {
     this.drop(record.id);
     this.forgotten.add(record.id);
     return true;
+  }
+
+  /**
+   * Drops a session whose job never started and whose record could not be written (a spawn
+   * that failed on a full disk): from memory, and from the checkpoint should an earlier
+   * save have taken it.
+   */
+  discard(id: string): void {
+    this.drop(id);
+    this.forgotten.add(id);
   }
 
   /** Drops a session from memory, the next checkpoint and the state directory. */

@@ -56,6 +56,7 @@ export function buildState(options: RegistryOptions, diagnostics: string[], emit
       rebalance(st, live);
       logs.started(live);
     },
+    discard: (live) => store.discard(live.record.id),
     refresh: (live) => refresh(st, live),
     finish: (live, outcome) => finish(st, live, outcome),
     watch: (live, text) => watch(st, live, text),

@@ -5,6 +5,7 @@
  * It has two identities, the job's and its supervisor's; the job's drives verdicts and
  * kills (see DESIGN section 3).
  */
+import { existsSync } from 'node:fs';
 import { ProcwardError } from '../errors.js';
 import { supervisorPath } from '../native.js';
 import { readLogFrom, readLogTail } from '../output/durablelog.js';
@@ -13,7 +14,7 @@ import { exitFileTimedOut, filesBelowSessions, type JobFiles, jobFiles, readExit
 import { type Identity, type KillReport, type Verdict, verdict } from '../processes.js';
 import { isJobOf, namedJob } from './jobidentity.js';
 import { leadsWithKeyMaterial } from '../policy/redact.js';
-import { HostSession } from './host.js';
+import { HostSession, unrecorded } from './host.js';
 import type { WriteOptions } from '../types.js';
 import type { LogOptions, LogPage, OutputText, RedactView, StartSpec, StopProbe } from './kind.js';
 import { writeFailed, writeTimeoutMs } from './input.js';
@@ -39,15 +40,28 @@ export class DurableSession extends HostSession {
     const started = Date.now();
     for (let wait = 1; !this.learnJob() && r.status === 'running' && Date.now() - started < JOB_NAMED_MS; ) {
       // A supervisor that is gone names nothing any more.
-      if (r.identity && verdict(r.identity) !== 'current') {
-        this.learnJob();
-        return;
-      }
+      if (r.identity && verdict(r.identity) !== 'current') break;
       await new Promise((resolve) => setTimeout(resolve, wait));
       // It names the job within milliseconds of its start: every millisecond at first (a
       // look is one read of a small file), then backing off.
       if (Date.now() - started > 20) wait = Math.min(wait * 2, 25);
     }
+    // A supervisor that ended without naming a job may have started none.
+    if (!this.learnJob() && (r.status !== 'running' || (r.identity && verdict(r.identity) !== 'current'))) this.failIfUnrecorded();
+  }
+
+  /**
+   * After a supervisor that ended without naming a job: when it also left no `session.json`,
+   * it could not record the session (a full disk) and started nothing, as it promises. The
+   * spawn then fails (see `unrecorded`), and the session is dropped: no record of a job that
+   * never ran is left for a later host to report `lost`.
+   */
+  private failIfUnrecorded(): void {
+    const { live, host } = this;
+    const stateDir = host.stateDir as string;
+    if (existsSync(sessionFiles(stateDir, live.record.id).metaPath)) return;
+    host.discard(live);
+    throw unrecorded(live.record.id, stateDir);
   }
 
   /**

@@ -3,8 +3,8 @@
  * native job API in a new session, ended by tree kill with their recorded identity, and,
  * once detached (recovered after a host restart), followed by that identity.
  */
-import { rmSync } from 'node:fs';
-import { fromNative, ProcwardError } from '../errors.js';
+import { rmSync, statfsSync } from 'node:fs';
+import { fromNative, isErrorCode, ProcwardError } from '../errors.js';
 import { type JobEvent, native, type NativeJob } from '../native.js';
 import { NativeTail } from '../output/tail.js';
 import { type JobFiles, jobFiles, killRequested, type RecordedExit, removeSessionDir, writePrivate } from '../persist/jobfiles.js';
@@ -17,6 +17,25 @@ import { settle } from './live.js';
 import { markVariables, newMark } from './mark.js';
 import { claimKillBatched, createKillMarker, createKillMarkerBatched, finishKillInBackground, killClaimed } from './termination.js';
 
+/**
+ * The error of a spawn whose session could not be recorded in `stateDir` (nothing was
+ * started): the file system's code (`ENOSPC` on a full disk, `EDQUOT`, `EACCES`, ...), with
+ * the state directory named. `cause`: the write's error, when there is one.
+ */
+export function unrecorded(id: string, stateDir: string, cause?: unknown): ProcwardError {
+  const e = cause as NodeJS.ErrnoException | undefined;
+  let code = e?.code;
+  if (code === undefined) {
+    try {
+      code = statfsSync(stateDir).bavail === 0 ? 'ENOSPC' : 'EIO';
+    } catch {
+      code = 'EIO';
+    }
+  }
+  const why = e?.message ?? (code === 'ENOSPC' ? 'no space left on the device' : 'its supervisor could not write it');
+  return new ProcwardError(isErrorCode(code) ? code : 'EIO', `cannot record session ${id} in the state directory ${stateDir} (${why}); nothing was started`);
+}
+
 export abstract class HostSession extends BaseSession {
   /** The native spawn options only this kind adds (a durable job's files, its stdin FIFO). */
   protected abstract jobOptions(files: JobFiles | null, spec: StartSpec): object;
@@ -28,7 +47,14 @@ export abstract class HostSession extends BaseSession {
   async start(spec: StartSpec): Promise<void> {
     const { host, live } = this;
     const r = live.record;
-    const files = host.stateDir !== null ? this.sessionDir(host.stateDir) : null;
+    let files: JobFiles | null = null;
+    if (host.stateDir !== null) {
+      try {
+        files = this.sessionDir(host.stateDir);
+      } catch (err) {
+        throw unrecorded(r.id, host.stateDir, err);
+      }
+    }
     // Drawn before session.json is first written: a host that recovers the job proves it by this.
     r.mark ??= newMark(r.id);
     this.prepare(files, spec);
@@ -86,7 +112,7 @@ export abstract class HostSession extends BaseSession {
       writePrivate(files.metaPath, JSON.stringify(this.live.record));
     } catch (err) {
       removeSessionDir(this.host.stateDir as string, this.live.record.id);
-      throw err;
+      throw unrecorded(this.live.record.id, this.host.stateDir as string, err);
     }
   }
 

@@ -158,6 +158,8 @@ export interface SessionHost {
   readonly tailChars: number;
   /** Adds a started session to the index. */
   register(live: Live): void;
+  /** Removes a session whose job never started and that nothing recorded (a spawn that failed after `register`). */
+  discard(live: Live): void;
   /** Brings a session up to date through its current kind (a foreign one may be adopted meanwhile). */
   refresh(live: Live): Promise<void>;
   /** Publishes a session's end; exactly one finisher wins (true for it). */

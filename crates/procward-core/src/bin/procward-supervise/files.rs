@@ -68,7 +68,9 @@ fn with_identity(record: &[u8], identity: Option<&str>) -> Vec<u8> {
 /// `sessions/`, which must be a real directory too, and writes `record` (with our
 /// identity, see [`with_identity`]) to `session.json` in it by a new temporary file
 /// (`O_EXCL | O_NOFOLLOW`, 0600) and a rename, the way the host's `writePrivate` does: a
-/// reader sees the whole record or none, never a link.
+/// reader sees the whole record or none, never a link. When the record cannot be written
+/// (a full disk), a directory made here is removed again: nothing is left that a host could
+/// take for a job, and no exit file will be written into it (see `failed_start`).
 pub fn record_session(path: &Path, record: &[u8], identity: Option<&str>) -> std::io::Result<()> {
   let record = with_identity(record, identity);
   let untrusted = |p: &Path| std::io::Error::new(ErrorKind::PermissionDenied, format!("{} is a symlink or not a directory", p.display()));
@@ -81,10 +83,11 @@ pub fn record_session(path: &Path, record: &[u8], identity: Option<&str>) -> std
   // Windows: the directory inherits the private ACL of the state directory.
   #[cfg(unix)]
   builder.mode(0o700);
-  match builder.create(dir) {
+  let made = match builder.create(dir) {
     Err(e) if e.kind() != ErrorKind::AlreadyExists => return Err(e),
-    _ => {}
-  }
+    Err(_) => false,
+    Ok(()) => true,
+  };
   if !is_real_dir(dir) {
     return Err(untrusted(dir));
   }
@@ -94,6 +97,9 @@ pub fn record_session(path: &Path, record: &[u8], identity: Option<&str>) -> std
   let written = write_new(&temp, &record).and_then(|()| std::fs::rename(&temp, path));
   if written.is_err() {
     let _ = std::fs::remove_file(&temp);
+    if made {
+      let _ = std::fs::remove_dir(dir);
+    }
   }
   written
 }
