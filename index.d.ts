@@ -407,6 +407,10 @@ export interface SignalJobOptions {
   mark?: string
   /** As `KillOptions.requireProof`. */
   requireProof?: boolean
+  /** As `KillOptions.cgroup`: the job's cgroup proves its root too. */
+  cgroup?: string
+  /** As `KillOptions.sessionId`. */
+  sessionId?: string
 }
 
 /** The conventional name of a signal number (`SIGKILL` for 9). */

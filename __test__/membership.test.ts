@@ -152,7 +152,7 @@ describe('signals go through pidfds, and the fallback without them is whole', ()
       const s = await r.spawn('sleep 61 & sleep 62 & echo up; wait');
       await r.wait(s.id, { timeoutMs: 300 });
       const k = await r.kill(s.id, { graceMs: 300 });
-      const stranger = await killTree(identity(${victim}), { graceMs: 0, mark: s.id + ':' + '0'.repeat(32) });
+      const stranger = await killTree(identity(${victim}), { graceMs: 0, mark: s.id + ':' + '0'.repeat(32), requireProof: true });
       console.log(JSON.stringify({ pid: s.pid, outcome: k.outcome, signalled: k.signalled, survivors: k.survivors, stranger }));
       await r.close();`;
     const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, PROCWARD_NO_PIDFD: '1' }, encoding: 'utf8', timeout: 60_000 });

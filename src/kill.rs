@@ -216,6 +216,10 @@ pub struct SignalJobOptions {
   pub mark: Option<String>,
   /// As `KillOptions.requireProof`.
   pub require_proof: Option<bool>,
+  /// As `KillOptions.cgroup`: the job's cgroup proves its root too.
+  pub cgroup: Option<String>,
+  /// As `KillOptions.sessionId`.
+  pub session_id: Option<String>,
 }
 
 /// One signal by name to the job led by `root` (the core's `signal_job` of this platform).
@@ -223,7 +227,16 @@ fn send_signal(root: &core::Identity, signal: &str, o: &SignalJobOptions) -> cor
   #[cfg(windows)]
   return core::kill::signal_job(root, core::kill::job_signal_named(signal)?, o.console_helper.as_deref().map(std::path::Path::new));
   #[cfg(not(windows))]
-  core::kill::signal_job_proven(root, core::kill::signal_named(signal)?, o.mark.as_deref(), o.require_proof.unwrap_or(false))
+  {
+    let cgroup = o.cgroup.clone().map(|c| core::kill::CgroupClaim::new(c, o.session_id.clone()));
+    core::kill::signal_job_proven(
+      root,
+      core::kill::signal_named(signal)?,
+      o.mark.as_deref(),
+      cgroup.as_ref(),
+      o.require_proof.unwrap_or(false),
+    )
+  }
 }
 
 /// One signal (by name, as `KillOptions.signal` takes it) to the process group of the job

@@ -93,10 +93,10 @@ export interface KillTreeOptions {
   requireSessionLeader?: boolean;
   /**
    * The session's mark (`<session id>:<32 hex nonce>`) its jobs carry as
-   * `PROCWARD_SESSION_ID` in their environment. With it, the root is signalled only when it
-   * carries the mark (or is in the job's cgroup), a gone root's group members count only
-   * when each carries it, and the processes of an ended job that left its group are found
-   * by it (one read of every process's `/proc/<pid>/environ`). Linux; ignored elsewhere.
+   * `PROCWARD_SESSION_ID` in their environment: a gone root's group members count only when
+   * each carries it, the job's processes outside its tree and group are found by it (one
+   * read of every process's `/proc/<pid>/environ` per batch), and with `requireProof` it
+   * proves the root. Linux; ignored elsewhere.
    */
   mark?: string;
   /**
@@ -308,8 +308,9 @@ export function jobSignal(name: unknown): JobSignal {
  * Windows: `SIGTERM`, `SIGKILL`, `SIGINT` and `SIGQUIT` (and `SIGHUP`) terminate `root` alone
  * (exit code 1, as `process.kill` there); `ProcessRegistry.signal` also sends `SIGBREAK`.
  *
- * With `proof.mark` (or `proof.requireProof`), a root that does not carry the session's
- * mark is refused (`no_proof`) and nothing is sent, as {@link killTree} refuses it.
+ * With `proof.requireProof`, a root that neither carries the session's mark (`proof.mark`)
+ * nor is in the job's cgroup (`proof.cgroup`) is refused (`no_proof`) and nothing is sent,
+ * as {@link killTree} refuses it.
  *
  * Errors: `INVALID_ARGUMENT` for a bad PID or an unknown signal (details: `allowed`);
  * `ENOTSUP` on Windows for the other names.
@@ -320,10 +321,12 @@ export function signalJob(root: Identity, signal: string, proof: SignalProof = {
   return wrap(() => native.signalJob(root, name, proof)) as KillReport;
 }
 
-/** What proves the root of {@link signalJob} and {@link signalTree} is the job's: as `KillTreeOptions.mark` and `requireProof`. */
+/** What proves the root of {@link signalJob} and {@link signalTree} is the job's: as the same {@link KillTreeOptions}. */
 export interface SignalProof {
   mark?: string;
   requireProof?: boolean;
+  cgroup?: string;
+  sessionId?: string;
 }
 
 /**

@@ -39,7 +39,7 @@ export async function signal(st: RegistryState, id: string, name: string): Promi
   const own = live.kind.signal(sig);
   if (own) return own;
   // The platform's target: the group, or a durable job's own process (see session/signal.ts).
-  const { target, viaGroup, missing, send } = signalPlan(r, sig);
+  const { target, viaGroup, missing, send } = signalPlan(r, sig, live.detached);
   if (!target) throw new ProcwardError('ENOTSUP', missing);
   const report = await send(target);
   if (report.signalled.includes(target.pid)) return { id: r.id, signal: sig, pid: target.pid, processGroup: viaGroup, ...(!viaGroup && { signalled: report.signalled }) };

@@ -14,7 +14,7 @@ import type { KillResult } from '../types.js';
 import { BaseSession } from './base.js';
 import { EMPTY_REPORT, type LeftoverQuery, type Outcome, type StartSpec, type StopProbe } from './kind.js';
 import { settle } from './live.js';
-import { markVariables, newMark } from './mark.js';
+import { markVariables, newMark, ownMark } from './mark.js';
 import { claimKillBatched, createKillMarker, createKillMarkerBatched, finishKillInBackground, killClaimed } from './termination.js';
 
 /**
@@ -150,7 +150,8 @@ export abstract class HostSession extends BaseSession {
   /** The recorded leader and cgroup: what the core proves the ended job's leftovers by. */
   leftoverQuery(): LeftoverQuery | null {
     const r = this.live.record;
-    return r.identity ? { leader: r.identity, ...(r.cgroup !== undefined && { cgroup: r.cgroup }), sessionId: r.id, ...(r.mark !== undefined && { mark: r.mark }) } : null;
+    const mark = ownMark(r);
+    return r.identity ? { leader: r.identity, ...(r.cgroup !== undefined && { cgroup: r.cgroup }), sessionId: r.id, ...(mark !== undefined && { mark }) } : null;
   }
 
   /**
@@ -292,9 +293,12 @@ export abstract class HostSession extends BaseSession {
     let report: KillReport;
     try {
       // Every job leads its own session: a root that does not is no job of ours. And a record
-      // is no proof: the root must carry the session's mark or be in its cgroup.
+      // is no proof: a job known from one (recovered, or another host's) is signalled only
+      // when it carries the session's mark or is in its cgroup; the host that started it
+      // knows its identity from the spawn.
+      const mark = ownMark(r);
       report = this.judgeReport(
-        await killTree(root, { graceMs, requireSessionLeader: sessionLeader, requireProof: true, ...(r.mark && { mark: r.mark }), ...(r.cgroup && { cgroup: r.cgroup, sessionId: r.id }) }),
+        await killTree(root, { graceMs, requireSessionLeader: sessionLeader, requireProof: live.detached, ...(mark && { mark }), ...(r.cgroup && { cgroup: r.cgroup, sessionId: r.id }) }),
       );
     } catch (err) {
       // The kill failed before it signalled anything (a refused root, an unreadable process
@@ -344,7 +348,7 @@ export abstract class HostSession extends BaseSession {
     if (rootRefused && wasRunning) {
       const hint =
         rootRefused.reason === 'no_proof'
-          ? r.mark === undefined
+          ? ownMark(r) === undefined
             ? ': its record has no session mark (written by a procward before 0.x marked its jobs), and nothing else proves that process is the job; if it is, end it yourself (kill -TERM -<pid>) after checking it'
             : `: that process does not carry the session's mark (${r.id}:…) in its environment and is not in the job's cgroup, so it is not the job`
           : `: its record names PID ${rootRefused.pid}, which procward never signals`;

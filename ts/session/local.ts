@@ -12,6 +12,7 @@ import { HostSession } from './host.js';
 import type { KillResult } from '../types.js';
 import type { Outcome, StartSpec } from './kind.js';
 import type { Identity } from '../processes.js';
+import { ownMark } from './mark.js';
 import { guardJob, releaseJob } from './guardian.js';
 import { endedUnreaped } from './termination.js';
 
@@ -31,7 +32,7 @@ export class LocalSession extends HostSession {
     const r = this.live.record;
     if (this.host.stateDir !== null || spec.outliveHost || !r.identity) return;
     this.guarded = r.identity;
-    const why = guardJob(r.identity, r.cgroup !== undefined ? r.id : null, r.mark);
+    const why = guardJob(r.identity, r.cgroup !== undefined ? r.id : null, ownMark(r));
     if (why !== null && !this.host.diagnostics.includes(why)) this.host.diagnostics.push(why);
   }
 

@@ -45,3 +45,11 @@ export function markVariables(mark: string, host: NodeJS.ProcessEnv = process.en
   if (outer.length > 0) vars[OUTER_MARKS_VAR] = [...new Set(outer)].slice(0, MAX_OUTER).join(' ');
   return vars;
 }
+
+/**
+ * The record's mark when it is the session's own (`<its id>:<nonce>`): a record naming
+ * another session's mark proves nothing of this one's processes.
+ */
+export function ownMark(record: { id: string; mark?: string | undefined }): string | undefined {
+  return record.mark?.startsWith(`${record.id}:`) ? record.mark : undefined;
+}

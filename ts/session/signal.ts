@@ -21,6 +21,7 @@
  */
 import { fromNative, ProcwardError } from '../errors.js';
 import { native } from '../native.js';
+import { ownMark } from './mark.js';
 import { consoleHelper, type Identity, JOB_SIGNALS, jobSignal, type KillReport, probe, type SignalProof, signalJob, signalTree } from '../processes.js';
 import type { SessionRecord } from './record.js';
 
@@ -68,7 +69,7 @@ export interface SignalPlan {
  * on `platform`. Throws `ENOTSUP` on Windows for a name outside {@link WINDOWS_JOB_SIGNALS}
  * (details: `allowed`).
  */
-export function signalPlan(r: SessionRecord, sig: string, platform: NodeJS.Platform = process.platform): SignalPlan {
+export function signalPlan(r: SessionRecord, sig: string, detached: boolean, platform: NodeJS.Platform = process.platform): SignalPlan {
   const other = `session ${r.id} runs in another environment (or has no process yet): it cannot be signalled from this host; kill it instead`;
   if (platform === 'win32') {
     if (!(WINDOWS_JOB_SIGNALS as readonly string[]).includes(sig)) {
@@ -79,7 +80,7 @@ export function signalPlan(r: SessionRecord, sig: string, platform: NodeJS.Platf
       target: (r.durable ? r.jobIdentity : r.identity) ?? undefined,
       viaGroup: sig === 'SIGBREAK',
       missing: r.durable ? `session ${r.id} is a durable job whose own process is not known yet: ${sig} would reach its supervisor; kill it instead` : other,
-      send: (target) => signalJobAsync(target, sig, proofOf(r)),
+      send: (target) => signalJobAsync(target, sig, proofOf(r, detached)),
     };
   }
   const viaGroup = !r.durable || SUPERVISOR_IGNORES.has(sig);
@@ -91,7 +92,7 @@ export function signalPlan(r: SessionRecord, sig: string, platform: NodeJS.Platf
       : other,
     // Not via the group: the job's own tree, one by one, never the supervisor that leads the group.
     send: async (target) => {
-      const proof = proofOf(r);
+      const proof = proofOf(r, detached);
       return !viaGroup ? signalTree(target, sig, proof) : r.durable ? signalJob(target, sig, proof) : (leaderOnly(target) ?? signalJob(target, sig, proof));
     },
   };
@@ -117,9 +118,13 @@ function leaderOnly(target: Identity): KillReport | undefined {
  * native error (`EIO` when Ctrl-Break could not be sent, `ENOTSUP` for a name without a
  * counterpart).
  */
-/** What proves a session's root (see `mark.ts`): its mark, required whatever the record says. */
-function proofOf(r: SessionRecord): SignalProof {
-  return { requireProof: true, ...(r.mark !== undefined && { mark: r.mark }) };
+/**
+ * What proves a session's root (see `mark.ts`): its mark or its cgroup, required when the
+ * session is known from a record (`detached`), not from this host's own spawn.
+ */
+function proofOf(r: SessionRecord, detached: boolean): SignalProof {
+  const mark = ownMark(r);
+  return { requireProof: detached, ...(mark !== undefined && { mark }), ...(r.cgroup !== undefined && { cgroup: r.cgroup, sessionId: r.id }) };
 }
 
 function signalJobAsync(root: Identity, sig: string, proof: SignalProof): Promise<KillReport> {

@@ -213,9 +213,11 @@ mod tests {
     assert_eq!(leftovers(std::slice::from_ref(&query)), vec![vec![server_id.clone()]]);
     // A leader recorded one tick later than the server: the server started before the job,
     // so it is not the job's.
-    let late = LeftoverQuery { leader: Identity { start_time: server_id.start_time + 1, ..leader.clone() }, cgroup: None, mark: Some(MARK.into()) };
+    let late =
+      LeftoverQuery { leader: Identity { start_time: server_id.start_time + 1, ..leader.clone() }, cgroup: None, mark: Some(MARK.into()) };
     // Another boot: nothing can be left of a job of another boot.
-    let other_boot = LeftoverQuery { leader: Identity { boot_id: "another-boot".into(), ..leader.clone() }, cgroup: None, mark: Some(MARK.into()) };
+    let other_boot =
+      LeftoverQuery { leader: Identity { boot_id: "another-boot".into(), ..leader.clone() }, cgroup: None, mark: Some(MARK.into()) };
     assert_eq!(leftovers(&[late, other_boot]), vec![Vec::<Identity>::new(), Vec::new()]);
     unsafe { libc::kill(server, libc::SIGKILL) };
     until("the server to die", || identity(server).unwrap().is_none());
@@ -256,8 +258,11 @@ mod tests {
     let gone_leader = Identity { pid: i32::MAX - 7, start_time: 1, boot_id: daemon_id.boot_id.clone() };
     let with = LeftoverQuery { leader: gone_leader.clone(), cgroup: Some(CgroupClaim::new(session.clone(), None)), mark: None };
     // A cgroup named for another session is not this job's.
-    let other =
-      LeftoverQuery { leader: gone_leader.clone(), cgroup: Some(CgroupClaim::new(session.clone(), Some("proc_0000000000ff".into()))), mark: None };
+    let other = LeftoverQuery {
+      leader: gone_leader.clone(),
+      cgroup: Some(CgroupClaim::new(session.clone(), Some("proc_0000000000ff".into()))),
+      mark: None,
+    };
     let without = LeftoverQuery { leader: gone_leader, cgroup: None, mark: None };
     let found = leftovers(&[with, other, without]);
     daemon.kill().unwrap();
@@ -270,7 +275,10 @@ mod tests {
   fn the_host_and_pid_1_are_never_leftovers() {
     let me = identity(std::process::id() as i32).unwrap().unwrap();
     let init = identity(1).unwrap().unwrap();
-    let found = leftovers(&[LeftoverQuery { leader: me, cgroup: None, mark: Some(MARK.into()) }, LeftoverQuery { leader: init, cgroup: None, mark: Some(MARK.into()) }]);
+    let found = leftovers(&[
+      LeftoverQuery { leader: me, cgroup: None, mark: Some(MARK.into()) },
+      LeftoverQuery { leader: init, cgroup: None, mark: Some(MARK.into()) },
+    ]);
     assert!(found.iter().all(|f| f.iter().all(|p| p.pid > 1 && p.pid != std::process::id() as i32)), "{found:?}");
   }
 }

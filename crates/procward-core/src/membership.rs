@@ -13,6 +13,9 @@
 //!   a procward inside another job carries the outer marks too, in
 //!   `PROCWARD_OUTER_SESSION_IDS` (space-separated, innermost first), so the outer job's
 //!   kill still proves it;
+//! - **the host's own spawn**: the host that started a job and follows it as its child
+//!   knows its identity from the spawn itself, not from a record (a child not reaped yet
+//!   keeps its PID); it asks for no other proof of the root (`require_proof` off);
 //! - **the kernel's own links from a proven process**: a descendant of a proven live root
 //!   (its children lists, each child started no earlier than its parent), the root's own
 //!   process group and session while the root lives (their number is the root's PID, which
@@ -91,33 +94,34 @@ pub fn in_cgroup(pid: i32, dir: &std::path::Path) -> bool {
 }
 
 /// The live processes of this boot that carry one of `marks`, from one listing of `/proc`
-/// (an environment read per process; a zombie's is empty): what a kill of an ended job
+/// (an environment read per process; a zombie's is empty; a process's environment and stat
+/// are read through one descriptor of its `/proc` directory, so both are its own): what a kill of an ended job
 /// finds of it outside its group, as a daemon that left with `setsid` after its parent
 /// died. Each with the index of the mark it carries. Linux only (empty elsewhere).
 pub fn marked_processes(marks: &[&str]) -> Vec<(usize, crate::probe::ProcessInfo)> {
   #[cfg(target_os = "linux")]
   {
-    use std::io::Read;
     let mut out = Vec::new();
     if marks.is_empty() {
       return out;
     }
     let Ok(dir) = std::fs::read_dir("/proc") else { return out };
     let me = std::process::id() as i32;
-    let mut environ = Vec::new();
+    let (mut environ, mut stat) = (Vec::new(), Vec::new());
     for entry in dir.flatten() {
       let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
       if pid <= 1 || pid == me {
         continue;
       }
-      let Ok(Some(file)) = crate::sys::open_proc(pid, "environ") else { continue };
-      environ.clear();
-      if file.take(MAX_ENVIRON).read_to_end(&mut environ).is_err() || memchr_mark(&environ).is_none() {
+      // The environment and the stat through one descriptor of /proc/<pid>: both are that
+      // process's, or unreadable once it is reaped, never a later holder's of its PID.
+      let Ok(Some(dir)) = crate::sys::open_proc_dir(pid) else { continue };
+      if !matches!(crate::sys::read_in(&dir, "environ", MAX_ENVIRON, &mut environ), Ok(true)) || memchr_mark(&environ).is_none() {
         continue;
       }
       let Some(i) = marks.iter().position(|m| environ_carries(&environ, m)) else { continue };
-      if let Ok(Some(info)) = crate::sys::read_stat(pid) {
-        if !info.is_dead() {
+      if matches!(crate::sys::read_in(&dir, "stat", 4096, &mut stat), Ok(true)) {
+        if let Some(info) = crate::sys::parse_stat(pid, &stat).filter(|p| !p.is_dead()) {
           out.push((i, info));
         }
       }
@@ -148,7 +152,12 @@ mod tests {
   #[test]
   fn only_a_whole_mark_in_the_mark_variables_counts() {
     assert!(valid_mark(MARK));
-    for bad in ["proc_0123456789ab", "proc_0123456789AB:0123456789abcdef0123456789abcdef", "proc_0123456789ab:0123", "x_0123456789ab:0123456789abcdef0123456789abcdef"] {
+    for bad in [
+      "proc_0123456789ab",
+      "proc_0123456789AB:0123456789abcdef0123456789abcdef",
+      "proc_0123456789ab:0123",
+      "x_0123456789ab:0123456789abcdef0123456789abcdef",
+    ] {
       assert!(!valid_mark(bad), "{bad}");
     }
     let env = |s: &str| s.replace('|', "\0").into_bytes();

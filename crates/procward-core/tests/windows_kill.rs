@@ -254,7 +254,8 @@ fn the_host_the_idle_process_and_system_are_refused() {
   let me = identity(std::process::id() as i32).unwrap().unwrap();
   let system = Identity { pid: 4, start_time: 0, boot_id: me.boot_id.clone() };
   let idle = Identity { pid: 0, ..system.clone() };
-  let requests: Vec<KillRequest> = [me.clone(), system, idle].into_iter().map(|root| KillRequest { root, cgroup: None, mark: None }).collect();
+  let requests: Vec<KillRequest> =
+    [me.clone(), system, idle].into_iter().map(|root| KillRequest { root, cgroup: None, mark: None }).collect();
   let reports: Vec<KillReport> = kill_trees(&requests, &opts(0)).into_iter().map(Result::unwrap).collect();
   let reasons: Vec<(Option<i32>, Refusal)> = reports.iter().flat_map(|r| r.refused.iter().map(|x| (x.pid, x.reason))).collect();
   assert_eq!(reasons, vec![(Some(me.pid), Refusal::Host), (Some(4), Refusal::System), (Some(0), Refusal::SystemIdle)]);

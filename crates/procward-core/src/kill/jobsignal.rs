@@ -35,13 +35,20 @@ use nix::unistd::Pid;
 /// false. Errors: `Io` when the boot id cannot be read or the signal fails otherwise than
 /// with ESRCH.
 pub fn signal_job(root: &Identity, signal: Signal) -> Result<KillReport> {
-  signal_job_proven(root, signal, None, false)
+  signal_job_proven(root, signal, None, None, false)
 }
 
-/// [`signal_job`], for a job known by its session's `mark` (see [`crate::membership`]):
-/// with a mark or `require_proof`, a root that does not carry the mark is refused
-/// (`no_proof`) and nothing is sent.
-pub fn signal_job_proven(root: &Identity, signal: Signal, mark: Option<&str>, require_proof: bool) -> Result<KillReport> {
+/// [`signal_job`], for a job known by its session's `mark` and `cgroup` (see
+/// [`crate::membership`]): with `require_proof`, a root that neither carries the mark nor
+/// is in the job's cgroup (judged as a kill judges it) is refused (`no_proof`) and nothing
+/// is sent.
+pub fn signal_job_proven(
+  root: &Identity,
+  signal: Signal,
+  mark: Option<&str>,
+  cgroup: Option<&super::CgroupClaim>,
+  require_proof: bool,
+) -> Result<KillReport> {
   let mut report = KillReport::default();
   let pid = root.pid;
   if pid <= 1 {
@@ -65,8 +72,9 @@ pub fn signal_job_proven(root: &Identity, signal: Signal, mark: Option<&str>, re
         report.refused.push(super::Refused { pid: Some(pid), cgroup: None, reason });
         return Ok(report);
       }
-      let unproven = (require_proof || mark.is_some()) && !mark.is_some_and(|m| crate::membership::carries_mark(pid, m));
-      if crate::membership::MARK_READABLE && unproven {
+      let needed = crate::membership::MARK_READABLE && require_proof;
+      let proven = || mark.is_some_and(|m| crate::membership::carries_mark(pid, m)) || in_own_cgroup(pid, cgroup);
+      if needed && !proven() {
         report.refused.push(super::Refused { pid: Some(pid), cgroup: None, reason: Refusal::NoProof });
         return Ok(report);
       }
@@ -103,6 +111,18 @@ pub fn signal_job_proven(root: &Identity, signal: Signal, mark: Option<&str>, re
     (Verdict::Unknown, _) => report.survivors.push(pid),
   }
   Ok(report)
+}
+
+/// Whether `pid` is in the job's cgroup, when procward created it for the session.
+fn in_own_cgroup(pid: i32, cgroup: Option<&super::CgroupClaim>) -> bool {
+  #[cfg(target_os = "linux")]
+  if let Some(claim) = cgroup {
+    if let crate::cgroup::Owned::Ours(dir) = crate::cgroup::owned(&claim.recorded, &claim.session) {
+      return crate::membership::in_cgroup(pid, &dir);
+    }
+  }
+  let _ = (pid, cgroup);
+  false
 }
 
 /// Sends `signal` to the root's group (`group`) or the root alone: through `fd` where there
@@ -170,12 +190,12 @@ mod tests {
   fn a_leader_without_the_sessions_mark_is_refused() {
     let mark = super::super::tests::MARK;
     let (mut child, leader) = super::super::tests::spawn_marked("sleep 30", Some(&mark.replace(":0", ":e")));
-    let report = signal_job_proven(&leader, Signal::SIGKILL, Some(mark), true).unwrap();
-    let unmarked = signal_job_proven(&leader, Signal::SIGKILL, None, true).unwrap();
+    let report = signal_job_proven(&leader, Signal::SIGKILL, Some(mark), None, true).unwrap();
+    let unmarked = signal_job_proven(&leader, Signal::SIGKILL, None, None, true).unwrap();
     let alive = crate::identity::verdict(&leader) == Verdict::Current;
     let (mut own, own_id) = super::super::tests::spawn_marked("sleep 30", Some(mark));
     crate::testwait::until("its exec", || crate::membership::carries_mark(own_id.pid, mark));
-    let proven = signal_job_proven(&own_id, Signal::SIGKILL, Some(mark), true).unwrap();
+    let proven = signal_job_proven(&own_id, Signal::SIGKILL, Some(mark), None, true).unwrap();
     own.wait().unwrap();
     unsafe { libc::kill(-leader.pid, libc::SIGKILL) };
     child.wait().unwrap();

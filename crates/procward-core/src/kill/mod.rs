@@ -57,7 +57,7 @@ pub use jobsignal::{signal_job, signal_job_proven};
 use nix::sys::signal::Signal;
 use run::{Run, Target};
 use settle::{settle_longer, wait_all};
-use snapshot::{add_cgroup_left, add_unfound};
+use snapshot::{add_cgroup_left, add_unfound, scan_marked};
 use std::time::{Duration, Instant};
 
 /// How to kill a tree.
@@ -85,14 +85,16 @@ pub struct KillOptions {
   /// their own, and only the group signal is left out. Default off.
   pub require_session_leader: bool,
   /// The session's mark (`<session id>:<nonce>`, see [`crate::membership`]) its jobs carry
-  /// in their environment. With it, the root is signalled only when it carries the mark (or
-  /// is in the job's cgroup), and the processes of an ended job's group, or outside it, are
-  /// the job's when they carry it. Each request of a batch names its own. Default none.
+  /// in their environment: the processes of an ended job's group, and those outside its
+  /// tree and group, are the job's when they carry it (one pass over `/proc` per batch), and
+  /// with `require_proof` it proves the root. Each request of a batch names its own.
+  /// Default none.
   pub mark: Option<String>,
   /// Signal a live root only when a proof says it is the job's (the mark or the cgroup),
   /// never on its recorded identity alone: a root without one is refused (`no_proof`) and
-  /// nothing is signalled. The registry sets it; a caller of [`kill_tree`] that vouches for
-  /// the process it names (a PID it just started) need not. Default off.
+  /// nothing is signalled. The registry sets it for every session it knows from a record
+  /// (recovered, or another host's); a caller that vouches for the process it names (the
+  /// host that started it and holds it as its child) need not. Default off.
   pub require_proof: bool,
 }
 
@@ -162,6 +164,7 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
       group_is_jobs: true,
       members_need_proof: false,
       mark: r.mark.as_deref().filter(|m| crate::membership::valid_mark(m)),
+      marked: Vec::new(),
       root_fd: None,
       boot_id: boot_id.clone(),
       targets: Vec::new(),
@@ -178,6 +181,9 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
     }
   }
 
+  // The processes carrying each session's mark: one pass over /proc for the batch.
+  let going_ids: Vec<usize> = going.iter().map(|(i, _)| *i).collect();
+  scan_marked(&mut runs, &going_ids);
   // Snapshot before the first signal, and the signal right after it, tree by tree: a walk
   // below each live root; for the others (or where the walk gave up) one read of the process
   // table for every tree. Snapshotting every tree before signalling any would leave each
@@ -310,7 +316,7 @@ impl Run<'_> {
           Ok(()) => None,
         }
         // A record is no proof: the root must carry the session's mark or be in its cgroup.
-        .or_else(|| (crate::membership::MARK_READABLE && (require_proof || self.mark.is_some()) && !self.proven(root.pid)).then_some(Refusal::NoProof));
+        .or_else(|| (crate::membership::MARK_READABLE && require_proof && !self.proven(root.pid)).then_some(Refusal::NoProof));
         if let Some(reason) = refusal {
           self.refuse(root.pid, reason);
           return None;

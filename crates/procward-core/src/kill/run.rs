@@ -48,6 +48,9 @@ pub(super) struct Run<'a> {
   pub(super) members_need_proof: bool,
   /// The session's mark, when the request names a well-formed one.
   pub(super) mark: Option<&'a str>,
+  /// The processes carrying the mark, from the batch's one scan of `/proc` before the first
+  /// signal (see `snapshot::scan_marked`).
+  pub(super) marked: Vec<Target>,
   /// The root's pidfd, opened and checked while the root was current and proven: group
   /// signals go through it (see [`crate::pidfd`]).
   pub(super) root_fd: Option<PidFd>,

@@ -34,6 +34,9 @@ impl Run<'_> {
       for t in self.cgroup_members() {
         self.add(t);
       }
+      for t in self.marked() {
+        self.add(t);
+      }
       true
     }
     #[cfg(not(target_os = "linux"))]
@@ -69,19 +72,11 @@ impl Run<'_> {
     }
   }
 
-  /// The processes that carry the session's mark, started no earlier than the root, that
-  /// are not targets yet: when the root was gone before the kill, what the job left outside
-  /// its group (a daemon that called `setsid` and whose parent ended) is found only so.
-  /// One pass over `/proc` reading each environment; only when the root is gone or reused
-  /// (a live root's tree is walked instead).
+  /// The processes of the batch's scan (see [`scan_marked`]) that carry this session's mark,
+  /// started no earlier than the root, that are not targets yet: what the job has outside
+  /// its tree and group (a daemon that called `setsid` and whose parent ended).
   fn marked(&self) -> Vec<Target> {
-    let Some(mark) = self.mark.filter(|_| self.members_need_proof) else { return Vec::new() };
-    crate::membership::marked_processes(&[mark])
-      .into_iter()
-      .map(|(_, p)| p)
-      .filter(|p| p.start_time >= self.root.start_time && !self.knows(p.pid))
-      .map(|p| Target::from(&p))
-      .collect()
+    self.marked.iter().copied().filter(|t| t.start_time >= self.root.start_time && !self.knows(t.pid)).collect()
   }
 
   /// Live members of the root's own process group that started no earlier than the root
@@ -142,7 +137,9 @@ impl Run<'_> {
   /// as `table` (read after the grace period) shows them.
   pub(super) fn rewalk(&mut self, table: &[ProcessInfo], survivors: &[Target]) {
     let mut found = Vec::new();
-    for s in survivors {
+    // Only below a survivor that still holds its PID: another process that got it since
+    // has children of its own, none of them the job's.
+    for s in survivors.iter().filter(|s| table.iter().any(|p| p.pid == s.pid && p.start_time == s.start_time && !p.is_dead())) {
       found.extend(descendants_in(table, s.pid, s.start_time).iter().map(Target::from));
     }
     found.extend(self.own_group(table));
@@ -221,6 +218,19 @@ pub(super) fn add_unfound(runs: &mut [Run], live: &[usize], survivors: &mut [Vec
     }
   }
   any
+}
+
+/// Fills each run's `marked` with the processes that carry its session's mark, from one pass
+/// over `/proc` for the whole batch (see [`crate::membership::marked_processes`]).
+pub(super) fn scan_marked(runs: &mut [Run], going: &[usize]) {
+  let asking: Vec<usize> = going.iter().copied().filter(|&i| runs[i].mark.is_some()).collect();
+  if asking.is_empty() {
+    return;
+  }
+  let marks: Vec<&str> = asking.iter().filter_map(|&i| runs[i].mark).collect();
+  for (k, p) in crate::membership::marked_processes(&marks) {
+    runs[asking[k]].marked.push(Target::from(&p));
+  }
 }
 
 /// For each run of `live` with its own cgroup, the members still alive there after the

@@ -173,7 +173,12 @@ fn a_marked_escapee_of_an_ended_job_is_killed_outside_its_group() {
 fn wait_for_group(pgid: i32, n: usize) -> Vec<Identity> {
   let mut found = Vec::new();
   crate::testwait::until("the group's members", || {
-    found = process_table().unwrap().into_iter().filter(|p| p.pgid == pgid && !p.is_dead()).filter_map(|p| identity(p.pid).ok().flatten()).collect();
+    found = process_table()
+      .unwrap()
+      .into_iter()
+      .filter(|p| p.pgid == pgid && !p.is_dead())
+      .filter_map(|p| identity(p.pid).ok().flatten())
+      .collect();
     found.len() >= n
   });
   found
@@ -264,6 +269,7 @@ fn a_survivor_that_is_not_dying_is_reported_without_the_long_wait() {
       group_is_jobs: true,
       members_need_proof: false,
       mark: None,
+      marked: Vec::new(),
       root_fd: None,
       boot_id: root.boot_id.clone(),
       targets: vec![target],
@@ -502,9 +508,17 @@ fn a_contained_jobs_kill_ends_with_its_cgroup_empty_when_every_snapshotted_proce
   let dir = crate::cgroup::create(&session).expect("a cgroup for the session");
   // The job's TERM trap starts a daemon in a session of its own and exits at once (finding 2
   // of issue 25): every snapshotted process ends within the grace period.
-  let (mut child, id) = spawn_marked("trap '( setsid sleep 3000 >/dev/null 2>&1 & ); sleep 0.1; exit 0' TERM; echo ready; while :; do sleep 1; done", Some(MARK));
+  let (mut child, id) = spawn_marked(
+    "trap '( setsid sleep 3000 >/dev/null 2>&1 & ); sleep 0.1; exit 0' TERM; echo ready; while :; do sleep 1; done",
+    Some(MARK),
+  );
   std::fs::write(dir.join("cgroup.procs"), id.pid.to_string()).unwrap();
-  crate::testwait::until("the trap", || std::fs::read_to_string(format!("/proc/{}/status", id.pid)).unwrap_or_default().lines().any(|l| l.starts_with("SigCgt:") && u64::from_str_radix(l[7..].trim(), 16).is_ok_and(|m| m & (1 << (libc::SIGTERM - 1)) != 0)));
+  crate::testwait::until("the trap", || {
+    std::fs::read_to_string(format!("/proc/{}/status", id.pid))
+      .unwrap_or_default()
+      .lines()
+      .any(|l| l.starts_with("SigCgt:") && u64::from_str_radix(l[7..].trim(), 16).is_ok_and(|m| m & (1 << (libc::SIGTERM - 1)) != 0))
+  });
   let opts = KillOptions {
     grace: Duration::from_millis(1500),
     cgroup: Some(CgroupClaim::new(session.clone(), None)),
@@ -514,7 +528,8 @@ fn a_contained_jobs_kill_ends_with_its_cgroup_empty_when_every_snapshotted_proce
   };
   let report = kill_tree(&id, &opts).unwrap();
   child.wait().unwrap();
-  let left: Vec<i32> = crate::cgroup::members(&dir).into_iter().filter(|&p| crate::sys::read_stat(p).ok().flatten().is_some_and(|i| !i.is_dead())).collect();
+  let left: Vec<i32> =
+    crate::cgroup::members(&dir).into_iter().filter(|&p| crate::sys::read_stat(p).ok().flatten().is_some_and(|i| !i.is_dead())).collect();
   for &p in &left {
     unsafe { libc::kill(p, libc::SIGKILL) };
   }

@@ -94,6 +94,32 @@ pub(crate) fn open_proc(pid: i32, name: &str) -> io::Result<Option<File>> {
   }
 }
 
+/// Opens the directory `/proc/<pid>` (relative to the `/proc` descriptor, as [`open_proc`]).
+/// Files opened relative to it belong to the process it was opened for, or to none: once
+/// that process is reaped they fail with `ENOENT`, whoever holds its PID by then.
+/// `Ok(None)` when there is no such process.
+pub(crate) fn open_proc_dir(pid: i32) -> io::Result<Option<File>> {
+  open_proc(pid, "")
+}
+
+/// Reads at most `cap` bytes of `name` in a directory opened by [`open_proc_dir`] into `out`
+/// (cleared first). `Ok(false)` when the process is gone.
+pub(crate) fn read_in(dir: &File, name: &str, cap: u64, out: &mut Vec<u8>) -> io::Result<bool> {
+  use nix::fcntl::{openat, OFlag};
+  use nix::sys::stat::Mode;
+  out.clear();
+  let fd = match openat(dir, name, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()) {
+    Ok(fd) => fd,
+    Err(e) if gone_error(&io::Error::from(e)) => return Ok(false),
+    Err(e) => return Err(e.into()),
+  };
+  match File::from(fd).take(cap).read_to_end(out) {
+    Ok(_) => Ok(true),
+    Err(e) if gone_error(&e) => Ok(false),
+    Err(e) => Err(e),
+  }
+}
+
 fn gone_error(e: &io::Error) -> bool {
   matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ESRCH))
 }

@@ -21,9 +21,8 @@
 //! (snapshot, SIGTERM, 2 s grace, SIGKILL), by identity and through the guard: a leader whose
 //! PID now names another process is never signalled, nor PID <= 1, the guardian, its group,
 //! session or ancestors; the job's cgroup (named for its session, created by procward) is
-//! killed with it. A leader is signalled only when it carries the session's mark or is in
-//! that cgroup (see `procward_core::membership`). Then it exits. A line it cannot read is
-//! skipped.
+//! killed with it, and so is every process that carries the session's mark (see
+//! `procward_core::membership`). Then it exits. A line it cannot read is skipped.
 
 use procward_core::kill::{kill_trees, CgroupClaim, KillOptions, KillRequest};
 use procward_core::Identity;
@@ -64,7 +63,10 @@ fn run(input: impl BufRead) -> i32 {
     })
     .collect();
   if !requests.is_empty() {
-    let opts = KillOptions { grace: Duration::from_secs(2), require_session_leader: true, require_proof: true, ..Default::default() };
+    // The lines came from the host that started these jobs (over its own pipe, not from a
+    // record): the identities are the spawn's, so no other proof of a root is asked for;
+    // the marks find what the jobs left outside their trees.
+    let opts = KillOptions { grace: Duration::from_secs(2), require_session_leader: true, ..Default::default() };
     let _ = kill_trees(&requests, &opts);
   }
   0
