@@ -5,7 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
-import { cleanupGroup, cli, isAlive, ROOT, tempDir } from './support';
+import { cleanupGroup, cli, isAlive, ROOT, startHost, tempDir, until } from './support';
 
 /** A running entry like `base` with `field` set to `value` (a dotted path reaches into an identity), under a new id. */
 function damaged(base: Record<string, any>, id: string, field: string, value: unknown): Record<string, any> {
@@ -109,4 +109,30 @@ describe.skipIf(!mountNs && !process.env.CI)('nothing lost on a full disk (a 2 M
       expect(r.after).toEqual([expect.objectContaining({ id: r.id, status: 'exited', reason: 'exited', exitCode: 7 })]);
     }, 120_000);
   }
+});
+
+describe('lost is lost, in bounded time', () => {
+  it('a host that closed its registry and lives on owns nothing: its job SIGKILLed with its group is lost to the next host, and procward wait returns', async () => {
+    const state = tempDir();
+    const { line, host } = await startHost(state, `const s = await r.spawn('sleep 600', { durable: true }); await r.close(); console.log(JSON.stringify(s));`);
+    try {
+      // The job's group (its supervisor leads it): SIGKILL, so no exit file is written.
+      process.kill(-line.supervisorPid, 'SIGKILL');
+      await until(() => !isAlive(line.pid) && !isAlive(line.supervisorPid), 5000, 'the job and its supervisor to die');
+      const waited = await cli(['wait', '--state-dir', state, '--json', line.id]);
+      expect(JSON.parse(waited.stdout)).toMatchObject({ id: line.id, status: 'exited', reason: 'lost' });
+      // While a host keeps its registry open, its entries stay its own.
+      const { line: other } = await startHost(state, `const s = await r.spawn('sleep 600', { durable: true }); console.log(JSON.stringify(s));`);
+      cleanupGroup(other.supervisorPid);
+      const r = await ProcessRegistry.open({ stateDir: state });
+      try {
+        expect((await r.list()).find((s) => s.id === other.id)).toMatchObject({ status: 'running' });
+        expect(r.diagnostics.join('\n')).not.toMatch(/cannot hold this registry's lock/);
+      } finally {
+        await r.close();
+      }
+    } finally {
+      host.kill('SIGKILL');
+    }
+  }, 60_000);
 });

@@ -158,6 +158,7 @@ export type {
   PtySize,
   WatchMatcher,
   WriteOutcome,
+  FileLock as NativeFileLock,
 } from '../index.js';
 
 /**

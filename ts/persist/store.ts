@@ -8,6 +8,7 @@ import { lstatSync } from 'node:fs';
 import { join, resolve as resolvePath } from 'node:path';
 import { forget } from '../output/budget.js';
 import { DEFAULT_MAX_SESSIONS } from '../policy/retention.js';
+import type { NativeFileLock } from '../native.js';
 import type { Live } from '../session/kind.js';
 import type { SessionRecord } from '../session/record.js';
 import type { RegistryOptions } from '../types.js';
@@ -18,6 +19,7 @@ import { removeSessionDir } from './jobfiles.js';
 import { scanOrphanSessions } from './recovery.js';
 import { assertTrustedDir } from './statedir.js';
 import { appendDiagnostics, MAX_READ_DIAGNOSTICS, redactStored } from './stored.js';
+import { holdHostLock } from './hostlock.js';
 import { isForeign, newWriter, releaseWriter, type WriterIdentity } from './writer.js';
 
 /** How often a save hands every record to the checkpoint, not only those that look changed. */
@@ -56,6 +58,8 @@ export class SessionStore {
   private readonly forgotten = new Set<string>();
   /** When the last save took its records. */
   private savedAt = 0;
+  /** This registry's lock in `hosts/`, held while it is open (see `hostlock.ts`). */
+  private hostLock: NativeFileLock | null = null;
   /** The delay before the next try of a checkpoint write that failed (0: the last one did not). */
   private retryMs = 0;
   /** The next save at or after this time hands every record to the checkpoint (see `changedRecords`). */
@@ -174,7 +178,7 @@ export class SessionStore {
     // Entries read together share their writer's object (see `generation.ts`): asked once.
     if (this.notForeignWriters.has(w)) return false;
     const key = writerKey(w);
-    const foreign = !this.notForeign.has(key) && isForeign(record, this.writer);
+    const foreign = !this.notForeign.has(key) && isForeign(record, this.writer, this.checkpoint?.dir ?? null);
     if (!foreign) {
       // Bounded: entries name few writers, but a crafted directory may name many.
       if (this.notForeign.size >= 4096) this.notForeign.clear();
@@ -191,6 +195,14 @@ export class SessionStore {
    */
   async recover(): Promise<Recovered> {
     if (!this.checkpoint) return { records: [], readOnly: [], changed: false };
+    // Held from here to close: while it is, this registry's entries are its own (see hostlock.ts).
+    try {
+      this.hostLock = await holdHostLock(this.checkpoint.dir, this.writer);
+    } catch (err) {
+      if ((err as { code?: string }).code === 'STATE_DIR_UNTRUSTED') throw err;
+      // A full disk: no lock file, so other hosts judge this one by its process alone.
+      this.diagnostics.push(`cannot hold this registry's lock in ${this.checkpoint.dir}: ${(err as Error).message}`);
+    }
     let { sessions, readOnly = [], diagnostics } = await this.checkpoint.load();
     let orphans = scanOrphanSessions(this.checkpoint.dir, new Set([...sessions, ...readOnly].map((r) => r.id)), (r) => this.isForeign(r));
     // A session directory whose host is gone and that the checkpoint did not list may have
@@ -346,6 +358,9 @@ export class SessionStore {
     } finally {
       this.commits.stop();
       this.closed = true;
+      // Released last: from now on this registry's entries are anyone's to follow.
+      this.hostLock?.release();
+      this.hostLock = null;
     }
   }
 }
