@@ -141,8 +141,11 @@ export interface JobEvent {
  * (field 22) on this boot and carry the session's mark in `/proc/<pid>/environ`. Never the leader
  * itself, a zombie, nor anything the kill guard refuses. One pass over the process table
  * for all the queries. Empty on Windows. Errors: `EINVAL` for a malformed start time.
+ *
+ * With `deep`, also every process that carries a query's mark outside the job's group and
+ * cgroup (one pass over `/proc` reading each process's environment, for all the queries).
  */
-export declare function jobLeftovers(queries: Array<LeftoverQuery>): Array<Array<Identity>>
+export declare function jobLeftovers(queries: Array<LeftoverQuery>, deep?: boolean | undefined | null): Array<Array<Identity>>
 
 /**
  * Whether each job's own process is stopped (state `T`, `/proc/<pid>/stat` field 3: SIGSTOP,

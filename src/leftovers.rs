@@ -26,8 +26,11 @@ pub struct LeftoverQuery {
 /// (field 22) on this boot and carry the session's mark in `/proc/<pid>/environ`. Never the leader
 /// itself, a zombie, nor anything the kill guard refuses. One pass over the process table
 /// for all the queries. Empty on Windows. Errors: `EINVAL` for a malformed start time.
+///
+/// With `deep`, also every process that carries a query's mark outside the job's group and
+/// cgroup (one pass over `/proc` reading each process's environment, for all the queries).
 #[napi]
-pub fn job_leftovers(queries: Vec<LeftoverQuery>) -> Result<Vec<Vec<Identity>>> {
+pub fn job_leftovers(queries: Vec<LeftoverQuery>, deep: Option<bool>) -> Result<Vec<Vec<Identity>>> {
   let queries = queries
     .into_iter()
     .map(|q| {
@@ -38,5 +41,6 @@ pub fn job_leftovers(queries: Vec<LeftoverQuery>) -> Result<Vec<Vec<Identity>>> 
       })
     })
     .collect::<Result<Vec<_>>>()?;
-  Ok(core::leftovers::leftovers(&queries).into_iter().map(|found| found.into_iter().map(Identity::from).collect()).collect())
+  let found = if deep.unwrap_or(false) { core::leftovers::leftovers_deep(&queries) } else { core::leftovers::leftovers(&queries) };
+  Ok(found.into_iter().map(|found| found.into_iter().map(Identity::from).collect()).collect())
 }

@@ -294,11 +294,14 @@ export abstract class HostSession extends BaseSession {
     try {
       // Every job leads its own session: a root that does not is no job of ours. And a record
       // is no proof: a job known from one (recovered, or another host's) is signalled only
-      // when it carries the session's mark or is in its cgroup; the host that started it
-      // knows its identity from the spawn.
+      // when it carries the session's mark or is in its cgroup. The host that started it
+      // knows its identity from the spawn while it has not reaped it; once it ended, its
+      // PID may be a stranger's, even one started in the same clock tick (the same start
+      // time: seen in the PID-reuse harness), so it takes a proof too.
       const mark = ownMark(r);
+      const requireProof = live.detached || !wasRunning || endedFirst;
       report = this.judgeReport(
-        await killTree(root, { graceMs, requireSessionLeader: sessionLeader, requireProof: live.detached, ...(mark && { mark }), ...(r.cgroup && { cgroup: r.cgroup, sessionId: r.id }) }),
+        await killTree(root, { graceMs, requireSessionLeader: sessionLeader, requireProof, ...(mark && { mark }), ...(r.cgroup && { cgroup: r.cgroup, sessionId: r.id }) }),
       );
     } catch (err) {
       // The kill failed before it signalled anything (a refused root, an unreadable process

@@ -4,8 +4,15 @@
  * `killAll`, `killStartedSince`) and shows their number on the ended session (`leftovers`).
  *
  * A process is a job's leftover only when the core proves it (see `jobLeftovers`): it is in
- * the job's own cgroup, or in the job's own session and process group, started after the
- * job on this boot, while the leader's PID names no other process; never by name or parent.
+ * the job's own cgroup, or carries the session's mark (in the job's own session and process
+ * group; or anywhere, in a deep look); never by its PID, group or session number, name or
+ * parent alone.
+ *
+ * A deep look reads every process's environment (one pass over `/proc` for all the sessions
+ * asked about): it is taken for the task- and key-scoped liveness questions and bulk kills
+ * (`checkScope`), and for sessions a deep look found leftovers of, so a daemon the job left
+ * outside its group and session (`(setsid server &)`) is counted and killed there; the look
+ * at a session's end, `poll` and `list` stay shallow.
  *
  * An ended session is looked at when it ends (with the others ending in the same turn), when
  * it is recovered, on `poll`, after a `kill`, and before a task-scoped call; those with
@@ -27,6 +34,8 @@ export class Leftovers {
   private readonly ended = new Set<Live>();
   /** The registry closed: nothing is looked at any more. */
   private stopped = false;
+  /** Sessions a deep look found leftovers of: looked at deeply again until they have none. */
+  private readonly deep = new Set<string>();
 
   constructor(
     /** The registry's index: a session no longer in it (pruned) is no longer tracked. */
@@ -40,15 +49,19 @@ export class Leftovers {
   checkScope(taskId?: unknown, sessionKey?: unknown): void {
     const mine = (l: Live) =>
       (taskId !== undefined && (l.record.taskId === taskId || l.record.ownerTaskId === taskId)) || (sessionKey !== undefined && l.record.sessionKey === sessionKey);
-    this.check([...this.sessions.values()].filter((l) => l.record.status === 'exited' && mine(l)));
+    this.check(
+      [...this.sessions.values()].filter((l) => l.record.status === 'exited' && mine(l)),
+      true,
+    );
   }
 
   /**
    * Looks at the ended sessions among `lives` now, in one native call, and keeps the count
-   * of each. Sessions that are running, or whose kind names no process of this machine, are
+   * of each: deeply (see the module docs) when `deep` is set or one of them was found so
+   * before. Sessions that are running, or whose kind names no process of this machine, are
    * skipped. Never throws: a record the binding cannot take counts as none.
    */
-  check(lives: Iterable<Live>): void {
+  check(lives: Iterable<Live>, deep = false): void {
     if (this.stopped) return;
     const asked: Live[] = [];
     const queries = [];
@@ -60,16 +73,20 @@ export class Leftovers {
       queries.push(query);
     }
     if (queries.length === 0) return;
+    const deeply = deep || asked.some((l) => this.deep.has(l.record.id));
     let found: unknown[][];
     try {
-      found = native.jobLeftovers(queries);
+      found = native.jobLeftovers(queries, deeply);
     } catch {
       found = queries.map(() => []);
     }
     asked.forEach((live, i) => {
       const n = found[i]?.length ?? 0;
-      if (n > 0) this.counts.set(live.record.id, n);
-      else this.counts.delete(live.record.id);
+      const id = live.record.id;
+      if (n > 0) this.counts.set(id, n);
+      else this.counts.delete(id);
+      if (deeply && n > 0) this.deep.add(id);
+      else if (n === 0) this.deep.delete(id);
     });
     this.schedule();
   }
@@ -108,6 +125,7 @@ export class Leftovers {
     clearInterval(this.timer);
     this.timer = undefined;
     this.counts.clear();
+    this.deep.clear();
     this.ended.clear();
   }
 
@@ -127,7 +145,10 @@ export class Leftovers {
     for (const id of this.counts.keys()) {
       const live = this.sessions.get(id);
       if (live) tracked.push(live);
-      else this.counts.delete(id);
+      else {
+        this.counts.delete(id);
+        this.deep.delete(id);
+      }
     }
     this.check(tracked);
     this.schedule();

@@ -12,9 +12,10 @@
 //!   but the number alone proves nothing: once the job's group emptied, a stranger that got
 //!   the leader's PID and called `setsid` leads a group of the same number.
 //!
-//! A job that left its group and session and whose parent ended is not looked for here
-//! (that would read every process's environment on each look); a kill of the session finds
-//! it by its mark (see `kill`).
+//! A process of the job that left its group and session after its parent ended is found by
+//! its mark only by a deep look ([`leftovers_deep`]: one pass over `/proc` reading every
+//! process's environment), which the registry takes for liveness questions and bulk kills,
+//! not on every end of a session.
 //!
 //! The leader itself is no leftover (a durable job's supervisor stays on while a leftover
 //! holds the job's output). Whatever the kill guard refuses (PID <= 1, the host, its group,
@@ -45,13 +46,23 @@ pub struct LeftoverQuery {
 /// the job's end).
 pub fn leftovers(queries: &[LeftoverQuery]) -> Vec<Vec<Identity>> {
   #[cfg(unix)]
-  return unix_leftovers(queries);
+  return unix_leftovers(queries, false);
+  #[cfg(not(unix))]
+  queries.iter().map(|_| Vec::new()).collect()
+}
+
+/// [`leftovers`], and also every process that carries a query's mark wherever it is (a
+/// daemon that left the job's group and session after its parent ended), from one pass over
+/// `/proc` for all the queries (see [`crate::membership::marked_processes`]).
+pub fn leftovers_deep(queries: &[LeftoverQuery]) -> Vec<Vec<Identity>> {
+  #[cfg(unix)]
+  return unix_leftovers(queries, true);
   #[cfg(not(unix))]
   queries.iter().map(|_| Vec::new()).collect()
 }
 
 #[cfg(unix)]
-fn unix_leftovers(queries: &[LeftoverQuery]) -> Vec<Vec<Identity>> {
+fn unix_leftovers(queries: &[LeftoverQuery], deep: bool) -> Vec<Vec<Identity>> {
   let mut out: Vec<Vec<Identity>> = queries.iter().map(|_| Vec::new()).collect();
   let Ok(boot_id) = sys::boot_id() else { return out };
   // The groups that may hold the job's processes: one that still exists (a signal 0 to it,
@@ -69,6 +80,15 @@ fn unix_leftovers(queries: &[LeftoverQuery]) -> Vec<Vec<Identity>> {
     .collect();
   let wanted: Vec<i32> = groups.iter().flatten().copied().collect();
   let members = group_members(&wanted);
+  // The deep look: every process carrying one of the marks, by query.
+  let mut marked: Vec<Vec<sys::ProcessInfo>> = queries.iter().map(|_| Vec::new()).collect();
+  if deep {
+    let asking: Vec<usize> = (0..queries.len()).filter(|&i| marks[i].is_some() && queries[i].leader.boot_id == boot_id).collect();
+    let asked: Vec<&str> = asking.iter().filter_map(|&i| marks[i]).collect();
+    for (k, p) in crate::membership::marked_processes(&asked) {
+      marked[asking[k]].push(p);
+    }
+  }
   let cgroups = CgroupNames::read(queries);
   let mut host = None;
   for (i, q) in queries.iter().enumerate() {
@@ -86,6 +106,7 @@ fn unix_leftovers(queries: &[LeftoverQuery]) -> Vec<Vec<Identity>> {
       }));
     }
     found.extend(cgroups.members(q.cgroup.as_ref()));
+    found.extend(marked[i].iter().filter(|p| p.start_time >= leader.start_time));
     found.retain(|p| (p.pid != leader.pid || p.start_time != leader.start_time) && !p.is_dead());
     if found.is_empty() {
       continue;
