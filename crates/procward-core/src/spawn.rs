@@ -290,6 +290,8 @@ fn launch(
 }
 
 /// Kills and reaps a job whose start could not be completed (its group was created by us).
+/// By number: the child is ours and not reaped yet, so its PID, and its group's number, are
+/// no one else's.
 fn abandon(child: &mut Launched) {
   unsafe {
     libc::kill(-child.pid, libc::SIGKILL);

@@ -142,7 +142,7 @@ impl Walk {
         // The parent still holds its PID: the children read meanwhile name it, not a later
         // holder of its PID (a survivor that died before the walk below it, and whose PID a
         // stranger got, has the stranger's children in its list).
-        if !found.is_empty() && !sys::read_stat(parent.pid).ok().flatten().is_some_and(|now| now.start_time == parent.start_time) {
+        if !found.is_empty() && sys::read_stat(parent.pid).ok().flatten().is_none_or(|now| now.start_time != parent.start_time) {
           return None;
         }
         return Some(found);

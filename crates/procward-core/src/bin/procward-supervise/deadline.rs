@@ -103,15 +103,31 @@ fn signal_tree(sig: libc::c_int, also: &[(i32, u64)]) -> Vec<(i32, u64)> {
     .collect();
   members.extend(also.iter().filter(|m| !members.contains(m)).copied().collect::<Vec<_>>());
   members.retain(|&(pid, start)| {
-    if pid <= 1 || pid == me || !same_process(pid, start) {
+    if pid <= 1 || pid == me {
       return false;
     }
-    unsafe {
-      libc::kill(pid, sig);
-      if sig == libc::SIGTERM {
-        // A stopped member runs its SIGTERM handler instead of waiting for SIGKILL.
-        libc::kill(pid, libc::SIGCONT);
-      }
+    // Through a pidfd opened before the check, so the process checked is the one signalled
+    // (by number where there are no pidfds; a pidfd that cannot be opened: not signalled).
+    use procward_core::pidfd::{OpenError, PidFd};
+    let fd = match PidFd::open(pid) {
+      Ok(fd) => Some(fd),
+      Err(OpenError::Unsupported) => None,
+      Err(_) => return false,
+    };
+    if !same_process(pid, start) {
+      return false;
+    }
+    let send = |s: libc::c_int| match &fd {
+      Some(fd) => drop(fd.signal(s)),
+      // SAFETY: checked just above; the platform has no pidfds.
+      None => unsafe {
+        libc::kill(pid, s);
+      },
+    };
+    send(sig);
+    if sig == libc::SIGTERM {
+      // A stopped member runs its SIGTERM handler instead of waiting for SIGKILL.
+      send(libc::SIGCONT);
     }
     true
   });
