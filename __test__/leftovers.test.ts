@@ -1,5 +1,6 @@
 // What a job leaves behind: processes that outlive its leader are still the job's, found by
-// its cgroup or by its session and group, never by name or parent alone (issue 16 items 3, 8).
+// its cgroup or by the session's mark, never by number, name or parent alone (issue 16 items
+// 3, 8; issue 25).
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -147,10 +148,23 @@ describe('the live leftovers of ended sessions count for liveness and bulk clean
     expect(isAlive(other)).toBe(true);
   });
 
-  it('without containment, a setsid daemon cannot be proved the job’s and is left alone', async () => {
+  it('without containment, a setsid daemon is the job’s by the session’s mark: the scoped calls count it and killAll ends it', async () => {
     const r = await ProcessRegistry.open({ containment: false });
     try {
-      const { s, server } = await endedWithServer(r, leaving('setsid sleep 60'));
+      const { server } = await endedWithServer(r, leaving('setsid sleep 60'));
+      expect(await r.hasActiveProcesses(TASK)).toBe(true);
+      const [k] = await r.killAll({ taskId: TASK, graceMs: 300 });
+      expect(k).toMatchObject({ result: { outcome: 'already_exited', signalled: [server] } });
+      expect(isAlive(server)).toBe(false);
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('without containment, a setsid daemon that replaced its environment cannot be proved the job’s and is left alone', async () => {
+    const r = await ProcessRegistry.open({ containment: false });
+    try {
+      const { s, server } = await endedWithServer(r, leaving('env -i setsid sleep 60'));
       expect(await r.poll(s.id)).not.toHaveProperty('leftovers');
       expect(await r.hasActiveProcesses(TASK)).toBe(false);
       expect(await r.killAll({ taskId: TASK })).toEqual([]);
