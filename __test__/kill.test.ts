@@ -80,7 +80,15 @@ describe('containment', () => {
     await until(() => {
       const inTree = new Set(descendants(s.pid!).map((d) => d.pid));
       const members = readFileSync(join(s.cgroup!, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
-      daemon = members.find((p) => p !== s.pid && !inTree.has(p) && isAlive(p)) ?? 0;
+      // The daemon is `sleep` itself: setsid(1) may fork once more, and its parent exits at once.
+      const isSleep = (p: number) => {
+        try {
+          return readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'sleep';
+        } catch {
+          return false;
+        }
+      };
+      daemon = members.find((p) => p !== s.pid && !inTree.has(p) && isAlive(p) && isSleep(p)) ?? 0;
       return daemon !== 0;
     }, 5000, 'daemon outside the tree');
     cleanupPid(daemon);
