@@ -99,6 +99,12 @@ pub fn in_cgroup(pid: i32, dir: &std::path::Path) -> bool {
 /// finds of it outside its group, as a daemon that left with `setsid` after its parent
 /// died. Each with the index of the mark it carries. Linux only (empty elsewhere).
 pub fn marked_processes(marks: &[&str]) -> Vec<(usize, crate::probe::ProcessInfo)> {
+  marked_processes_except(marks, &std::collections::HashSet::new())
+}
+
+/// [`marked_processes`], reading nothing of the PIDs in `known` (processes a kill has
+/// already found through the kernel's links: their environments need not be read).
+pub fn marked_processes_except(marks: &[&str], known: &std::collections::HashSet<i32>) -> Vec<(usize, crate::probe::ProcessInfo)> {
   #[cfg(target_os = "linux")]
   {
     let mut out = Vec::new();
@@ -110,7 +116,7 @@ pub fn marked_processes(marks: &[&str]) -> Vec<(usize, crate::probe::ProcessInfo
     let (mut environ, mut stat) = (Vec::new(), Vec::new());
     for entry in dir.flatten() {
       let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-      if pid <= 1 || pid == me {
+      if pid <= 1 || pid == me || known.contains(&pid) {
         continue;
       }
       // The environment and the stat through one descriptor of /proc/<pid>: both are that
@@ -130,7 +136,7 @@ pub fn marked_processes(marks: &[&str]) -> Vec<(usize, crate::probe::ProcessInfo
   }
   #[cfg(not(target_os = "linux"))]
   {
-    let _ = marks;
+    let _ = (marks, known);
     Vec::new()
   }
 }

@@ -57,7 +57,7 @@ pub use jobsignal::{signal_job, signal_job_proven};
 use nix::sys::signal::Signal;
 use run::{Run, Target};
 use settle::{settle_longer, wait_all};
-use snapshot::{add_cgroup_left, add_unfound, scan_marked};
+use snapshot::{add_cgroup_left, add_unfound, scan_marked, signal_marked};
 use std::time::{Duration, Instant};
 
 /// How to kill a tree.
@@ -181,9 +181,13 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
     }
   }
 
-  // The processes carrying each session's mark: one pass over /proc for the batch.
-  let going_ids: Vec<usize> = going.iter().map(|(i, _)| *i).collect();
-  scan_marked(&mut runs, &going_ids);
+  // The processes carrying the marks of jobs whose root is gone: one pass over /proc for the
+  // batch, before the snapshot (they may be all that is left of those jobs). For live roots
+  // the scan comes after the first signal (see `signal_marked`).
+  let (with_root, without): (Vec<_>, Vec<_>) = going.iter().partition(|(_, root)| root.is_some());
+  let (walked, unwalked): (Vec<usize>, Vec<usize>) =
+    (with_root.iter().map(|(i, _)| *i).collect(), without.iter().map(|(i, _)| *i).collect());
+  scan_marked(&mut runs, &unwalked);
   // Snapshot before the first signal, and the signal right after it, tree by tree: a walk
   // below each live root; for the others (or where the walk gave up) one read of the process
   // table for every tree. Snapshotting every tree before signalling any would leave each
@@ -214,6 +218,8 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
       }
     }
   }
+  let live_roots: Vec<usize> = walked.into_iter().filter(|&i| errors[i].is_none() && !runs[i].targets.is_empty()).collect();
+  signal_marked(&mut runs, &live_roots, opts.signal);
   let live: Vec<usize> = (0..runs.len()).filter(|&i| errors[i].is_none() && !runs[i].targets.is_empty()).collect();
   // The grace period runs from the last tree's first signal, so every tree gets all of it.
   let first_signal = Instant::now();

@@ -58,6 +58,11 @@ impl Run<'_> {
     }
   }
 
+  /// `sig` to `t` alone, checked as every target is (and SIGCONT after it when needed).
+  pub(super) fn signal_one(&mut self, t: Target, sig: Signal) {
+    self.signal_target(t, sig, false, needs_to_run(sig));
+  }
+
   /// SIGCONT to `t`, checked again: a signal goes only to a process that is current right
   /// before it.
   fn resume(&mut self, t: Target) {

@@ -75,7 +75,7 @@ impl Run<'_> {
   /// The processes of the batch's scan (see [`scan_marked`]) that carry this session's mark,
   /// started no earlier than the root, that are not targets yet: what the job has outside
   /// its tree and group (a daemon that called `setsid` and whose parent ended).
-  fn marked(&self) -> Vec<Target> {
+  pub(super) fn marked(&self) -> Vec<Target> {
     self.marked.iter().copied().filter(|t| t.start_time >= self.root.start_time && !self.knows(t.pid)).collect()
   }
 
@@ -220,16 +220,33 @@ pub(super) fn add_unfound(runs: &mut [Run], live: &[usize], survivors: &mut [Vec
   any
 }
 
-/// Fills each run's `marked` with the processes that carry its session's mark, from one pass
-/// over `/proc` for the whole batch (see [`crate::membership::marked_processes`]).
-pub(super) fn scan_marked(runs: &mut [Run], going: &[usize]) {
-  let asking: Vec<usize> = going.iter().copied().filter(|&i| runs[i].mark.is_some()).collect();
+/// Fills the `marked` of each run of `asking` that has a mark with the processes that carry
+/// it, from one pass over `/proc` for them all (see
+/// [`crate::membership::marked_processes_except`]), reading nothing of the processes the
+/// runs already target.
+pub(super) fn scan_marked(runs: &mut [Run], asking: &[usize]) {
+  let asking: Vec<usize> = asking.iter().copied().filter(|&i| runs[i].mark.is_some()).collect();
   if asking.is_empty() {
     return;
   }
   let marks: Vec<&str> = asking.iter().filter_map(|&i| runs[i].mark).collect();
-  for (k, p) in crate::membership::marked_processes(&marks) {
+  let known: std::collections::HashSet<i32> = asking.iter().flat_map(|&i| runs[i].targets.iter().map(|t| t.pid)).collect();
+  for (k, p) in crate::membership::marked_processes_except(&marks, &known) {
     runs[asking[k]].marked.push(Target::from(&p));
+  }
+}
+
+/// For each run of `asking` whose root was live at the snapshot, the processes carrying its
+/// mark that its walk did not reach (a daemon that left the tree): found after the first
+/// signal, so the scan of `/proc` does not delay it, and signalled at once.
+pub(super) fn signal_marked(runs: &mut [Run], asking: &[usize], sig: nix::sys::signal::Signal) {
+  scan_marked(runs, asking);
+  for &i in asking {
+    let found = runs[i].marked();
+    for t in found {
+      runs[i].add(t);
+      runs[i].signal_one(t, sig);
+    }
   }
 }
 
