@@ -165,7 +165,6 @@ pub fn kill_trees(requests: &[KillRequest], opts: &KillOptions) -> Vec<Result<Ki
       members_need_proof: false,
       mark: r.mark.as_deref().filter(|m| crate::membership::valid_mark(m)),
       marked: Vec::new(),
-      root_fd: None,
       boot_id: boot_id.clone(),
       targets: Vec::new(),
       report: KillReport::default(),
@@ -327,9 +326,7 @@ impl Run<'_> {
           self.refuse(root.pid, reason);
           return None;
         }
-        if let run::Handle::Fd(fd) = handle {
-          self.root_fd = Some(fd);
-        }
+        drop(handle);
         Some(Some(info))
       }
       // What is left of a gone leader's group is cleaned up below, unless that group is the

@@ -51,9 +51,6 @@ pub(super) struct Run<'a> {
   /// The processes carrying the mark, from the batch's one scan of `/proc` before the first
   /// signal (see `snapshot::scan_marked`).
   pub(super) marked: Vec<Target>,
-  /// The root's pidfd, opened and checked while the root was current and proven: group
-  /// signals go through it (see [`crate::pidfd`]).
-  pub(super) root_fd: Option<PidFd>,
   pub(super) boot_id: String,
   pub(super) targets: Vec<Target>,
   pub(super) report: KillReport,

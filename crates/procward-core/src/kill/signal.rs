@@ -9,6 +9,7 @@
 //! it (a TUI redraws).
 
 use super::run::{Handle, Run, Target};
+use crate::pidfd::{OpenError, PidFd};
 use crate::guard::session_of;
 use crate::identity::Verdict;
 use nix::sys::signal::{kill, Signal};
@@ -19,19 +20,25 @@ impl Run<'_> {
   /// (identity `current`), leads its own session, and the group spares the host. A session
   /// leader stays one for life, so the check between two identity reads holds for the signal.
   ///
-  /// The signal goes through the root's pidfd (`PIDFD_SIGNAL_PROCESS_GROUP`), so it reaches
-  /// the group the root made and no later group of its number. A kernel without that flag
-  /// gets no group signal (each target is signalled through its own pidfd); a system
-  /// without pidfds gets `kill(-pgid)` right after the checks.
+  /// The signal goes through a pidfd of the root opened before the check
+  /// (`PIDFD_SIGNAL_PROCESS_GROUP`), so it reaches the group the root made and no later group
+  /// of its number. A kernel without that flag, or a pidfd that cannot be opened, gets no
+  /// group signal (each target is signalled through its own pidfd); a system without pidfds
+  /// gets `kill(-pgid)` right after the checks. The pidfd is closed at once: a batch of
+  /// hundreds of trees never holds one per tree.
   pub(super) fn signal_group(&mut self, root: Target, sig: Signal) -> bool {
+    let fd = match PidFd::open(root.pid) {
+      Ok(fd) => Some(fd),
+      Err(OpenError::Unsupported) => None,
+      Err(_) => return false,
+    };
     let (Verdict::Current, Some(info)) = self.check(root) else { return false };
     if self.host.check_group(&info, session_of(root.pid)).is_err() {
       return false;
     }
-    match &self.root_fd {
+    match fd {
       Some(fd) => fd.signal_group(sig as i32).unwrap_or(false),
-      None if !crate::pidfd::available() => self.verdict(root) == Verdict::Current && kill(Pid::from_raw(-root.pid), sig).is_ok(),
-      None => false,
+      None => self.verdict(root) == Verdict::Current && kill(Pid::from_raw(-root.pid), sig).is_ok(),
     }
   }
 

@@ -270,7 +270,6 @@ fn a_survivor_that_is_not_dying_is_reported_without_the_long_wait() {
       members_need_proof: false,
       mark: None,
       marked: Vec::new(),
-      root_fd: None,
       boot_id: root.boot_id.clone(),
       targets: vec![target],
       report: KillReport::default(),
