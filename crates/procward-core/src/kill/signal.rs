@@ -9,9 +9,9 @@
 //! it (a TUI redraws).
 
 use super::run::{Handle, Run, Target};
-use crate::pidfd::{OpenError, PidFd};
 use crate::guard::session_of;
 use crate::identity::Verdict;
+use crate::pidfd::{OpenError, PidFd};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
