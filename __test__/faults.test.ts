@@ -103,6 +103,14 @@ describe.skipIf(!mountNs && !process.env.CI)('nothing lost on a full disk (a 2 M
       expect(r.after).toEqual([]);
     }, 120_000);
 
+    it(`a ${kind} job killed while the disk is full is killed, and recorded killed once space returns`, async () => {
+      const r = await onFullDisk(`kill-${kind}`);
+      expect(r.killError).toBeUndefined();
+      expect(r.kill).toEqual({ outcome: 'killed', survivors: [] });
+      expect(r.after).toEqual([expect.objectContaining({ id: r.id, status: 'exited', reason: 'killed' })]);
+      expect(r.alive).toEqual([]);
+    }, 120_000);
+
     it(`a ${kind} job that ends while the disk is full has its exact end written once space returns`, async () => {
       const r = await onFullDisk(`end-${kind}`);
       expect(r.onDiskBeforeClose).toEqual({ status: 'exited', exitCode: 7 });
