@@ -119,6 +119,27 @@ describe.skipIf(!mountNs && !process.env.CI)('nothing lost on a full disk (a 2 M
   }
 });
 
+describe('a damaged job file breaks only its own session', () => {
+  it('an exit file whose time a Date cannot hold gives the exit code, and the session stays one a host can act on', async () => {
+    const state = tempDir();
+    const r1 = await ProcessRegistry.open({ stateDir: state });
+    const s = await r1.spawn('sleep 60', { durable: true });
+    await r1.close();
+    process.kill(-(s.supervisorPid as number), 'SIGKILL');
+    await until(() => !isAlive(s.pid as number) && !isAlive(s.supervisorPid as number), 5000, 'the job and its supervisor to die');
+    writeFileSync(join(state, 'sessions', s.id, 'exit.json'), `${JSON.stringify({ code: 4, exitedAt: 9e15 })}\n`, { mode: 0o600 });
+    const r2 = await ProcessRegistry.open({ stateDir: state });
+    try {
+      const p = await r2.poll(s.id);
+      expect(p).toMatchObject({ status: 'exited', exitCode: 4 });
+      expect(p).not.toHaveProperty('readOnly');
+      expect((await r2.forget(s.id)).id).toBe(s.id);
+    } finally {
+      await r2.close();
+    }
+  });
+});
+
 describe('lost is lost, in bounded time', () => {
   it('a host that closed its registry and lives on owns nothing: its job SIGKILLed with its group is lost to the next host, and procward wait returns', async () => {
     const state = tempDir();

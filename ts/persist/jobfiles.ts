@@ -29,7 +29,7 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { ProcwardError } from '../errors.js';
 import { native } from '../native.js';
-import { identitySchema, type RecordedIdentity } from '../session/record.js';
+import { identitySchema, MAX_TIME_MS, type RecordedIdentity } from '../session/record.js';
 
 export interface JobFiles {
   dir: string;
@@ -372,7 +372,7 @@ export async function readExitFile(path: string): Promise<RecordedExit | { inval
     const data = JSON.parse(text) as { code?: unknown; signal?: unknown; exitedAt?: unknown; timedOut?: unknown };
     const { code, signal } = data;
     const at = {
-      ...(Number.isSafeInteger(data.exitedAt) && (data.exitedAt as number) > 0 && { exitedAt: data.exitedAt as number }),
+      ...(Number.isSafeInteger(data.exitedAt) && (data.exitedAt as number) > 0 && (data.exitedAt as number) <= MAX_TIME_MS && { exitedAt: data.exitedAt as number }),
       ...(data.timedOut === true && { timedOut: true }),
     };
     if (Number.isInteger(code) && (code as number) >= 0 && (code as number) <= 255 && signal == null) return { exitCode: code as number, signal: null, ...at };
