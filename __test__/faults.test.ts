@@ -164,4 +164,25 @@ describe('lost is lost, in bounded time', () => {
       host.kill('SIGKILL');
     }
   }, 60_000);
+
+  it('a job of a live, open host that cannot record its end (stopped) is lost to another host after lostAfterMs', async () => {
+    const state = tempDir();
+    const { line, host } = await startHost(state, `const s = await r.spawn('sleep 600', { durable: false }); console.log(JSON.stringify(s));`);
+    try {
+      host.kill('SIGSTOP');
+      process.kill(-line.pid, 'SIGKILL');
+      await until(() => !isAlive(line.pid), 5000, 'the job to die');
+      const r = await ProcessRegistry.open({ stateDir: state, lostAfterMs: 300 });
+      try {
+        expect(await r.poll(line.id)).toMatchObject({ status: 'running' });
+        await until(async () => (await r.poll(line.id)).status === 'exited', 10_000, 'the session to end');
+        expect(await r.poll(line.id)).toMatchObject({ status: 'exited', reason: 'lost' });
+      } finally {
+        await r.close();
+      }
+    } finally {
+      host.kill('SIGCONT');
+      host.kill('SIGKILL');
+    }
+  }, 60_000);
 });

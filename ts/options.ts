@@ -53,6 +53,7 @@ const registryShape: Shape<RegistryOptions> = {
   redact: optional.boolean,
   watch: z.strictObject({ cooldownMs: optional.number, maxPerSession: optional.number, maxPerMinute: optional.number }).optional(),
   sandbox: z.strictObject({ pollIntervalMs: optional.number, lostAfterMs: optional.number }).optional(),
+  lostAfterMs: optional.number,
   containment: optional.boolean,
   environments: z.record(z.string(), environment).optional(),
   finishedTtlMs: optional.number,
@@ -140,6 +141,7 @@ export function checkRegistryOptions(options: RegistryOptions): void {
     ['watch.maxPerMinute', options.watch?.maxPerMinute],
     ['sandbox.pollIntervalMs', options.sandbox?.pollIntervalMs],
     ['sandbox.lostAfterMs', options.sandbox?.lostAfterMs],
+    ['lostAfterMs', options.lostAfterMs],
     ['logMaxBytes', options.logMaxBytes],
     ['maxTotalLogBytes', options.maxTotalLogBytes],
   ];

@@ -64,6 +64,14 @@ export interface RegistryOptions extends RetentionOptions {
   /** Sandbox sessions' poller: milliseconds between polls (default 200) and before an unreachable environment makes a session `lost` (default 60 000). */
   sandbox?: { pollIntervalMs?: number; lostAfterMs?: number };
   /**
+   * Milliseconds a job of another live host's may be gone (its process gone or a zombie)
+   * with no end written by its owner before this host records it `lost` (an owner whose
+   * event loop is stuck, or that was stopped, never would). Default 60 000, as
+   * `sandbox.lostAfterMs`; an owner that closed its registry owns nothing at once (see
+   * `persist/hostlock.ts`).
+   */
+  lostAfterMs?: number;
+  /**
    * Run each job in its own cgroup v2 when the host may create cgroups (Linux: root or a
    * delegated subtree), so a kill reaches daemons that escaped the process tree. Falls back
    * silently. Default true; `PROCWARD_NO_CGROUP=1` also turns it off.
