@@ -534,5 +534,7 @@ fn a_contained_jobs_kill_ends_with_its_cgroup_empty_when_every_snapshotted_proce
   }
   crate::cgroup::remove(&session, &session);
   assert!(left.is_empty(), "{left:?} live in the job's cgroup after its kill: {report:?}");
-  assert!(report.escalated && report.survivors.is_empty() && report.signalled.len() >= 2, "{report:?}");
+  // The daemon is reported: SIGTERMed when the mark scan after the first signal found it,
+  // or ended by the cgroup's kill (escalated) when it was forked after that scan.
+  assert!(report.survivors.is_empty() && report.signalled.len() >= 3, "{report:?}");
 }
