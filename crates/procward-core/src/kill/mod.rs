@@ -45,6 +45,8 @@ mod snapshot;
 #[cfg(all(test, target_os = "linux"))]
 mod tests;
 #[cfg(all(test, target_os = "linux"))]
+mod tests_membership;
+#[cfg(all(test, target_os = "linux"))]
 mod tests_stopped;
 
 use crate::error::{Error, Result};
