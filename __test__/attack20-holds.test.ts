@@ -116,6 +116,9 @@ describe('attack 20 holds: names through the CLI, the tool and the library', () 
       // The configured name does start (so the refusals above could have been passes).
       const ok: any = await handleToolCall(r, 'process_start', { command: 'exit 0', environment: 'far' });
       expect(ok).toMatchObject({ environment: 'far', pid_scope: 'sandbox' });
+      // Its wrapper writes into the far directory until the end: wait for it, so the
+      // directory removed after the test is no longer written to.
+      expect(await r.wait(ok.session_id, { timeoutMs: 30_000 })).toMatchObject({ exitCode: 0 });
     } finally {
       await r.close();
     }

@@ -31,7 +31,7 @@ export function cleanupPid(pid: number | null | undefined): void {
   if (pid) pids.push(pid);
 }
 
-afterEach(() => {
+afterEach(async () => {
   // A durable session's `pid` is its job's, in the group its supervisor leads: the group the
   // PID is in is killed too (never this test process's own group).
   const own = probe([process.pid])[0]?.pgid;
@@ -49,8 +49,22 @@ afterEach(() => {
   }
   // A far-side wrapper the test just left (its job ended, or was killed above) may still write
   // its exit file into a directory being removed: ENOTEMPTY is tried again (Node's retries).
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+  // Under load the wrapper can start late and write for a while: tried for up to 30 s.
+  for (const d of dirs.splice(0)) await removeDir(d);
 });
+
+async function removeDir(d: string): Promise<void> {
+  const end = Date.now() + 30_000;
+  for (;;) {
+    try {
+      rmSync(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOTEMPTY' || Date.now() > end) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
 
 // Jobs the tests killed by process group leave empty cgroups (when the host may create
 // them); remove those after each file.

@@ -41,8 +41,12 @@ export interface PollerEvents {
   lost(reason: string): void;
 }
 
-/** Polls in a row that may fail while following late output before the poller gives up on it. */
+/**
+ * Polls in a row that may fail while following late output before the poller gives up on it,
+ * and how long they must span: on a loaded far side (or host) polls can fail for a while.
+ */
 const LATE_TRIES = 3;
+const LATE_GIVE_UP_MS = 30_000;
 
 /** Follows one sandbox session (see the module docs). */
 export class SandboxPoller {
@@ -57,8 +61,9 @@ export class SandboxPoller {
   private failingSince: number | null = null;
   private lastAttempt = 0;
   private deadPolls = 0;
-  /** Failed polls in a row while following late output. */
+  /** Failed polls in a row while following late output, and when the first of them failed. */
   private lateFailures = 0;
+  private lateFailingSince = 0;
   private knownPid: number | null = null;
   private delay: number;
   /** The end was reported; the poller now follows late output only. */
@@ -264,8 +269,10 @@ export class SandboxPoller {
     const now = Date.now();
     if (this.ended) {
       // Late output is best effort: a far side that stays unreachable for LATE_TRIES polls
-      // in a row has nothing more to say; one failed poll (a loaded far side) is tried again.
-      if (++this.lateFailures >= LATE_TRIES) this.finishLate();
+      // in a row over LATE_GIVE_UP_MS has nothing more to say; a failed poll (a loaded far
+      // side) is tried again.
+      if (this.lateFailures++ === 0) this.lateFailingSince = now;
+      if (this.lateFailures >= LATE_TRIES && now - this.lateFailingSince >= LATE_GIVE_UP_MS) this.finishLate();
       else this.schedule(this.delay);
       return;
     }
