@@ -47,6 +47,7 @@ import { maskKeyBlocks } from './redact/keyblock.js';
 import { maskBareCredentials, maskPgpass } from './redact/hostcreds.js';
 import { maskKeyBodies } from './redact/keybody.js';
 import { redactReadable } from './redact/readable.js';
+import { type Rule, RULES } from './redact/tokens.js';
 
 export { CREDENTIAL_NAME, isCredentialName } from './redact/assignments.js';
 export { insideKeyBlockAt, isKeyMaterialLine, KeyBlockTracker, KEY_MASK, leadsWithKeyMaterial } from './redact/keyblock.js';
@@ -72,60 +73,6 @@ export function mask(secret: string): string {
   if (secret.length >= 12) return `${secret.slice(0, 3)}…`;
   return '***';
 }
-
-interface Rule {
-  name: string;
-  pattern: RegExp;
-  /** Which capture group is the secret (0 = the whole match). */
-  group: number;
-  /**
-   * The rule matches a URL scheme's `://`: the pattern is tried (sticky) only at the scheme
-   * before each `://`, not at every position of the text.
-   */
-  atSchemes?: true;
-}
-
-const RULES: Rule[] = [
-  {
-    name: 'authorization',
-    pattern: /\b(?:Proxy-)?Authorization["']?\s*[:=]\s*["']?(?:Bearer|Basic|Token|Bot|Digest|ApiKey)\s+([A-Za-z0-9._~+/=:-]{8,})/gi,
-    group: 1,
-  },
-  { name: 'bearer', pattern: /\bBearer\s+([A-Za-z0-9._~+/-]{16,}=*)/g, group: 1 },
-  { name: 'api-key-header', pattern: /\b(?:X-Api-Key|Api-Key|X-Auth-Token|X-Access-Token|Private-Token)["']?\s*[:=]\s*["']?([A-Za-z0-9._~+/=-]{12,})/gi, group: 1 },
-  // scheme://user:password@host: the password runs to the last `@` before the host (see the
-  // module docs). Lengths are bounded so a line of `a://b:` repeats stays linear.
-  {
-    name: 'url-credentials',
-    pattern: /\b[a-z][a-z0-9+.-]{0,30}:\/\/[^\s:/?#]{0,256}:(?!\d+(?:[/?#\s]|$))(\S{1,256}?)@(?=[\w[.-]+(?:[:/?#\s'")\]]|$))(?![^\s@/]{0,256}@)/gim,
-    group: 1,
-    atSchemes: true,
-  },
-  // ?password=…&token=… in URLs and form bodies.
-  { name: 'query-credentials', pattern: /[?&](?:password|passwd|pwd|pass|secret|token|access_token|api_key|apikey|client_secret|auth)=([^&\s#'"]+)/gi, group: 1 },
-  { name: 'jwt', pattern: /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, group: 0 },
-  { name: 'anthropic', pattern: /sk-ant-[a-z0-9]{2,8}-[A-Za-z0-9_-]{20,}/g, group: 0 },
-  // A project, service-account or admin key is distinctive enough to match glued to what precedes it (`build42sk-proj-…`); a bare `sk-` keeps its word boundary.
-  { name: 'openai', pattern: /(?:sk-(?:proj|svcacct|admin)-|\bsk-)[A-Za-z0-9_-]{20,}/g, group: 0 },
-  { name: 'github', pattern: /(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g, group: 0 },
-  { name: 'gitlab', pattern: /gl(?:pat|dt|rt|ptt|cbt)-[A-Za-z0-9_-]{20,}/g, group: 0 },
-  { name: 'slack', pattern: /xox[abposre]-[A-Za-z0-9-]{10,}/g, group: 0 },
-  { name: 'slack-webhook', pattern: /https:\/\/hooks\.slack\.com\/services\/[A-Za-z0-9/]+/g, group: 0 },
-  { name: 'aws-access-key', pattern: /(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b/g, group: 0 },
-  { name: 'google-api-key', pattern: /AIza[0-9A-Za-z_-]{35}/g, group: 0 },
-  { name: 'npm', pattern: /npm_[A-Za-z0-9]{36}\b/g, group: 0 },
-  { name: 'huggingface', pattern: /hf_[A-Za-z0-9]{30,}/g, group: 0 },
-  // Distinctive prefixes need no word boundary before them (`\tghp_…` in a command line);
-  // short or common ones (`sk-`, headers) keep it.
-  // Secret and restricted keys; publishable keys (pk_) are public by design.
-  { name: 'google-oauth', pattern: /\bya29\.[A-Za-z0-9_-]{20,}/g, group: 0 },
-  { name: 'groq', pattern: /gsk_[A-Za-z0-9]{40,}/g, group: 0 },
-  { name: 'sendgrid', pattern: /\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}/g, group: 0 },
-  { name: 'vendor-prefixed', pattern: /(?:lin_api_|shp(?:at|ca|pa|ss)_|dckr_pat_|whsec_|npm_config__authToken=|\b(?:gl(?:c|sa)_|hv[sbr]\.|figd_|xapp-))[A-Za-z0-9_.=-]{16,}/g, group: 0 },
-  { name: 'npmrc-token', pattern: /_authToken\s*=\s*([^\s"']{8,})/g, group: 1 },
-  { name: 'aws-secret', pattern: /\baws_secret_access_key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})/gi, group: 1 },
-  { name: 'stripe', pattern: /(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, group: 0 },
-];
 
 /**
  * Returns `text` with every secret the rules recognise masked (see the module docs). The
@@ -155,7 +102,7 @@ function maskTokens(text: string, startsInKeyBlock: boolean): string {
     const masked = (match: string, ...groups: unknown[]) => {
       if (rule.group === 0) return mask(match);
       const secret = groups[rule.group - 1];
-      if (typeof secret !== 'string' || secret === '' || secret.includes('…')) return match;
+      if (typeof secret !== 'string' || secret === '' || secret.includes('…') || rule.skip?.(secret)) return match;
       // Every group rule's secret sits at the end of its match (before a closing `@` for URLs).
       const at = match.lastIndexOf(secret);
       return match.slice(0, at) + mask(secret) + match.slice(at + secret.length);

@@ -12,77 +12,23 @@
  */
 
 import { rewriteLines } from './lines.js';
+import { isCredentialName, notASecret } from './names.js';
+import { maskPrinted } from './printers.js';
 
-/** Names that look like credentials (`*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*_API_KEY`, ...), upper snake case. */
-export const CREDENTIAL_NAME =
-  /(?:^|_)(?:TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|PASSPHRASE|API_?KEY|ACCESS_?KEY|SECRET_?KEY|PRIVATE_?KEY|CLIENT_SECRET|CREDENTIALS?|AUTH_?TOKEN|SESSION_?KEY|SIGNING_?KEY|WEBHOOK_?SECRET|DSN)(?:_|$)|(?:PASSWORD|PASSWD)$/i;
-
-/** Suffixes that name something about a credential rather than the credential (`TOKEN_TTL`, `PASSWORD_FILE`). */
-const ABOUT_A_CREDENTIAL =
-  /_(?:TYPE|TTL|ID|URL|URI|FILE|PATH|DIR|LENGTH|LEN|SIZE|EXPIRY|EXPIRES(?:_IN|_AT)?|ENDPOINT|HOST|PORT|NAME|USER|USERNAME|COUNT|LIMIT|TIMEOUT|MIN|MAX|MIN_LENGTH|ENABLED|HEADER|PREFIX|FORMAT|VERSION|MODE|REGION|STDIN|FD|PROMPT|CMD|COMMAND|HELPER|STORE|SOURCE|POLICY|RESET|HINT|PROVIDER)$/i;
-
-/**
- * Whether `name` names a credential. Accepts `UPPER_SNAKE`, `lower_snake`, `camelCase` and
- * `kebab-case` (`apiKey`, `client-secret`).
- */
-export function isCredentialName(name: string): boolean {
-  // Output repeats the same few names: remember the answers (bounded).
-  let known = verdicts.get(name);
-  if (known === undefined) {
-    if (verdicts.size >= 4096) verdicts.clear();
-    known = credentialName(name);
-    verdicts.set(name, known);
-  }
-  return known;
-}
-
-const verdicts = new Map<string, boolean>();
-
-function credentialName(name: string): boolean {
-  // `spring.datasource.password`, `/prod/db/password` (a parameter path): the last part names it.
-  const snake = name
-    .replace(/^.*[./](?=[A-Za-z_])/, '')
-    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    .replace(/-/g, '_')
-    .toUpperCase();
-  // The id of a private key names which key signs, and comes beside it (a service-account file).
-  if (/(?:PRIVATE|SECRET)_KEY_ID$/.test(snake)) return true;
-  // `MYSQL_PWD` is a password; `PWD` and `OLDPWD` are directories.
-  const pwd = /_PWD$/.test(snake) && snake !== 'OLDPWD';
-  return (pwd || CREDENTIAL_NAME.test(snake)) && !ABOUT_A_CREDENTIAL.test(snake);
-}
-
-/**
- * A value that is not a secret when printed: empty, a short number, a boolean, a
- * placeholder or reference, a file path, code. `command`: in a command's prefix every
- * literal is the secret (`PGPASSWORD=123 psql`), so only empty values and references pass.
- */
-export function notASecret(raw: string, command = false): boolean {
-  const v = raw.replace(/^["']|["'],?$/g, '').trim();
-  if (v === '' || v.includes('…') || /^\*\*\*(?:\s|$)/.test(v) || v.startsWith('$(') || v.startsWith('`') || /^\$\{?[A-Za-z_]\w*(?::?[-?=+][^}]*)?\}?$/.test(v) || /^\*+$/.test(v)) return true;
-  if (command) return false;
-  return (
-    /^\d{1,7}$/.test(v) ||
-    /^#[0-9a-fA-F]{3,8}$/.test(v) ||
-    /^(?:true|false|yes|no|on|off|null|nil|none|undefined|required|optional|bearer|basic)$/i.test(v) ||
-    /^<[^<>]*>$|^\{\{.*\}\}$|^%[A-Za-z_]\w*%$|^\[(?:REDACTED|MASKED|HIDDEN)[^\]]*\]$/i.test(v) ||
-    /^(?:\/|\.{1,2}\/|~\/)[\w./-]*$/.test(v) ||
-    /^(?:process\.env|os\.environ|os\.getenv|ENV\[|env\(|getenv\()/.test(v)
-  );
-}
+export { CREDENTIAL_NAME, isCredentialName, notASecret } from './names.js';
 
 const LINE = /(^|\0)([ \t]*(?:export[ \t]+|declare[ \t]+-[a-zA-Z]+[ \t]+|set[ \t]+|-[ \t]+)?)([A-Za-z_][\w.-]*)=([^\n\0]*)/gm;
-const WORD = /(^|[\s,;([{'"?&])([A-Za-z_][A-Za-z0-9_]*)=("[^"\n]*"|'[^'\n]*'|[^\s,;'"&)\]}]+)/g;
+const WORD = /(^|[\s,;([{'"?&])([A-Za-z_][A-Za-z0-9_.]*)=("[^"\n]*"|'[^'\n]*'|[^\s,;'"&)\]}]+)/g;
 // `"NAME": "value"` (JSON), and `"db_password": value` (YAML or a Python dict with a bare value).
 const QUOTED = /(["'])(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]{0,127})\1(\s*(?::|=>)\s*)(?:(["'])((?:\\.|(?!\4)[^\\\n])*)\4|([^\s"',}\]{[][^\s,}\]]*))/gi;
 // An indented key (inside a mapping) may have a value of several words; at column 0 only one
 // (`passwd: password updated successfully` is a message, not YAML).
-const YAML = /^((?:[ \t]+(?:-[ \t]+)?|-[ \t]+)?)([A-Za-z_][\w-]*)(:[ \t]+)("[^"\n]*"|'[^'\n]*'|[^\s#|>&*!{[][^\s#]*|(?<=^[ \t]+[\w-]+:[ \t]+)[^\s#|>&*!{[](?:[^#\n]*[^\s#])?)([ \t]*)$/gm;
+const YAML = /^((?:[ \t]+(?:-[ \t]+)?|-[ \t]+)?)([A-Za-z_][\w.-]*)(:[ \t]+)("[^"\n]*"|'[^'\n]*'|[^\s#|>&*!{[][^\s#]*|(?<=^[ \t]+[\w-]+:[ \t]+)[^\s#|>&*!{[](?:[^#\n]*[^\s#])?)([ \t]*)$/gm;
 
 // `NAME = value`, `NAME := value`, `$env:NAME = "value"`, `a.b.password=value` (TOML, INI,
 // HCL and terraform output, PowerShell, Makefiles, Java properties). An unquoted value must
 // end the line or precede a comment: `token = await fetchToken()` is code, not a setting.
-const SPACED = /(^|[\s,;({[-])(\$env:|\$)?(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]{0,127})([ \t]*:?=[ \t]*)(?!=)((?:"[^"\n]*"|'[^'\n]*')(?=[ \t]*[;,]?[ \t]*(?:(?:#|\/\/).*)?$)|[^\s"'#;]+(?=[ \t]*(?:[#;].*)?$))/gi;
+const SPACED = /(^|[\s,;({[-])(\$env:|\$)?(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]{0,127})([ \t]*:?=[ \t]*)(?!=)((?:"[^"\n]*"|'[^'\n]*')(?=[ \t]*(?:[;,})\]]|#|\/\/|$))|[^\s"'#;]+(?=[ \t]*(?:[#;].*)?$))/gi;
 // `NAME<TAB>value`, a line of two columns (`env | tr = '\t'`, `docker inspect` templates), with
 // an environment-style name (`kpasswd<TAB>464/tcp` is /etc/services).
 const TABBED = /^([ \t]*)([A-Z_][A-Z0-9_]*)(\t[ \t]*)(\S+)([ \t]*)$/;
@@ -156,7 +102,7 @@ function valueBelow(text: string, from: number, mask: (s: string) => string): { 
   return undefined;
 }
 
-const KEYWORD = /pass|pwd|token|secret|key|cred|dsn|auth/gi;
+const KEYWORD = /pass|pwd|token|secret|key|cred|dsn|auth|identified/gi;
 
 function unquoted(v: string, m: (s: string) => string): string {
   const q = /^(["'])(.*)\1$/.exec(v);
@@ -226,7 +172,7 @@ function maskLine(text: string, mask: (s: string) => string, lines: boolean): st
   }
   const netrc = out.includes('password') ? NETRC.exec(out) : null;
   if (netrc && !notASecret(netrc[3] as string)) out = out.replace(NETRC, (_all, lead: string, head: string, value: string) => `${lead}${head}${mask(value)}`);
-  if (!out.includes(':') && !out.includes('=>')) return out;
+  if (!out.includes(':') && !out.includes('=>')) return maskPrinted(out, mask);
   out = out.replace(KEYED, (all, lead: string, name: string, sep: string, value: string) => (isCredentialName(name) && !notASecret(value) ? `${lead}${name}${sep}${unquoted(value, mask)}` : all));
   const label = LABEL.exec(out);
   if (label && !notASecret(label[2] as string) && !/^[a-z]+[.!]?$/.test(label[2] as string)) out = `${label[1]}${mask(label[2] as string)}${label[3]}`;
@@ -234,7 +180,8 @@ function maskLine(text: string, mask: (s: string) => string, lines: boolean): st
     if (vq !== undefined) return isCredentialName(name) && !notASecret(value ?? '') ? `${q}${name}${q}${sep}${vq}${mask(value ?? '')}${vq}` : all;
     return bare !== undefined && secretUnder(name, bare) && !expression(bare) ? `${q}${name}${q}${sep}${mask(bare)}` : all;
   });
-  return out.replace(YAML, (all, lead: string, name: string, sep: string, value: string, trail: string) =>
+  out = out.replace(YAML, (all, lead: string, name: string, sep: string, value: string, trail: string) =>
     secretUnder(name, value) ? `${lead}${name}${sep}${unquoted(value, mask)}${trail}` : all,
   );
+  return maskPrinted(out, mask);
 }

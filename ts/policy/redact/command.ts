@@ -18,13 +18,23 @@
  * - The same inside a command another runs: a client named later in the line (`docker exec
  *   db mysql -p…`, `ssh host curl -u …`) or a quoted word holding a command (`bash -c "…"`).
  */
-import { isCredentialName } from './assignments.js';
+import { isCredentialName, notASecret } from './assignments.js';
 import { CLIENTS, LOCAL_USER, shortFlagSpans } from './clientflags.js';
 import { ASSIGN, afterColon, afterUser, segments, type Span, tailOf, type Word, WRAPPERS, whole } from './shellwords.js';
 import { stdinSpans } from './stdinsecrets.js';
 
 /** Methods `--auth` may name (`--auth basic`), as opposed to a credential (`--auth TOKEN`). */
 const AUTH_METHOD = /^(?:none|basic|digest|ntlm|negotiate|bearer|ldap|oauth2?|oidc|token|password|kerberos|krb5|gssapi|anonymous|any|anyauth|true|false|sigv4|aws|iam|jwt|mtls|tls|x509|saml|github|google|azure|gcp|local|pam|radius|sso|api-?key|key|cert|userpass|approle|k8s|kubernetes|scram-sha-(?:1|256)|md5|plain|login|cram-md5|xoauth2|trust|peer|ident)$/i;
+
+/** Sub-commands that set a named setting from the next word (`config set NAME VALUE`). */
+const CONFIG_VERBS = ['config', 'configure', 'set'];
+/** `NAME=value` where NAME may be dotted (`auth.rootPassword=…`). */
+const ASSIGN_DOTTED = /^([A-Za-z_][\w.-]*)=(.+)$/s;
+
+/** Whether a setting's name (`github.token`, `//host/:_authToken`, `pypi-token.pypi`) has a credential-named part. */
+function settingNamesCredential(name: string): boolean {
+  return name.split(/[.:/]+/).some((part) => part !== '' && isCredentialName(part));
+}
 
 /** The first word after `verb` that is not a flag or `key=value` (`vault login TOKEN`). */
 function positionalAfter(args: Word[], verb: string, nth = 0): Word | undefined {
@@ -86,13 +96,29 @@ function segmentSpans(words: Word[], depth = 0): Span[] {
       else if (/^(?:user|username|login)$/.test(name) && !LOCAL_USER.has(prog)) spans.push(afterUser(valueWord, value));
       else if (name === 'auth' && value !== undefined && !value.startsWith('-') && !AUTH_METHOD.test(value)) spans.push(long[2] !== undefined ? tailOf(w, long[2]) : whole(next(k)));
       else if (name === 'with-token') continue;
+      // `gh secret set NAME --body VALUE`.
+      else if (name === 'body' && prog === 'gh' && sub.has('secret')) spans.push(long[2] !== undefined ? tailOf(w, long[2]) : whole(next(k)));
+      // A credential assignment as a flag's value: `--from-literal=password=…`, `--set a.password=…`.
+      else if (value !== undefined && long[2] !== undefined && ASSIGN_DOTTED.test(value)) {
+        const [, key, v] = ASSIGN_DOTTED.exec(value) as RegExpExecArray;
+        if (isCredentialName(key as string) && !notASecret(v as string, true)) spans.push(tailOf(w, v as string));
+      }
       else if (isCredentialName(name) || /^(?:pass|password|passwd|pw|pwd|token|secret|api-?key|apikey)$/i.test(name)) {
         if (long[2] !== undefined) spans.push(tailOf(w, long[2]));
         else if (next(k) && !/^[-<>]/.test((next(k) as Word).value)) spans.push(whole(next(k)));
       }
       continue;
     }
-    if (!/^-[^-]/.test(v)) continue;
+    if (!/^-[^-]/.test(v)) {
+      // `aws configure set aws_secret_access_key VALUE`, `git config github.token VALUE`,
+      // `npm config set //host/:_authToken VALUE`: a credential-named setting of a config verb.
+      const value = next(k);
+      if (CONFIG_VERBS.some((verb) => sub.has(verb)) && !v.includes('=') && settingNamesCredential(v) && value && !value.value.startsWith('-') && !notASecret(value.value, true)) {
+        spans.push(whole(value));
+        k++;
+      }
+      continue;
+    }
     const found = shortFlagSpans({ prog, word: w, flags: v.slice(1), args, k, sub });
     spans.push(...found.spans);
     if (found.last) break;

@@ -9,6 +9,7 @@ const USER = /[A-Za-z0-9._%+-]/;
 const PASSWORD = /[^\s:@/'"]/;
 // Before the user: not `/`, `:` or `@` (part of a URL or a path), nor a word character.
 const BEFORE_USER = /[\w/:@.%+-]/;
+const URI_SCHEME = /^(?:mailto|sips?|tel|xmpp|im|pres|news|urn|acct)$/i;
 
 /**
  * The password of `user:password` ending at `at` (an `@`), read backwards so each `@` costs
@@ -23,6 +24,8 @@ function passwordBefore(text: string, at: number, floor: number): string | undef
   let u = colon;
   while (u > lo && USER.test(text[u - 1] as string)) u--;
   if (u === colon || (u > 0 && BEFORE_USER.test(text[u - 1] as string))) return undefined;
+  // `mailto:a.b@host`, `sip:alice@host`: a URI scheme without `//`, then an address.
+  if (URI_SCHEME.test(text.slice(u, colon))) return undefined;
   return text.slice(colon + 1, at);
 }
 // A host with a dot, localhost or an IP address.

@@ -1,0 +1,150 @@
+/**
+ * Token rules: credentials known by their own shape wherever they stand (vendor prefixes,
+ * JWTs, cloud formats), `Authorization` with any scheme, headers named for a credential, and
+ * URL credentials (a password, or a token given as the user).
+ *
+ * Vendor prefixes follow the ones gitleaks' and secretlint's rule sets name (their rule
+ * files were read, none copied); distinctive prefixes need no word boundary before them, short
+ * or common ones keep it.
+ */
+
+import { notASecret } from './names.js';
+
+export interface Rule {
+  name: string;
+  pattern: RegExp;
+  /** Which capture group is the secret (0 = the whole match). */
+  group: number;
+  /**
+   * The rule matches a URL scheme's `://`: the pattern is tried (sticky) only at the scheme
+   * before each `://`, not at every position of the text.
+   */
+  atSchemes?: true;
+  /** A match whose secret this says is none (a placeholder, a status word) is kept. */
+  skip?: (secret: string) => boolean;
+}
+
+/** Vendor tokens with a distinctive prefix: the prefix, then the token's own characters. */
+const VENDOR = [
+  'pypi-AgE[A-Za-z0-9_-]{50,}',
+  'AT(?:ATT|CTT)3[A-Za-z0-9_=-]{50,}',
+  'ATBB[A-Za-z0-9]{32}',
+  'dapi[a-f0-9]{32}(?:-\\d)?',
+  'PMAK-[a-f0-9]{24}-?[a-f0-9]{34}',
+  'pul-[a-f0-9]{40}',
+  '[A-Za-z0-9]{14}\\.atlasv1\\.[A-Za-z0-9_=-]{60,}',
+  'sntrys_eyJ[A-Za-z0-9_=+/-]{20,}',
+  'sntryu_[a-f0-9]{64}',
+  'NR(?:AK|JS|II)-[A-Z0-9]{19,32}',
+  'ntn_[A-Za-z0-9]{40,}',
+  '\\bsecret_[A-Za-z0-9]{43}\\b',
+  '\\bpat[A-Za-z0-9]{14}\\.[a-f0-9]{64}',
+  '(?<!\\d)\\d{8,10}:AA[A-Za-z0-9_-]{33}',
+  'AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}',
+  'sbp_[a-f0-9]{40}',
+  '\\br8_[A-Za-z0-9]{37}',
+  '\\bpplx-[A-Za-z0-9]{48}',
+  '\\bxai-[A-Za-z0-9]{60,}',
+  '\\btvly-(?:dev-)?[A-Za-z0-9]{32}',
+  'lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}',
+  'CFPAT-[A-Za-z0-9_-]{43}',
+  'dt0c01\\.[A-Z0-9]{24}\\.[A-Z0-9]{64}',
+  '\\bnfp_[A-Za-z0-9]{36}',
+  'pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.=-]{32,64}',
+  '\\bpnu_[A-Za-z0-9]{36}',
+  'rubygems_[a-f0-9]{48}',
+  '\\bdp\\.(?:pt|st|sa|ct|scim|audit)\\.[A-Za-z0-9]{40,44}',
+  '\\bkey-[a-f0-9]{32}\\b',
+  '\\b[a-f0-9]{32}-us\\d{1,2}\\b',
+  '\\bEAAA[A-Za-z0-9_+=-]{60}',
+  '\\bsq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}',
+  '\\bSK[0-9a-fA-F]{32}\\b',
+  '\\b[MNO][A-Za-z0-9_-]{23,25}\\.[A-Za-z0-9_-]{6}\\.[A-Za-z0-9_-]{27,38}\\b',
+  'lin_(?:api|oauth)_[A-Za-z0-9]{40,}',
+  '\\bfig[dhu]_[A-Za-z0-9_-]{40,}',
+  'shippo_(?:live|test)_[a-f0-9]{40}',
+  '\\bEZ[AT]K[A-Za-z0-9]{54}',
+  'FLWSECK(?:_TEST)?-[a-f0-9]{32}-X',
+  'duffel_(?:live|test)_[A-Za-z0-9_=-]{43}',
+  '\\btk-us-[A-Za-z0-9_-]{48}',
+  'rdme_[a-z0-9]{70}',
+  '\\btfp_[A-Za-z0-9_=.-]{44,59}',
+  'fio-u-[A-Za-z0-9_=-]{64}',
+  'CLOJARS_[a-z0-9]{60}',
+  '\\bAPI-[A-Z0-9]{26}\\b',
+  'HRKU-[A-Za-z0-9_-]{58,}',
+  '\\bLTAI[A-Za-z0-9]{20}\\b',
+  '\\bdo[opr]_v1_[a-f0-9]{64}',
+  '\\bfm[12][ar]?_[A-Za-z0-9+/]{100,}={0,3}',
+  '\\bgl(?:c|sa)_[A-Za-z0-9+/]{32,}={0,2}',
+  // Azure AD client secrets: three characters, a digit, `Q~`, then 31 to 34.
+  '(?<![A-Za-z0-9_~.])[A-Za-z0-9_~.]{3}\\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])',
+];
+
+// Header names that say key, token, secret, auth or signature (after a `-` or at the start),
+// not the challenge headers (`WWW-Authenticate`) nor ones about a credential (`-Type`, `-Id`).
+const HEADER_NAME = '(?:[A-Za-z][A-Za-z0-9]*-)*[A-Za-z0-9]*(?:Key|KEY|key|Token|TOKEN|token|Secret|SECRET|secret|Signature|SIGNATURE|signature|Auth|AUTH|auth|Authorization|Password|PASSWORD|password|Credentials?|credentials?)s?(?:-\\d+)?';
+
+export const RULES: Rule[] = [
+  // `Authorization` (and `Proxy-`) with any scheme, or with no scheme: everything after the
+  // scheme to the end of the value (an AWS SigV4 value is one credential, a signature and more).
+  {
+    name: 'authorization',
+    pattern: /(?<![\w-])(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*["']?((?:[A-Za-z][\w.-]{0,40}[ \t]+)?)((?=[^\n"']{8})[^\s"'](?:[^\n"']*[^\s"'])?)/gi,
+    group: 2,
+    skip: (v) => notASecret(v) || /^[A-Za-z][\w.-]*[ \t]+(?:\$|<|\*\*\*|\{\{|…)/.test(v) || /^[a-z]+[.!]?$/.test(v),
+  },
+  // A header line whose name says it holds a credential (`> X-Vault-Token: …` as `curl -v`
+  // prints it, `X-Hub-Signature-256: sha256=…`).
+  {
+    name: 'credential-header',
+    pattern: new RegExp(`^([ \\t]*(?:[<>*][ \\t]+)?)(?!(?:WWW|Proxy)-Authenticate\\b|Sec-WebSocket-)(${HEADER_NAME}):[ \\t]*([^\\s:][^\\s]{7,})[ \\t]*\\r?$`, 'gm'),
+    group: 3,
+    skip: (v) => notASecret(v) || /^[a-z]+[.!]?$/.test(v),
+  },
+  { name: 'bearer', pattern: /\bBearer\s+([A-Za-z0-9._~+/-]{16,}=*)/g, group: 1 },
+  { name: 'api-key-header', pattern: /\b(?:X-Api-Key|Api-Key|X-Auth-Token|X-Access-Token|Private-Token)["']?\s*[:=]\s*["']?([A-Za-z0-9._~+/=-]{12,})/gi, group: 1 },
+  // scheme://user:password@host: the password runs to the last `@` before the host (see the
+  // module docs of redact.ts). Lengths are bounded so a line of `a://b:` repeats stays linear.
+  {
+    name: 'url-credentials',
+    pattern: /\b[a-z][a-z0-9+.-]{0,30}:\/\/[^\s:/?#]{0,256}:(?!\d+(?:[/?#\s]|$))(\S{1,256}?)@(?=[\w[.-]+(?:[:/?#\s'")\]]|$))(?![^\s@/]{0,256}@)/gim,
+    group: 1,
+    atSchemes: true,
+  },
+  // scheme://TOKEN@host: a user of 20 or more token characters with a digit (`git remote -v`
+  // after a clone with a token); `git@`, `x-access-token@` and names stay.
+  {
+    name: 'url-user-token',
+    pattern: /\b[a-z][a-z0-9+.-]{0,30}:\/\/((?=[A-Za-z_-]{0,255}\d)[A-Za-z0-9_-]{20,256})@(?=[\w[.-])/gim,
+    group: 1,
+    atSchemes: true,
+  },
+  // ?password=…&token=… in URLs and form bodies; `sig=` of Azure SAS and signed URLs.
+  {
+    name: 'query-credentials',
+    pattern: /[?&;](?:password|passwd|pwd|pass|secret|token|access_token|id_token|refresh_token|api_key|apikey|client_secret|auth|sig|signature|X-Amz-Signature|X-Amz-Security-Token|X-Goog-Signature|X-Goog-Credential)=([^&\s#'";]+)/gi,
+    group: 1,
+  },
+  { name: 'jwt', pattern: /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, group: 0 },
+  { name: 'anthropic', pattern: /sk-ant-[a-z0-9]{2,8}-[A-Za-z0-9_-]{20,}/g, group: 0 },
+  // A project, service-account or admin key is distinctive enough to match glued to what precedes it (`build42sk-proj-…`); a bare `sk-` keeps its word boundary.
+  { name: 'openai', pattern: /(?:sk-(?:proj|svcacct|admin)-|\bsk-)[A-Za-z0-9_-]{20,}/g, group: 0 },
+  { name: 'github', pattern: /(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})/g, group: 0 },
+  { name: 'gitlab', pattern: /gl(?:pat|dt|rt|ptt|cbt)-[A-Za-z0-9_-]{20,}/g, group: 0 },
+  { name: 'slack', pattern: /xox[abposre]-[A-Za-z0-9-]{10,}/g, group: 0 },
+  { name: 'slack-webhook', pattern: /https:\/\/hooks\.slack\.com\/services\/[A-Za-z0-9/]+/g, group: 0 },
+  { name: 'aws-access-key', pattern: /(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b/g, group: 0 },
+  { name: 'google-api-key', pattern: /AIza[0-9A-Za-z_-]{35}/g, group: 0 },
+  { name: 'npm', pattern: /npm_[A-Za-z0-9]{36}\b/g, group: 0 },
+  { name: 'huggingface', pattern: /hf_[A-Za-z0-9]{30,}/g, group: 0 },
+  { name: 'google-oauth', pattern: /\bya29\.[A-Za-z0-9_-]{20,}/g, group: 0 },
+  { name: 'groq', pattern: /gsk_[A-Za-z0-9]{40,}/g, group: 0 },
+  { name: 'sendgrid', pattern: /\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}/g, group: 0 },
+  { name: 'vendor-prefixed', pattern: /(?:lin_api_|shp(?:at|ca|pa|ss)_|dckr_pat_|whsec_|npm_config__authToken=|\b(?:gl(?:c|sa)_|hv[sbr]\.|figd_|xapp-))[A-Za-z0-9_.=-]{16,}/g, group: 0 },
+  { name: 'vendor', pattern: new RegExp(VENDOR.join('|'), 'g'), group: 0 },
+  { name: 'npmrc-token', pattern: /_authToken\s*=\s*([^\s"']{8,})/g, group: 1 },
+  { name: 'aws-secret', pattern: /\baws_secret_access_key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})/gi, group: 1 },
+  // Secret and restricted keys; publishable keys (pk_) are public by design.
+  { name: 'stripe', pattern: /(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}/g, group: 0 },
+];
