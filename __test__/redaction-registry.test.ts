@@ -94,6 +94,35 @@ describe('secrets through the registry (issue 12)', () => {
     }
   });
 
+  // Issue 27, kind 7: each line of the key carries a log prefix, so no line alone looks like
+  // key material; the watcher reads it with the lines before it, as a page does.
+  for (const [label, prefix, width] of [
+    ['RSA', '[api] ', 64],
+    ['OPENSSH', '2024-06-01T12:00:00Z app[7]: ', 40],
+  ] as const) {
+    it(`watch events of a ${label} key whose lines carry a log prefix (${JSON.stringify(prefix)}) are masked whole`, async () => {
+      const dir = tempDir();
+      const body = Array.from({ length: 12 }, () => randomBytes(48).toString('base64').slice(0, width));
+      const text = [`-----BEGIN ${label} PRIVATE KEY-----`, ...body, `-----END ${label} PRIVATE KEY-----`, 'after the key'].map((l) => `${prefix}${l}`).join('\n');
+      writeFileSync(join(dir, 'log'), `${text}\n`);
+      const r = await ProcessRegistry.open({ watch: { cooldownMs: 0, maxPerMinute: 1000 } });
+      const events: { line: string }[] = [];
+      r.on('watch', (e) => events.push(e as { line: string }));
+      try {
+        const s = await r.spawn(`cat ${join(dir, 'log')}`, { watchPatterns: ['.'] });
+        cleanupGroup(s.pid);
+        await r.wait(s.id, { timeoutMs: 20_000 });
+        await until(() => events.some((e) => e.line.includes('after the key')), 10_000, 'the line after the key');
+        expect(events.filter((e) => e.line === '[REDACTED PRIVATE KEY]')).toHaveLength(14);
+        expect(shown(JSON.stringify(events), body)).toEqual([]);
+        // Before the change each body line left whole, one per event; the same lines through a page are masked too.
+        expect(shown((await r.readLog(s.id)).text, body)).toEqual([]);
+      } finally {
+        await r.close();
+      }
+    });
+  }
+
   it('a page of a large durable log at any offset inside a key block masks it', async () => {
     const dir = tempDir();
     const { pem, body } = fakeKey(120, 'OPENSSH');

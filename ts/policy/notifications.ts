@@ -12,6 +12,7 @@
 import { fromNative, ProcwardError } from '../errors.js';
 import { native, type WatchMatcher } from '../native.js';
 import { plainText } from '../output/views.js';
+import { KeyBlockTracker } from './redact/keyblock.js';
 import type { CompletionReason, SessionRecord } from '../session/record.js';
 
 /** Characters of output carried by a completion event. */
@@ -214,12 +215,16 @@ export interface WatchHit {
   at: number;
   /** Byte offset of the line's start in the session's output (see {@link WatchCursor}). */
   offset: number;
+  /** The line is part of a private-key block (its BEGIN or END line, or between), read with the lines before it. */
+  inKeyBlock?: boolean;
 }
 
 /** Splits a session's output into whole lines and matches them against its patterns. */
 export class LineWatcher {
   /** The head of the line not yet ended, at most `LINE_CHARS` characters. */
   private partial = '';
+  /** Key-block state over every line fed (matched or not), so a hit knows its context. */
+  private readonly keys = new KeyBlockTracker();
   private lastAt = 0;
   private readonly matcher: WatchMatcher;
   /** Lines left unmatched because the loop's budget was spent; see {@link takeSkipped}. */
@@ -336,8 +341,11 @@ export class LineWatcher {
   }
 
   private match(allLines: string[], allStarts: number[], fired: number): WatchHit[] {
+    // Every line fed moves the key-block state, whether it is matched or not.
+    const allInKey = this.keys.linesInside(allLines);
     // Lines an earlier host matched already (they start before the recovered cursor).
     const first = allStarts.findIndex((s) => s >= this.floor);
+    const inKey = first < 0 ? [] : allInKey.slice(first);
     const rawLines = first < 0 ? [] : allLines.slice(first);
     const starts = first < 0 ? [] : allStarts.slice(first);
     // A session that used up its lifetime cap can raise nothing more: no line is matched.
@@ -358,7 +366,7 @@ export class LineWatcher {
       const now = Date.now();
       if (fired + out.length >= this.limits.maxPerSession || now - this.lastAt < this.limits.cooldownMs || !this.rate.take(now)) continue;
       this.lastAt = now;
-      out.push({ pattern: this.patterns[hit] as string, line: (lines[i] as string).slice(0, EVENT_LINE_CHARS), at: now, offset: starts[i] as number });
+      out.push({ pattern: this.patterns[hit] as string, line: (lines[i] as string).slice(0, EVENT_LINE_CHARS), at: now, offset: starts[i] as number, inKeyBlock: inKey[i] === true });
     }
     return out;
   }

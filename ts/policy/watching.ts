@@ -59,8 +59,9 @@ export class Watching {
     const queued = new Set((r.watchEvents ?? []).map((e) => e.offset));
     const hits = raw.filter((h) => !queued.has(h.offset));
     if (hits.length === 0) return null;
-    // A hit is one line without its neighbours: a line of key material is masked on its own.
-    const cleaned = hits.map((h) => ({ ...h, line: this.options.redact !== false && isKeyMaterialLine(h.line) ? KEY_MASK : this.clean(h.line) }));
+    // A line of a private-key block (known from the lines fed before it), or one that looks
+    // like key material on its own, is masked whole.
+    const cleaned = hits.map(({ inKeyBlock, ...h }) => ({ ...h, line: this.options.redact !== false && (inKeyBlock === true || isKeyMaterialLine(h.line)) ? KEY_MASK : this.clean(h.line) }));
     r.watchEvents = [...(r.watchEvents ?? []), ...cleaned].slice(-50);
     r.watchFired = (r.watchFired ?? 0) + hits.length;
     r.updatedAt = Date.now();

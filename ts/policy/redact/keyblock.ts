@@ -207,6 +207,23 @@ export class KeyBlockTracker {
     this.carry = all.slice(cut);
   }
 
+  /**
+   * Drops `lines` (each followed by a line break) and says of each whether it is part of a
+   * private-key block: its BEGIN or END line, or a line between them. Text with no marker
+   * outside a block costs one search.
+   */
+  linesInside(lines: string[]): boolean[] {
+    if (!this.insideBefore('') && !(this.carry + lines.join('\n')).includes(NEEDLE)) {
+      this.drop(lines.map((l) => `${l}\n`).join(''));
+      return lines.map(() => false);
+    }
+    return lines.map((l) => {
+      const before = this.insideBefore(l);
+      this.drop(`${l}\n`);
+      return before || this.insideBefore('');
+    });
+  }
+
   /** Whether text starting right after the dropped text (`next`: its first characters) starts inside a block. */
   insideBefore(next: string): boolean {
     if (this.carry === '') return this.state;
