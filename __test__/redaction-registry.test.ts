@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ProcessRegistry } from '../dist/index.mjs';
+import { handleToolCall, ProcessRegistry } from '../dist/index.mjs';
 import { redact } from '../ts/policy/redact.js';
 import { cleanupGroup, tempDir, until } from './support.js';
 
@@ -18,6 +18,11 @@ describe('secrets through the registry (issue 12)', () => {
     return { pem: `-----BEGIN ${label} PRIVATE KEY-----\n${body.join('\n')}\n-----END ${label} PRIVATE KEY-----\n`, body };
   }
   const shown = (text: string, body: string[]) => body.filter((l) => text.includes(l.slice(8, 40)));
+  /** The first 8 characters in a row of `secret` that `text` shows (a mask keeps at most 6 and 4). */
+  const leakedPiece = (text: string, secret: string) => {
+    for (let i = 0; i + 8 <= secret.length; i++) if (text.includes(secret.slice(i, i + 8))) return secret.slice(i, i + 8);
+    return undefined;
+  };
 
   it('an 8192-bit-sized key whose BEGIN fell off the in-memory tail stays masked in previews, pages, the completion event and checkpoint.json', async () => {
     const dir = tempDir();
@@ -119,6 +124,38 @@ describe('secrets through the registry (issue 12)', () => {
         expect(shown((await r.readLog(s.id)).text, body)).toEqual([]);
       } finally {
         await r.close();
+      }
+    });
+  }
+
+  // Issue 27, kind 8: the in-memory cap cuts a line inside a secret, or cuts its name off;
+  // what is kept of that line must never be shown as it is.
+  const slack = `xoxb-5523459792831-1999056692257-${randomBytes(18).toString('hex')}`;
+  const password = `Tr0ub4dor-${randomBytes(8).toString('hex')}`;
+  for (const [what, line, secret, lines] of [
+    // Each padded so that the 1000-byte cap cuts 30 bytes into the line.
+    ['a token that starts the only line', `${slack}${'.'.repeat(1000 + 30 - slack.length - 1)}`, slack, 1],
+    ['a value whose name falls off', `password = "${password}" ${'p'.repeat(1000 + 30 - 15 - password.length - 1)}`, password, 1],
+    ['a token that starts a line before others', `${slack} ${'x'.repeat(1000 + 30 - slack.length - 1 - 21)}\nnext line\nlast line`, slack, 3],
+  ] as const) {
+    it(`the cap cutting ${what} keeps no piece of it in wait, poll and the tool's log (durable and not)`, async () => {
+      const dir = tempDir();
+      writeFileSync(join(dir, 'out'), `${line}\n`);
+      for (const durable of [false, true]) {
+        const r = await ProcessRegistry.open({ stateDir: join(dir, `state-${durable}`), durable, maxOutputChars: 1000 });
+        try {
+          const s = await r.spawn(`cat ${join(dir, 'out')}`);
+          cleanupGroup(s.pid);
+          const w = await r.wait(s.id, { timeoutMs: 20_000 });
+          const p = await r.poll(s.id);
+          const log: any = await handleToolCall(r, 'process', { action: 'log', session_id: s.id });
+          for (const [surface, text] of [['wait', w.outputPreview], ['poll', p.outputPreview], ['tool log', JSON.stringify(log)]] as const) {
+            expect(leakedPiece(text, secret), `${surface} (durable ${durable}): ${text.slice(0, 120)}`).toBeUndefined();
+          }
+          if (lines === 3) expect(p.outputPreview).toContain('last line');
+        } finally {
+          await r.close();
+        }
       }
     });
   }

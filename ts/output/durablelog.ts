@@ -13,6 +13,7 @@ import type { BigIntStats } from 'node:fs';
 import { openPrivate, readPrivate } from '../persist/jobfiles.js';
 import { insideKeyBlockAt, leadsWithKeyMaterial } from '../policy/redact.js';
 import { type IndexedLog, KEY_NEEDLE, LineIndex } from './lineoffsets.js';
+import { fromWholeLine } from './tail.js';
 
 /** What was lost to the log's cap. */
 export interface LogDrops {
@@ -147,12 +148,13 @@ async function withLog<T>(path: string, use: (log: OpenLog) => Promise<T>): Prom
   }
 }
 
-/** The last `bytes` bytes of the log as text, without a partial first character. */
+/** The last `bytes` bytes of the log as text, from its first whole line when the log is longer. */
 export async function readLogTail(path: string, bytes: number): Promise<string> {
   return withLog(path, async (log) => {
     const from = Math.max(log.start, log.end - bytes);
     const text = (await collect(log, from)).toString('utf8');
-    return from > log.start ? text.replace(/^\uFFFD+/, '') : text;
+    // The last bytes start inside a line: shown from the next whole line (see `fromWholeLine`).
+    return from > log.start ? fromWholeLine(text.replace(/^\uFFFD+/, '')).text : text;
   });
 }
 

@@ -12,7 +12,7 @@ import type { SessionStatus } from '../session/record.js';
 import type { LogResult } from '../types.js';
 import { logPage, NO_DROPS, wholeCharsEnd } from './durablelog.js';
 import { KEY_NEEDLE } from './lineoffsets.js';
-import type { TailView } from './tail.js';
+import { type TailView, visibleTail } from './tail.js';
 import { pageLines, showing } from './views.js';
 
 /** The default byte cap of a page: 1 MiB of text (UTF-8). */
@@ -35,9 +35,7 @@ function checked(opts: LogOptions): { limit: number; maxBytes: number } {
 /** A page of the in-memory tail, from its first whole line, cut to its byte cap. */
 export function pageTail(tail: TailView, opts: LogOptions, redactView: RedactView): LogPage {
   const { maxBytes } = checked(opts);
-  const all = tail.text();
-  const text = wholeLines(all, tail.droppedChars);
-  const startsInKeyBlock = insideKeyBlockAt(all, all.length - text.length, tail.startsInKeyBlock);
+  const { text, startsInKeyBlock } = visibleTail(tail);
   const full = pageLines(redactView(text, opts.view ?? 'plain', startsInKeyBlock), { ...opts, view: 'raw' });
   const fit = fitPage(full.lines, maxBytes, opts.offset === undefined, 0);
   const offset = full.offset + fit.skipped;
@@ -248,8 +246,3 @@ function showingAfterDrops(page: LogPage['page'], bytes: number, drops: LogPage[
   return `${kept} (${own}earlier output dropped by ${cap}: ${droppedLines} lines (1-${droppedLines}), ${size}, gone)`;
 }
 
-/** A tail that lost its front to a cap starts inside a line: it starts at the next line. */
-function wholeLines(text: string, dropped: number): string {
-  const nl = dropped > 0 ? text.indexOf('\n') : -1;
-  return nl >= 0 && nl < text.length - 1 ? text.slice(nl + 1) : text;
-}

@@ -2,7 +2,7 @@
  * Output tails: the bounded rolling tail of a session's output, kept in memory here or by
  * the native job, behind one view ({@link TailView}) the registry reads.
  */
-import { KeyBlockTracker } from '../policy/redact.js';
+import { insideKeyBlockAt, KeyBlockTracker } from '../policy/redact.js';
 
 /** Default size of a session's in-memory tail, in bytes of UTF-8 text. */
 export const DEFAULT_TAIL_CHARS = 200_000;
@@ -146,4 +146,34 @@ export class NativeTail implements TailView {
   shrinkTo(maxChars: number): void {
     this.job.setTailLimit(Math.max(0, Math.floor(maxChars)));
   }
+}
+
+/** What replaces the head of a line whose front was cut off, when it is the only line kept. */
+export const CUT_MARK = '…';
+/** The most of such a head replaced when no blank ends it sooner (a JWT is rarely longer). */
+const CUT_HEAD_CHARS = 512;
+
+/**
+ * Text whose front was cut off (by a cap, or a read of a log's last bytes), as it may be
+ * shown: its first line is a piece of a line whose start is gone, and a secret cut there (a
+ * token's tail, a value whose name fell off) would pass every rule. So it starts at its first
+ * whole line (`from`: where, in `text`); text of a single cut line has its head up to the
+ * first blank (at most 512 characters) replaced by {@link CUT_MARK} (`from` 0).
+ */
+export function fromWholeLine(text: string): { text: string; from: number } {
+  const nl = text.indexOf('\n');
+  if (nl >= 0 && nl < text.length - 1) return { text: text.slice(nl + 1), from: nl + 1 };
+  const blank = text.slice(0, CUT_HEAD_CHARS).search(/\s/);
+  return { text: CUT_MARK + text.slice(blank < 0 ? CUT_HEAD_CHARS : blank), from: 0 };
+}
+
+/**
+ * The tail's text as it may be shown: once the cap has dropped the front, from its first
+ * whole line (see {@link fromWholeLine}). `startsInKeyBlock` is for the text returned.
+ */
+export function visibleTail(tail: TailView): { text: string; startsInKeyBlock: boolean } {
+  const all = tail.text();
+  if (tail.droppedChars === 0 || all === '') return { text: all, startsInKeyBlock: tail.startsInKeyBlock };
+  const { text, from } = fromWholeLine(all);
+  return { text, startsInKeyBlock: from === 0 ? tail.startsInKeyBlock : insideKeyBlockAt(all, from, tail.startsInKeyBlock) };
 }

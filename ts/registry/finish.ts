@@ -3,6 +3,7 @@
  * and an ended session forgotten on request, as retention would later.
  */
 import { ProcwardError } from '../errors.js';
+import { visibleTail } from '../output/tail.js';
 import { preview } from '../output/views.js';
 import { COMPLETION_TAIL_CHARS, pendingCompletion } from '../policy/notifications.js';
 import type { Live, Outcome } from '../session/kind.js';
@@ -28,7 +29,10 @@ export function finish(st: RegistryState, live: Live, outcome: Outcome): boolean
   st.deadlines.clear(r.id);
   live.kind.recordEnd();
   watch(st, live, null);
-  if (r.notifyOnComplete && r.completionTail === undefined) r.completionTail = preview(live.tail.text(), COMPLETION_TAIL_CHARS, (t, k) => clean(st, t, k), live.tail.startsInKeyBlock);
+  if (r.notifyOnComplete && r.completionTail === undefined) {
+    const tail = visibleTail(live.tail);
+    r.completionTail = preview(tail.text, COMPLETION_TAIL_CHARS, (t, k) => clean(st, t, k), tail.startsInKeyBlock);
+  }
   delete live.watcher;
   rebalance(st, live);
   live.kind.ended();

@@ -6,6 +6,7 @@
 import { fromNative, ProcwardError } from '../errors.js';
 import { native } from '../native.js';
 import { pageTail } from '../output/paging.js';
+import { visibleTail } from '../output/tail.js';
 import { type JobFiles, killRequested, type RecordedExit, sessionFiles } from '../persist/jobfiles.js';
 import type { KillResult, SignalResult, WriteOptions } from '../types.js';
 import type { JobSession, LeftoverQuery, Live, LogOptions, LogPage, NativeScreen, OutputText, RedactView, SessionHost, StopProbe } from './kind.js';
@@ -36,7 +37,7 @@ export abstract class BaseSession implements JobSession {
   }
 
   async output(): Promise<OutputText> {
-    return { text: this.live.tail.text(), startsInKeyBlock: this.live.tail.startsInKeyBlock };
+    return visibleTail(this.live.tail);
   }
 
   async readLog(opts: LogOptions, redactView: RedactView): Promise<LogPage> {

@@ -26,9 +26,10 @@ const QUOTED = /(["'])(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth
 const YAML = /^((?:[ \t]+(?:-[ \t]+)?|-[ \t]+)?)([A-Za-z_][\w.-]*)(:[ \t]+)("[^"\n]*"|'[^'\n]*'|[^\s#|>&*!{[][^\s#]*|(?<=^[ \t]+[\w-]+:[ \t]+)[^\s#|>&*!{[](?:[^#\n]*[^\s#])?)([ \t]*)$/gm;
 
 // `NAME = value`, `NAME := value`, `$env:NAME = "value"`, `a.b.password=value` (TOML, INI,
-// HCL and terraform output, PowerShell, Makefiles, Java properties). An unquoted value must
-// end the line or precede a comment: `token = await fetchToken()` is code, not a setting.
-const SPACED = /(^|[\s,;({[-])(\$env:|\$)?(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]{0,127})([ \t]*:?=[ \t]*)(?!=)((?:"[^"\n]*"|'[^'\n]*')(?=[ \t]*(?:[;,})\]]|#|\/\/|$))|[^\s"'#;]+(?=[ \t]*(?:[#;].*)?$))/gi;
+// HCL and terraform output, PowerShell, Makefiles, Java properties). A quoted value may be
+// followed by anything; an unquoted one must end the line or precede a comment: `token =
+// await fetchToken()` is code, not a setting.
+const SPACED = /(^|[\s,;({[-])(\$env:|\$)?(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]{0,127})([ \t]*:?=[ \t]*)(?!=)((?:"[^"\n]*"|'[^'\n]*')|[^\s"'#;]+(?=[ \t]*(?:[#;].*)?$))/gi;
 // `NAME<TAB>value`, a line of two columns (`env | tr = '\t'`, `docker inspect` templates), with
 // an environment-style name (`kpasswd<TAB>464/tcp` is /etc/services).
 const TABBED = /^([ \t]*)([A-Z_][A-Z0-9_]*)(\t[ \t]*)(\S+)([ \t]*)$/;

@@ -86,11 +86,12 @@ const VENDOR = [
 const HEADER_NAME = '(?:[A-Za-z][A-Za-z0-9]*-)*[A-Za-z0-9]*(?:Key|KEY|key|Token|TOKEN|token|Secret|SECRET|secret|Signature|SIGNATURE|signature|Auth|AUTH|auth|Authorization|Password|PASSWORD|password|Credentials?|credentials?)s?(?:-\\d+)?';
 
 export const RULES: Rule[] = [
-  // `Authorization` (and `Proxy-`) with any scheme, or with no scheme: everything after the
-  // scheme to the end of the value (an AWS SigV4 value is one credential, a signature and more).
+  // `Authorization` (and `Proxy-`) with any scheme, or with no scheme: the credential after
+  // the scheme, with the `, name=value` parameters that follow it (an AWS SigV4 value is a
+  // credential, signed headers and a signature).
   {
     name: 'authorization',
-    pattern: /(?<![\w-])(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*["']?((?:[A-Za-z][\w.-]{0,40}[ \t]+)?)((?=[^\n"']{8})[^\s"'](?:[^\n"']*[^\s"'])?)/gi,
+    pattern: /(?<![\w-])(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*["']?((?:[A-Za-z][\w.-]{0,40}[ \t]+)?)((?=[^\s"']{8})[^\s"',]+(?:,[ \t]*[\w-]+=[^\s"',]+)*)/gi,
     group: 2,
     skip: (v) => notASecret(v) || /^[A-Za-z][\w.-]*[ \t]+(?:\$|<|\*\*\*|\{\{|…)/.test(v) || /^[a-z]+[.!]?$/.test(v),
   },
