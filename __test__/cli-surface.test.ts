@@ -175,6 +175,26 @@ describe('list, poll, tree and recover', () => {
     expect((await cli(['tree', String(s.pid)])).stdout).toBe(text);
   }, 60_000);
 
+  // Issue 27, kind 9: a process's command line is another program's output; tree printed it raw.
+  it('tree masks secrets in the command lines it shows, in text and --json (a flag, a quoted password with a blank, KEY=value)', async () => {
+    const state = tempDir();
+    const key = `k3y-${Math.random().toString(36).slice(2)}Zq81`;
+    const pw = `two words ${Math.random().toString(36).slice(2)}`;
+    const token = `t0k-${Math.random().toString(36).slice(2)}Xy`;
+    const s = await started(state, `sh -c 'sleep 63; :' app --api-key=${key} --password "${pw}" DB_TOKEN=${token} & wait`);
+    let text = '';
+    await until(async () => {
+      text = (await cli(['tree', String(s.pid)])).stdout;
+      return text.split('--api-key=').length === 3;
+    }, 30_000, 'the command line in the tree, as the root and its child');
+    const json = (await cli(['tree', String(s.pid), '--json'])).stdout;
+    for (const out of [text, json]) {
+      for (const secret of [key, pw, pw.split(' ')[2] as string, token]) expect(out).not.toContain(secret);
+      expect(out).toContain('--api-key=');
+      expect(out).toContain('sleep 63');
+    }
+  }, 60_000);
+
   it('recover lists each session with its verdict; prune forgets the ended ones and keeps the running one', async () => {
     const state = tempDir();
     const running = await started(state, 'sleep 60');

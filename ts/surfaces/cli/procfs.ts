@@ -5,6 +5,8 @@
  * own choice (its name, its arguments): make it printable before it reaches a terminal.
  */
 import { readFileSync } from 'node:fs';
+import { redactCommand } from '../../policy/redact.js';
+import { shq } from '../../remote/farshell.js';
 
 /** Clock ticks per second of `/proc/<pid>/stat`'s times (`sysconf(_SC_CLK_TCK)`, 100 on every Linux build Node runs on). */
 export const CLOCK_TICKS_PER_SECOND = 100;
@@ -18,10 +20,15 @@ function read(path: string): string | null {
   }
 }
 
-/** The command line (`/proc/<pid>/cmdline`, arguments joined by spaces), or `[name]` (`comm`) when it is empty (kernel threads, zombies). */
+/**
+ * The command line (`/proc/<pid>/cmdline`), redacted as a stored command is (`redactCommand`):
+ * arguments joined by spaces, each holding a blank or a shell character quoted, so a
+ * password flag's value is one word. `[name]` (`comm`) when it is empty (kernel threads,
+ * zombies). Any process's command line may carry a secret (`app --api-key=…`).
+ */
 export function commandOf(pid: number): string | null {
   const args = read(`/proc/${pid}/cmdline`);
-  if (args !== null && args !== '') return args.replace(/\0+$/, '').split('\0').join(' ');
+  if (args !== null && args !== '') return redactCommand(args.replace(/\0+$/, '').split('\0').map(quoted).join(' '));
   const comm = read(`/proc/${pid}/comm`);
   return comm !== null ? `[${comm.replace(/\n$/, '')}]` : null;
 }
@@ -40,4 +47,9 @@ export function cpuTicks(pid: number): number | null {
 export function rssBytes(pid: number): number | null {
   const m = /^VmRSS:\s+(\d+) kB$/m.exec(read(`/proc/${pid}/status`) ?? '');
   return m ? Number(m[1]) * 1024 : null;
+}
+
+/** An argument as a shell word: as is when it holds nothing a shell reads specially. */
+function quoted(arg: string): string {
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : shq(arg);
 }
