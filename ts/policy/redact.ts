@@ -99,6 +99,7 @@ function maskTokens(text: string, startsInKeyBlock: boolean): string {
     });
   }
   for (const rule of RULES) {
+    if (rule.needle !== undefined && !(typeof rule.needle === 'string' ? out.includes(rule.needle) : rule.needle.test(out))) continue;
     const masked = (match: string, ...groups: unknown[]) => {
       if (rule.group === 0) return mask(match);
       const secret = groups[rule.group - 1];

@@ -103,7 +103,7 @@ function valueBelow(text: string, from: number, mask: (s: string) => string): { 
   return undefined;
 }
 
-const KEYWORD = /pass|pwd|token|secret|key|cred|dsn|auth|identified/gi;
+const KEYWORD = /pass|pwd|token|secret|key|cred|dsn|auth|identified|signature/gi;
 
 function unquoted(v: string, m: (s: string) => string): string {
   const q = /^(["'])(.*)\1$/.exec(v);

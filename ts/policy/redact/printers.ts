@@ -3,7 +3,8 @@
  * the configuration syntaxes of `assignments.ts`: Go's `%+v` (`{User:admin Password:…}`) and
  * `map[password:…]`, SQL (`IDENTIFIED BY '…'`, `PASSWORD '…'`), setter calls
  * (`config.password("…")`, `setApiKey('…')`), Lisp and plist pairs (`(password . "…")`,
- * `:password "…"`), and two-column lines (`password …` as in redis.conf or a form dump).
+ * `:password "…"`), two-column lines (`password …` as in redis.conf or a form dump), and
+ * header lines named for a credential.
  * Each is line-local: `maskAssignments` passes only lines holding a credential word.
  */
 import { isCredentialName, notASecret } from './names.js';
@@ -24,6 +25,12 @@ const LISP = /(\(|(?<![\w:]):)([A-Za-z_][\w-]*)([ \t]+(?:\.[ \t]+)?)("[^"\n]*")/
 // `requirepass …`); not `PASS tests/a.test.ts` (a test runner's status).
 const TWO_COLUMNS = /^([ \t]*)((?:[\w.-]*[._-])?(?:password|passwd|passphrase|secret|token|requirepass|masterauth|api[_-]?key|auth[_-]?token|access[_-]?key|secret[_-]?key))([ \t]+)(\S+)([ \t;]*)$/i;
 
+// A header line whose name says it holds a credential: `> X-Vault-Token: …` as `curl -v`
+// prints it, `X-Hub-Signature-256: sha256=…`, `Ocp-Apim-Subscription-Key: …`. The name's
+// last part says key, token, secret, signature, auth, password or credentials; not the
+// challenge headers (`WWW-Authenticate`) nor ones about a credential (`-Type`, `-Id`).
+const HEADER = /^([ \t]*(?:[<>*][ \t]+)?)(?!(?:WWW|Proxy)-Authenticate\b|Sec-WebSocket-)((?:[A-Za-z][A-Za-z0-9]*-)*[A-Za-z0-9]*(?:Key|KEY|key|Token|TOKEN|token|Secret|SECRET|secret|Signature|SIGNATURE|signature|Auth|AUTH|auth|Authorization|Password|PASSWORD|password|Credentials?|credentials?)s?(?:-\d+)?)(:[ \t]*)([^\s:]\S{7,})([ \t]*\r?)$/;
+
 /** Whether a value printed under a credential name is one (not a status word, a service port, a placeholder). */
 function secretValue(v: string): boolean {
   return !notASecret(v) && !/^[A-Za-z][a-z]*[.!]?$/.test(v) && !/^\d+\/(?:tcp|udp)$/.test(v);
@@ -43,6 +50,8 @@ export function maskPrinted(line: string, mask: Mask): string {
     });
   }
   if (/identified|password/i.test(out)) out = out.replace(SQL, (all, head: string, q: string, v: string) => (notASecret(v) ? all : `${head}${q}${mask(v)}${q}`));
+  const header = out.includes(':') ? HEADER.exec(out) : null;
+  if (header && !notASecret(header[4] as string) && !/^[a-z]+[.!]?$/.test(header[4] as string)) out = `${header[1]}${header[2]}${header[3]}${mask(header[4] as string)}${header[5]}`;
   const cols = TWO_COLUMNS.exec(out);
   if (cols && isCredentialName(cols[2] as string) && secretValue(cols[4] as string)) out = `${cols[1]}${cols[2]}${cols[3]}${mask(cols[4] as string)}${cols[5]}`;
   return out;
