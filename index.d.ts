@@ -563,6 +563,17 @@ export interface TerminalScreen {
   pendingBytes: number
 }
 
+/** The rule set the core redacts with: its name and version (`gitleaks v8.30.1`). */
+export declare function tokenRuleSet(): string
+
+/**
+ * The secrets the core's rule set (gitleaks, see `procward_core::redact`) finds in `text`:
+ * `[start, end, start, end, …]` in UTF-16 code units of `text` (JavaScript string indices),
+ * sorted by start. Ranges of two rules may overlap. Blocks for the length of `text` (one
+ * Aho–Corasick pass, then the regexes of the rules whose keywords occur).
+ */
+export declare function tokenSpans(text: string): Array<number>
+
 /**
  * Takes the exclusive lock on `path` (created 0600) without blocking; `null` when another
  * process holds it. Throws `ENOENT`/`EACCES`-coded errors when the file cannot be opened.

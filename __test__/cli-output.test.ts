@@ -43,7 +43,8 @@ describe('piped output is never lost', () => {
     const state = tempDir();
     const s = await started(state, 'seq 200000');
     await sh(`$CLI wait ${s.id} --state-dir ${state} >/dev/null`);
-    const r = await sh(`$CLI log ${s.id} --state-dir ${state} 2>err | head -2; echo "status $(cat err | wc -l)"`);
+    const err = join(state, 'err');
+    const r = await sh(`$CLI log ${s.id} --state-dir ${state} 2>${err} | head -2; echo "status $(cat ${err} | wc -l)"`);
     expect(r.stdout).toBe('1\n2\nstatus 0\n');
     const bash = await sh(`bash -c 'set -o pipefail; $CLI log ${s.id} --state-dir ${state} | head -1 >/dev/null; echo $?'`);
     expect(bash.stdout.trim()).toBe('141');

@@ -6,12 +6,23 @@
 //
 // A secret counts as masked when no 12-character piece of it survives (the rule of
 // __test__/redaction.test.ts); a look-alike counts as a false positive when it changes.
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { ROOT } from './lib.mjs';
 
+// Bundled into a file under ts/, so the bundle finds the native addon (../index.js) as
+// ts/native.ts does.
+let loads = 0;
 async function load(entry) {
-  const out = await build({ entryPoints: [entry], bundle: true, format: 'esm', platform: 'node', write: false, logLevel: 'silent' });
-  return import(`data:text/javascript;base64,${Buffer.from(out.outputFiles[0].text).toString('base64')}`);
+  const file = join(ROOT, 'ts', `.bench-redaction-${process.pid}-${loads++}.mjs`);
+  await build({ entryPoints: [entry], bundle: true, format: 'esm', platform: 'node', outfile: file, logLevel: 'silent' });
+  try {
+    return await import(pathToFileURL(file).href);
+  } finally {
+    rmSync(file, { force: true });
+  }
 }
 
 const redactPath = process.argv[2] ?? `${ROOT}/ts/policy/redact.ts`;

@@ -17,6 +17,7 @@ pub mod kill;
 pub mod leftovers;
 pub mod lockfile;
 pub mod probe;
+pub mod redact;
 pub mod spawn;
 pub mod terminal;
 pub mod watch;

@@ -46,6 +46,7 @@ import { maskCommandFlags, maskCommandsInOutput } from './redact/command.js';
 import { maskKeyBlocks } from './redact/keyblock.js';
 import { maskBareCredentials, maskPgpass } from './redact/hostcreds.js';
 import { maskKeyBodies } from './redact/keybody.js';
+import { native } from '../native.js';
 import { redactReadable } from './redact/readable.js';
 import { type Rule, RULES } from './redact/tokens.js';
 
@@ -84,11 +85,36 @@ export function redact(text: string, opts: RedactOptions = {}): string {
   return redactReadable(text, (t) => maskAssignments(maskCommandsInOutput(maskTokens(t, startsInKeyBlock), mask), mask));
 }
 
+/**
+ * The secrets the core's token engine finds (gitleaks' rule set behind an Aho–Corasick
+ * keyword prefilter: `procward_core::redact`), after the hand-kept rules: each range runs on
+ * to the end of its run of token characters (a rule that knows a token's head only must not
+ * leave its tail), and one that starts inside a range masked already, or holds a mask, is left.
+ */
+function maskCoreTokens(text: string): string {
+  const spans = native.tokenSpans(text);
+  if (spans.length === 0) return text;
+  let out = '';
+  let at = 0;
+  for (let i = 0; i + 1 < spans.length; i += 2) {
+    const start = spans[i] as number;
+    let end = spans[i + 1] as number;
+    while (end < text.length && TOKEN_CHAR.test(text[end] as string)) end++;
+    const secret = text.slice(start, end);
+    if (start < at || secret.includes('…')) continue;
+    out += text.slice(at, start) + mask(secret);
+    at = end;
+  }
+  return out + text.slice(at);
+}
+
+const TOKEN_CHAR = /[A-Za-z0-9_+/=.~-]/;
+
 // Cookie values of 16 or more characters (session identifiers); `theme=dark` stays.
 const COOKIE_HEADER = /\b((?:Set-)?Cookie[ \t]*:[ \t]*)([^\r\n]+)/gi;
 const COOKIE_VALUE = /(^|;[ \t]*)([^=;\s]+=)("?)([^;\s",\\]{16,})/g;
 
-/** Key blocks, key bodies and the token rules. */
+/** Key blocks, key bodies and the token rules (the core's rule set, then the hand-kept ones). */
 function maskTokens(text: string, startsInKeyBlock: boolean): string {
   let out = maskPgpass(maskBareCredentials(maskKeyBodies(maskKeyBlocks(text, startsInKeyBlock)), mask), mask);
   if (/cookie/i.test(out)) {
@@ -110,7 +136,7 @@ function maskTokens(text: string, startsInKeyBlock: boolean): string {
     };
     out = rule.atSchemes ? replaceAtSchemes(out, rule, masked) : out.replace(rule.pattern, masked);
   }
-  return out;
+  return maskCoreTokens(out);
 }
 
 const sticky = new WeakMap<RegExp, RegExp>();

@@ -79,6 +79,7 @@ pub mod pty;
 mod reactor;
 #[cfg(unix)]
 pub mod reader;
+pub mod redact;
 #[cfg(unix)]
 pub mod script;
 #[cfg(unix)]

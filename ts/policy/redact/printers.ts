@@ -39,8 +39,9 @@ function secretValue(v: string): boolean {
 /** Masks credential-named values of `line` written in the syntaxes above. */
 export function maskPrinted(line: string, mask: Mask): string {
   let out = line;
-  if (out.includes(':') && /[{[]/.test(out)) out = out.replace(GO_FIELD, (all, lead: string, name: string, v: string) => (isCredentialName(name) && secretValue(v) ? `${lead}${name}:${mask(v)}` : all));
-  if (out.includes('"') && /[:(]/.test(out)) {
+  // Not in JSON (`"name":`), whose quoted names the JSON rules read.
+  if (out.includes(':') && /[{[]/.test(out) && !out.includes('":')) out = out.replace(GO_FIELD, (all, lead: string, name: string, v: string) => (isCredentialName(name) && secretValue(v) ? `${lead}${name}:${mask(v)}` : all));
+  if (out.includes('"') && /[:(][A-Za-z_]/.test(out)) {
     out = out.replace(LISP, (all, lead: string, name: string, sep: string, v: string) => (isCredentialName(name) && secretValue(v.slice(1, -1)) ? `${lead}${name}${sep}"${mask(v.slice(1, -1))}"` : all));
   }
   if (out.includes('(')) {

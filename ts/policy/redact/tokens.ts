@@ -31,55 +31,30 @@ export interface Rule {
   needle?: string | RegExp;
 }
 
-/** Vendor tokens with a distinctive prefix: the prefix, then the token's own characters. */
+/**
+ * Vendor tokens with a distinctive prefix that the core's rule set (gitleaks) does not find
+ * in the shapes tools print them: the prefix, then the token's own characters.
+ */
 const VENDOR = [
   'pypi-AgE[A-Za-z0-9_-]{50,}',
-  'AT(?:ATT|CTT)3[A-Za-z0-9_=-]{50,}',
   'ATBB[A-Za-z0-9]{32}',
-  'dapi[a-f0-9]{32}(?:-\\d)?',
-  'PMAK-[a-f0-9]{24}-?[a-f0-9]{34}',
-  'pul-[a-f0-9]{40}',
-  'sntrys_eyJ[A-Za-z0-9_=+/-]{20,}',
-  'sntryu_[a-f0-9]{64}',
   'NR(?:AK|JS|II)-[A-Z0-9]{19,32}',
   'ntn_[A-Za-z0-9]{40,}',
   'secret_[A-Za-z0-9]{43}\\b',
-  'pat[A-Za-z0-9]{14}\\.[a-f0-9]{64}',
-  'AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}',
-  'sbp_[a-f0-9]{40}',
   'r8_[A-Za-z0-9]{37}',
-  'pplx-[A-Za-z0-9]{48}',
   'xai-[A-Za-z0-9]{60,}',
   'tvly-(?:dev-)?[A-Za-z0-9]{32}',
   'lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}',
   'CFPAT-[A-Za-z0-9_-]{43}',
-  'dt0c01\\.[A-Z0-9]{24}\\.[A-Z0-9]{64}',
   'nfp_[A-Za-z0-9]{36}',
-  'pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.=-]{32,64}',
-  'pnu_[A-Za-z0-9]{36}',
-  'rubygems_[a-f0-9]{48}',
   'dp\\.(?:pt|st|sa|ct|scim|audit)\\.[A-Za-z0-9]{40,44}',
   'key-[a-f0-9]{32}\\b',
-  'EAAA[A-Za-z0-9_+=-]{60}',
   'sq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}',
-  'SK[0-9a-fA-F]{32}\\b',
   'lin_(?:api|oauth)_[A-Za-z0-9]{40,}',
   'fig[dhu]_[A-Za-z0-9_-]{40,}',
-  'shippo_(?:live|test)_[a-f0-9]{40}',
-  'EZ[AT]K[A-Za-z0-9]{54}',
   'FLWSECK(?:_TEST)?-[a-f0-9]{32}-X',
-  'duffel_(?:live|test)_[A-Za-z0-9_=-]{43}',
-  'tk-us-[A-Za-z0-9_-]{48}',
-  'rdme_[a-z0-9]{70}',
   'tfp_[A-Za-z0-9_=.-]{44,59}',
-  'fio-u-[A-Za-z0-9_=-]{64}',
-  'CLOJARS_[a-z0-9]{60}',
-  'API-[A-Z0-9]{26}\\b',
   'HRKU-[A-Za-z0-9_-]{58,}',
-  'LTAI[A-Za-z0-9]{20}\\b',
-  'do[opr]_v1_[a-f0-9]{64}',
-  'fm[12][ar]?_[A-Za-z0-9+/]{100,}={0,3}',
-  'gl(?:c|sa)_[A-Za-z0-9+/]{32,}={0,2}',
 ];
 
 export const RULES: Rule[] = [
@@ -134,13 +109,9 @@ export const RULES: Rule[] = [
   { name: 'sendgrid', pattern: /\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}/g, group: 0 },
   { name: 'vendor-prefixed', pattern: /(?:lin_api_|shp(?:at|ca|pa|ss)_|dckr_pat_|whsec_|npm_config__authToken=|\b(?:gl(?:c|sa)_|hv[sbr]\.|figd_|xapp-))[A-Za-z0-9_.=-]{16,}/g, group: 0 },
   { name: 'vendor', pattern: new RegExp(VENDOR.join('|'), 'g'), group: 0 },
-  // Tokens whose distinctive part is inside them (Telegram bots, Discord bots, Azure AD client
-  // secrets: three characters, a digit, `Q~`, then 31 to 34), Terraform Cloud and Mailchimp.
+  // Telegram and Discord bot tokens, whose distinctive part is inside them.
   { name: 'telegram', pattern: /(?<!\d)\d{8,10}:AA[A-Za-z0-9_-]{33}/g, group: 0, needle: ':AA' },
   { name: 'discord', pattern: /\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}\b/g, group: 0, needle: /\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}/ },
-  { name: 'azure-client-secret', pattern: /(?<![A-Za-z0-9_~.])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])/g, group: 0, needle: 'Q~' },
-  { name: 'terraform-cloud', pattern: /[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}/g, group: 0, needle: '.atlasv1.' },
-  { name: 'mailchimp', pattern: /\b[a-f0-9]{32}-us\d{1,2}\b/g, group: 0, needle: /-us\d/ },
   { name: 'npmrc-token', pattern: /_authToken\s*=\s*([^\s"']{8,})/g, group: 1 },
   { name: 'aws-secret', pattern: /\baws_secret_access_key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})/gi, group: 1 },
   // Secret and restricted keys; publishable keys (pk_) are public by design.
