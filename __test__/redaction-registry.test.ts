@@ -8,7 +8,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { handleToolCall, ProcessRegistry } from '../dist/index.mjs';
 import { redact } from '../ts/policy/redact.js';
-import { cleanupGroup, tempDir, until } from './support.js';
+import { cleanupGroup, cli, tempDir, until } from './support.js';
+
+/** The first 8 characters in a row of `secret` that `text` shows (a mask keeps at most 6 and 4). */
+function leakedPiece(text: string, secret: string): string | undefined {
+  for (let i = 0; i + 8 <= secret.length; i++) if (text.includes(secret.slice(i, i + 8))) return secret.slice(i, i + 8);
+  return undefined;
+}
 
 // Issue 12, findings 6 and 7, against real jobs: what leaves through every surface.
 describe('secrets through the registry (issue 12)', () => {
@@ -18,11 +24,6 @@ describe('secrets through the registry (issue 12)', () => {
     return { pem: `-----BEGIN ${label} PRIVATE KEY-----\n${body.join('\n')}\n-----END ${label} PRIVATE KEY-----\n`, body };
   }
   const shown = (text: string, body: string[]) => body.filter((l) => text.includes(l.slice(8, 40)));
-  /** The first 8 characters in a row of `secret` that `text` shows (a mask keeps at most 6 and 4). */
-  const leakedPiece = (text: string, secret: string) => {
-    for (let i = 0; i + 8 <= secret.length; i++) if (text.includes(secret.slice(i, i + 8))) return secret.slice(i, i + 8);
-    return undefined;
-  };
 
   it('an 8192-bit-sized key whose BEGIN fell off the in-memory tail stays masked in previews, pages, the completion event and checkpoint.json', async () => {
     const dir = tempDir();
@@ -359,6 +360,39 @@ describe('characters a terminal does not show cannot unmask a private key (attac
       } finally {
         await r.close();
       }
+    }
+  });
+});
+
+// Issue 27: the core's rule set (gitleaks) is reached from every surface, through the one
+// redact(): a token only the rule set knows, in a job's output.
+describe("the core's token engine on every surface (issue 27)", () => {
+  it('an Infracost and a Sourcegraph token are masked in poll, readLog plain and raw, the tool log and CLI log --raw', async () => {
+    const infracost = `ico-${randomBytes(24).toString('base64').replace(/[+/=]/g, '').slice(0, 32)}`;
+    const sourcegraph = `sgp_${randomBytes(8).toString('hex')}_${randomBytes(20).toString('hex')}`;
+    const dir = tempDir();
+    writeFileSync(join(dir, 'out'), `using ${infracost} now\nsrc login with ${sourcegraph}\n`);
+    const state = join(dir, 'state');
+    const r = await ProcessRegistry.open({ stateDir: state });
+    try {
+      const s = await r.spawn(`cat ${join(dir, 'out')}`);
+      cleanupGroup(s.pid);
+      await r.wait(s.id, { timeoutMs: 20_000 });
+      const tool: any = await handleToolCall(r, 'process', { action: 'log', session_id: s.id });
+      const texts = {
+        poll: (await r.poll(s.id)).outputPreview,
+        plain: (await r.readLog(s.id)).text,
+        raw: (await r.readLog(s.id, { view: 'raw' })).text,
+        tool: JSON.stringify(tool),
+        cli: (await cli(['log', s.id, '--raw', '--state-dir', state])).stdout,
+      };
+      for (const [surface, text] of Object.entries(texts)) {
+        expect(text, surface).toContain('using ');
+        expect(leakedPiece(text, infracost), `${surface}: ${text}`).toBeUndefined();
+        expect(leakedPiece(text, sourcegraph), `${surface}: ${text}`).toBeUndefined();
+      }
+    } finally {
+      await r.close();
     }
   });
 });
