@@ -184,3 +184,27 @@ describe('URL credentials found from each ://, not tried at every word (issue 14
     expect(redact(long)).toBe(long);
   });
 });
+
+// Issue 27: the event loop stays free. redactAsync gives what redact gives, in slices.
+describe('redactAsync', () => {
+  it('equals redact() on 600 KiB with a key block and tokens across its 64 KiB slices, and yields between slices', async () => {
+    const { redactAsync } = await import('../ts/policy/redactasync.js');
+    const ghp = 'ghp_' + 'Qm7Xc2LpV9sKd4TzR8nWb1Yh6Gf3Ja5Eu0Ni';
+    const keyLines = Array.from({ length: 3000 }, (_, i) => `${'AbCdEfGh'.repeat(8)}`.slice(0, 63) + String(i % 10));
+    const filler = (n: number) => Array.from({ length: n }, (_, i) => `2024-06-01T12:00:00Z INFO line ${i} of the build with some text`).join('\n');
+    const text = [filler(3000), `token ${ghp}`, '-----BEGIN RSA PRIVATE KEY-----', ...keyLines, '-----END RSA PRIVATE KEY-----', filler(5000), `DB_PASSWORD=s3cr3t-${'x'.repeat(20)}`, filler(10)].join('\n');
+    expect(text.length).toBeGreaterThan(600 * 1024);
+    let ticks = 0;
+    const tick = () => {
+      ticks++;
+      if (ticks < 1000) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const out = await redactAsync(text);
+    expect(ticks).toBeGreaterThan(3);
+    expect(out).toBe(redact(text));
+    expect(out).not.toContain(ghp);
+    expect(out).not.toContain(keyLines[1500]);
+    expect(out).not.toContain('s3cr3t-xxxx');
+  });
+});

@@ -47,6 +47,7 @@ export type { SpawnPolicy, SpawnRequest, SpawnDecision } from './policy/spawnpol
 export { ProcwardError } from './errors.js';
 export type { ProcwardErrorCode, ErrnoCode } from './errors.js';
 export { redact, isEnvDumpCommand } from './policy/redact.js';
+export { redactAsync } from './policy/redactasync.js';
 export type { RedactOptions } from './policy/redact.js';
 export { defaultStateDir } from './persist/statedir.js';
 export { handleToolCall, toolDefinitions, openAiTools } from './surfaces/tool.js';

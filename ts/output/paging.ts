@@ -32,11 +32,16 @@ function checked(opts: LogOptions): { limit: number; maxBytes: number } {
   return { limit, maxBytes };
 }
 
-/** A page of the in-memory tail, from its first whole line, cut to its byte cap. */
-export function pageTail(tail: TailView, opts: LogOptions, redactView: RedactView): LogPage {
+/**
+ * A page of the in-memory tail, from its first whole line, cut to its byte cap. The tail is
+ * redacted in slices that yield between them (see {@link redactInSlices}): a tail can be
+ * megabytes (`maxOutputChars`), and redaction blocks for the length of its input.
+ */
+export async function pageTail(tail: TailView, opts: LogOptions, redactView: RedactView): Promise<LogPage> {
   const { maxBytes } = checked(opts);
   const { text, startsInKeyBlock } = visibleTail(tail);
-  const full = pageLines(redactView(text, opts.view ?? 'plain', startsInKeyBlock), { ...opts, view: 'raw' });
+  const view = opts.view ?? 'plain';
+  const full = pageLines(await redactInSlices('', 0, text, startsInKeyBlock, (t, inKey) => redactView(t, view, inKey)), { ...opts, view: 'raw' });
   const fit = fitPage(full.lines, maxBytes, opts.offset === undefined, 0);
   const offset = full.offset + fit.skipped;
   const page = { lines: fit.lines, totalLines: full.totalLines, offset, showing: showing(offset, fit.lines.length, full.totalLines) };
@@ -101,7 +106,7 @@ function afterLines(text: string, k: number): number {
  * output by count. Positions below are in `context + body`, which is never built whole: a
  * page that redaction leaves as it is comes back as `body` itself, with no copy.
  */
-async function redactInSlices(context: string, before: number, body: string, startsInKeyBlock: boolean, redact: (text: string, inKey: boolean) => string): Promise<string> {
+export async function redactInSlices(context: string, before: number, body: string, startsInKeyBlock: boolean, redact: (text: string, inKey: boolean) => string): Promise<string> {
   const c = context.length;
   const span = (from: number, to: number) => (from >= c ? body.slice(from - c, to - c) : to <= c ? context.slice(from, to) : context.slice(from) + body.slice(0, to - c));
   // Without a marker the key state stays what it was where the context starts.

@@ -16,9 +16,11 @@
  * - password flags of client command lines shown in output (`ps`, `set -x` traces), and in
  *   commands: password flags, credential prefixes, secrets given on stdin, tokens after a
  *   login verb, `user:password` pairs (`redact/command.ts`);
- * - vendor tokens (OpenAI/Anthropic, GitHub, GitLab, Slack, AWS, Google, npm, Hugging Face,
- *   Stripe, ...), `Authorization`/`X-Api-Key` credentials (the scheme is kept), passwords in
- *   URLs (any characters, with or without a scheme), JWTs, cookie values.
+ * - vendor and cloud tokens, by the core's token engine (`procward_core::redact`: gitleaks'
+ *   rule set and procward's own rules, on bytes behind an Aho–Corasick keyword prefilter,
+ *   through `native.tokenSpans`); `Authorization` with any scheme and credential-named
+ *   headers (the scheme is kept), passwords and tokens in URLs (any characters, with or
+ *   without a scheme), cookie values (`redact/tokens.ts`, `redact/printers.ts`).
  *
  * Every rule also reads lines as a person sees them: escape sequences, backspaces,
  * zero-width and fullwidth characters cannot split a name or a token (`redact/readable.ts`).
@@ -31,14 +33,9 @@
  * `@localhost`, or an IP) is taken for credentials; `git@github.com:org/repo` has no
  * password and stays, as does `image:tag@sha256:…` (the host has no dot).
  *
- * The patterns are a hand-kept list rather than gitleaks' rules, secretlint or
- * secrets-patterns-db: redaction runs synchronously on every preview and page, secretlint's
- * engine is asynchronous and built for whole files, and gitleaks' and secrets-patterns-db's
- * rules are Go/PCRE expressions (several hundred, many with keyword prefilters and entropy
- * checks) that would each cost a pass over every page, and whose generic rule wants high
- * entropy (a password like `hunter2` passes) and knows no command-line flags. Their vendor
- * prefixes informed the list below, and their keyword prefilter the shape rules (only lines
- * holding a credential word are matched).
+ * gitleaks' generic API-key rule is not used: it wants high entropy (a password like
+ * `hunter2` passes) and knows no command-line flags; the shape rules above (only lines
+ * holding a credential word are matched, as its keyword prefilter does) take its place.
  */
 
 import { maskAssignments } from './redact/assignments.js';
@@ -79,6 +76,9 @@ export function mask(secret: string): string {
  * Returns `text` with every secret the rules recognise masked (see the module docs). The
  * rules read the text as written and, for lines with escape sequences, backspaces or
  * invisible characters, as a reader sees it (`redact/readable.ts`).
+ *
+ * Synchronous: it blocks the event loop for the length of `text` (about 5 ms per 64 KiB of
+ * log text on one core here). For more than a page use `redactAsync`, which slices.
  */
 export function redact(text: string, opts: RedactOptions = {}): string {
   const startsInKeyBlock = opts.startsInKeyBlock === true;
@@ -114,7 +114,7 @@ const TOKEN_CHAR = /[A-Za-z0-9_+/=.~-]/;
 const COOKIE_HEADER = /\b((?:Set-)?Cookie[ \t]*:[ \t]*)([^\r\n]+)/gi;
 const COOKIE_VALUE = /(^|;[ \t]*)([^=;\s]+=)("?)([^;\s",\\]{16,})/g;
 
-/** Key blocks, key bodies and the token rules (the core's rule set, then the hand-kept ones). */
+/** Key blocks, key bodies and the token rules (the context ones here, then the core's). */
 function maskTokens(text: string, startsInKeyBlock: boolean): string {
   let out = maskPgpass(maskBareCredentials(maskKeyBodies(maskKeyBlocks(text, startsInKeyBlock)), mask), mask);
   if (/cookie/i.test(out)) {

@@ -16,6 +16,7 @@
 
 #[rustfmt::skip]
 mod gitleaks;
+mod own;
 
 use std::sync::OnceLock;
 
@@ -51,6 +52,8 @@ pub struct TokenSpan {
 }
 
 struct Engine {
+  /// The rule set's rules, then procward's own (`own`).
+  rules: Vec<&'static Rule>,
   keywords: AhoCorasick,
   /// For each keyword (by pattern index), the rules it starts.
   owners: Vec<Vec<usize>>,
@@ -83,7 +86,8 @@ fn engine() -> &'static Engine {
     let mut words: Vec<&'static str> = Vec::new();
     let mut owners: Vec<Vec<usize>> = Vec::new();
     let mut always = Vec::new();
-    for (i, rule) in gitleaks::RULES.iter().enumerate() {
+    let rules: Vec<&'static Rule> = gitleaks::RULES.iter().chain(own::RULES).collect();
+    for (i, rule) in rules.iter().enumerate() {
       if rule.keywords.is_empty() {
         always.push(i);
       }
@@ -98,16 +102,16 @@ fn engine() -> &'static Engine {
       }
     }
     let keywords = AhoCorasick::builder().ascii_case_insensitive(true).build(&words).expect("the rule set's keywords are literals");
-    let compiled = gitleaks::RULES.iter().map(|_| OnceLock::new()).collect();
+    let compiled = rules.iter().map(|_| OnceLock::new()).collect();
     let allow = regexes(gitleaks::ALLOW_SECRET);
-    Engine { keywords, owners, always, compiled, allow }
+    Engine { rules, keywords, owners, always, compiled, allow }
   })
 }
 
 fn compiled(i: usize) -> Option<&'static Compiled> {
   engine().compiled[i]
     .get_or_init(|| {
-      let rule = &gitleaks::RULES[i];
+      let rule = engine().rules[i];
       Some(Compiled { regex: build(rule.regex)?, allow_secret: regexes(rule.allow_secret), allow_match: regexes(rule.allow_match) })
     })
     .as_ref()
@@ -147,7 +151,7 @@ pub fn entropy(bytes: &[u8]) -> f64 {
 /// starts inside one already masked).
 pub fn token_spans(text: &[u8]) -> Vec<TokenSpan> {
   let e = engine();
-  let mut run = vec![false; gitleaks::RULES.len()];
+  let mut run = vec![false; e.rules.len()];
   for &i in &e.always {
     run[i] = true;
   }
@@ -157,7 +161,7 @@ pub fn token_spans(text: &[u8]) -> Vec<TokenSpan> {
     }
   }
   let mut spans = Vec::new();
-  for (i, rule) in gitleaks::RULES.iter().enumerate() {
+  for (i, rule) in e.rules.iter().enumerate() {
     if !run[i] {
       continue;
     }
@@ -176,6 +180,8 @@ pub fn token_spans(text: &[u8]) -> Vec<TokenSpan> {
     }
   }
   spans.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+  // The same range found by two rules (the rule set's and procward's own) is one secret.
+  spans.dedup_by_key(|s| (s.start, s.end));
   spans
 }
 
@@ -187,7 +193,7 @@ pub fn rule_set_name() -> String {
 /// The rule set's name, and how many of its rules the `regex` crate compiles out of how many
 /// (each is compiled to count it: call it from a test or a report, not on a hot path).
 pub fn rule_set() -> (String, usize, usize) {
-  let total = gitleaks::RULES.len();
+  let total = engine().rules.len();
   let ok = (0..total).filter(|&i| compiled(i).is_some()).count();
   (rule_set_name(), ok, total)
 }

@@ -25,6 +25,14 @@ fn vendor_tokens_are_found_and_their_secret_group_is_the_span() {
 }
 
 #[test]
+fn procward_rules_find_tokens_the_rule_set_misses() {
+  let notion = "ntn_yyn2iY47lMhHQ8sVa9J0OHUeeF6NHQbSUtNT142ojzDiD3";
+  assert_eq!(found(&format!("notion client {notion}")), vec![notion]);
+  let telegram = "7089342082:AA618EO5-hpiHzqLrVZSZUpYC8-EG8CxyzA";
+  assert_eq!(found(&format!("https://api.telegram.org/bot{telegram}/sendMessage")), vec![telegram]);
+}
+
+#[test]
 fn text_without_any_keyword_finds_nothing() {
   let log = "2024-06-01T12:00:00Z INFO GET /api/v1/items 200 took=12ms\n".repeat(1000);
   assert!(token_spans(log.as_bytes()).is_empty());
