@@ -98,10 +98,13 @@ function maskCoreTokens(text: string): string {
   let at = 0;
   for (let i = 0; i + 1 < spans.length; i += 2) {
     const start = spans[i] as number;
+    // Inside a range masked already (a run of token characters is extended once, so text of
+    // many matches in one run costs one pass, not one per match).
+    if (start < at) continue;
     let end = spans[i + 1] as number;
     while (end < text.length && TOKEN_CHAR.test(text[end] as string)) end++;
     const secret = text.slice(start, end);
-    if (start < at || secret.includes('…')) continue;
+    if (secret.includes('…')) continue;
     out += text.slice(at, start) + mask(secret);
     at = end;
   }

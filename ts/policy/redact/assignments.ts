@@ -20,7 +20,7 @@ export { CREDENTIAL_NAME, isCredentialName, notASecret } from './names.js';
 const LINE = /(^|\0)([ \t]*(?:export[ \t]+|declare[ \t]+-[a-zA-Z]+[ \t]+|set[ \t]+|-[ \t]+)?)([A-Za-z_][\w.-]*)=([^\n\0]*)/gm;
 const WORD = /(^|[\s,;([{'"?&])([A-Za-z_][A-Za-z0-9_.]*)=("[^"\n]*"|'[^'\n]*'|[^\s,;'"&)\]}]+)/g;
 // `"NAME": "value"` (JSON), and `"db_password": value` (YAML or a Python dict with a bare value).
-const QUOTED = /(["'])(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]{0,127})\1(\s*(?::|=>)\s*)(?:(["'])((?:\\.|(?!\4)[^\\\n])*)\4|([^\s"',}\]{[][^\s,}\]]*))/gi;
+const QUOTED = /(["'])(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth|signature))([A-Za-z_][\w.-]{0,127})\1(\s*(?::|=>)\s*)(?:(["'])((?:\\.|(?!\4)[^\\\n])*)\4|([^\s"',}\]{[][^\s,}\]]*))/gi;
 // An indented key (inside a mapping) may have a value of several words; at column 0 only one
 // (`passwd: password updated successfully` is a message, not YAML).
 const YAML = /^((?:[ \t]+(?:-[ \t]+)?|-[ \t]+)?)([A-Za-z_][\w.-]*)(:[ \t]+)("[^"\n]*"|'[^'\n]*'|[^\s#|>&*!{[][^\s#]*|(?<=^[ \t]+[\w-]+:[ \t]+)[^\s#|>&*!{[](?:[^#\n]*[^\s#])?)([ \t]*)$/gm;
@@ -29,7 +29,7 @@ const YAML = /^((?:[ \t]+(?:-[ \t]+)?|-[ \t]+)?)([A-Za-z_][\w.-]*)(:[ \t]+)("[^"
 // HCL and terraform output, PowerShell, Makefiles, Java properties). A quoted value may be
 // followed by anything; an unquoted one must end the line or precede a comment: `token =
 // await fetchToken()` is code, not a setting.
-const SPACED = /(^|[\s,;({[-])(\$env:|\$)?(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]{0,127})([ \t]*:?=[ \t]*)(?!=)((?:"[^"\n]*"|'[^'\n]*')|[^\s"'#;]+(?=[ \t]*(?:[#;].*)?$))/gi;
+const SPACED = /(^|[\s,;({[-])(\$env:|\$)?(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth|signature))([A-Za-z_][\w.-]{0,127})([ \t]*:?=[ \t]*)(?!=)((?:"[^"\n]*"|'[^'\n]*')|[^\s"'#;]+(?=[ \t]*(?:[#;].*)?$))/gi;
 // `NAME<TAB>value`, a line of two columns (`env | tr = '\t'`, `docker inspect` templates), with
 // an environment-style name (`kpasswd<TAB>464/tcp` is /etc/services).
 const TABBED = /^([ \t]*)([A-Z_][A-Z0-9_]*)(\t[ \t]*)(\S+)([ \t]*)$/;
@@ -37,7 +37,7 @@ const TABBED = /^([ \t]*)([A-Z_][A-Z0-9_]*)(\t[ \t]*)(\S+)([ \t]*)$/;
 const SET = /^([ \t]*(?:set(?:[ \t]+-[A-Za-z]+)*|setenv)[ \t]+)([A-Za-z_]\w*)([ \t]+)(\S(?:.*\S)?)([ \t]*)$/;
 // An unquoted key and a quoted value inside a line: `{ password: "…" }` (JavaScript, YAML
 // flow mappings), `:password => "…"` (Ruby).
-const KEYED = /((?:^|[{,(\s]):?)(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth))([A-Za-z_][\w.-]{0,127})([ \t]*(?::|=>)[ \t]*)("[^"\n]*"|'[^'\n]*')/gi;
+const KEYED = /((?:^|[{,(\[\s]):?)(?=[\w.-]{0,64}?(?:pass|pwd|token|secret|key|cred|dsn|auth|signature))([A-Za-z_][\w.-]{0,127})([ \t]*(?::|=>)[ \t]*)("[^"\n]*"|'[^'\n]*')/gi;
 // A label of a few words ending in a credential word, then one value: `Generated admin
 // password: …`, `Your API key: …`. A value of lower-case letters only is a status
 // (`Password: changed`).

@@ -73,6 +73,9 @@ function segmentSpans(words: Word[], depth = 0): Span[] {
   if (prog === 'snyk' && sub.has('auth')) spans.push(whole(positionalAfter(args, 'auth')));
   if (prog === 'ngrok') spans.push(whole(positionalAfter(args, 'authtoken') ?? positionalAfter(args, 'add-authtoken')));
   if (prog === 'cf' && sub.has('auth')) spans.push(whole(positionalAfter(args, 'auth', 1)));
+  // A setting's name comes after its config verb (`gh secret set NAME`: `secret` is the command).
+  const at = args.findIndex((w) => CONFIG_VERBS.includes(w.value));
+  const configVerbAt = at < 0 ? args.length : at;
   for (let k = 0; k < args.length; k++) {
     const w = args[k] as Word;
     const v = w.value;
@@ -109,11 +112,17 @@ function segmentSpans(words: Word[], depth = 0): Span[] {
       }
       continue;
     }
+    // Java and Gradle properties: `-Djavax.net.ssl.keyStorePassword=…`, `-PsigningPassword=…`.
+    const property = /^-[DP]([A-Za-z_][\w.-]*)=(.+)$/s.exec(v);
+    if (property && settingNamesCredential(property[1] as string) && !notASecret(property[2] as string, true)) {
+      spans.push(tailOf(w, property[2] as string));
+      continue;
+    }
     if (!/^-[^-]/.test(v)) {
       // `aws configure set aws_secret_access_key VALUE`, `git config github.token VALUE`,
       // `npm config set //host/:_authToken VALUE`: a credential-named setting of a config verb.
       const value = next(k);
-      if (CONFIG_VERBS.some((verb) => sub.has(verb)) && !v.includes('=') && settingNamesCredential(v) && value && !value.value.startsWith('-') && !notASecret(value.value, true)) {
+      if (k > configVerbAt && !v.includes('=') && settingNamesCredential(v) && value && !value.value.startsWith('-') && !notASecret(value.value, true)) {
         spans.push(whole(value));
         k++;
       }
@@ -162,10 +171,23 @@ export function maskCommandFlags(line: string, mask: (s: string) => string, dept
 /** Clients whose password flags are also masked where a command line shows up in output. */
 const OUTPUT_CLIENTS = [...CLIENTS, 'docker', 'podman', 'helm', 'az', 'cf', 'chpasswd'];
 const CLIENT_WORD = new RegExp(`(?<![\\w-])(?:${OUTPUT_CLIENTS.map((c) => c.replace(/-/g, '\\-')).join('|')})(?![\\w-])`);
-const CREDENTIAL_FLAG = /(?<!\S)--?[\w-]*(?:pass|token|secret|api-?key|auth|cred)[\w-]*(?=[=\s])/i;
+// A flag word (`--db-password=`, `-Djavax.net.ssl.keyStorePassword=`), then whether it names a
+// credential: two steps, since one pattern with a credential word between two `[\w-]*` runs
+// backtracks quadratically on a long word of flag characters.
+const FLAG_WORD = /(?<!\S)--?[\w.-]+(?=[=\s])/g;
+const CREDENTIAL_WORD = /pass|token|secret|api-?key|auth|cred/i;
+// A config verb's setting (`aws configure set NAME VALUE`, `git config NAME VALUE`) or an
+// assignment given as a flag's value (`--from-literal=password=…`).
+const SETTING = /(?<![\w-])(?:config(?:ure)?|set)[ \t]|(?<!\S)--?[\w.-]+=[A-Za-z_][\w.-]*=/;
+
+/** The first flag of `line` that names a credential, or null. */
+function credentialFlag(line: string): { index: number } | null {
+  for (const m of line.matchAll(FLAG_WORD)) if (CREDENTIAL_WORD.test(m[0])) return { index: m.index };
+  return null;
+}
 // What a command line carrying a secret holds besides the client's name: a flag, a
 // here-string, or a login verb (`vault login TOKEN`).
-const ANCHORS = [' -', '\t-', '\n-', '<<<', 'login ', 'auth'];
+const ANCHORS = [' -', '\t-', '\n-', '<<<', 'login ', 'auth', 'config', ' set '];
 
 /** Longest part of an output line parsed as a command: parsing costs about 0.25 ms per KB. */
 const MAX_COMMAND_CHARS = 64 * 1024;
@@ -207,7 +229,7 @@ export function maskCommandsInOutput(text: string, mask: (s: string) => string):
     const end = nl < 0 ? text.length : nl;
     const line = text.slice(start, end);
     // A client's name, or a credential-named flag of any program (`./deploy --password …`).
-    const client = CLIENT_WORD.exec(line) ?? CREDENTIAL_FLAG.exec(line);
+    const client = CLIENT_WORD.exec(line) ?? credentialFlag(line) ?? (CREDENTIAL_WORD.test(line) ? SETTING.exec(line) : null);
     if (!client) continue;
     out += text.slice(copied, start) + maskLongLine(line, client.index, mask);
     copied = end;

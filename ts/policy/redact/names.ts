@@ -5,11 +5,11 @@
 
 /** Names that look like credentials (`*_TOKEN`, `*_SECRET`, `*PASSWORD*`, `*_API_KEY`, ...), upper snake case. */
 export const CREDENTIAL_NAME =
-  /(?:^|_)(?:TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|PASSPHRASE|API_?KEY|ACCESS_?KEY|ACCOUNT_?KEY|SECRET_?KEY|PRIVATE_?KEY|CLIENT_SECRET|CREDENTIALS?|AUTH_?TOKEN|SESSION_?KEY|SIGNING_?KEY|WEBHOOK_?SECRET|DSN)(?:_|$)|(?:PASSWORD|PASSWD)$/i;
+  /(?:^|_)(?:TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|PASSPHRASE|API_?KEY|ACCESS_?KEY|ACCOUNT_?KEY|SECRET_?KEY|MASTER_?KEY|HMAC_?KEY|ENCRYPTION_?KEY|APP_?KEY|SIGNATURE|PRIVATE_?KEY|CLIENT_SECRET|CREDENTIALS?|AUTH_?TOKEN|SESSION_?KEY|SIGNING_?KEY|WEBHOOK_?SECRET|DSN)(?:_|$)|(?:PASSWORD|PASSWD)$/i;
 
 /** Suffixes that name something about a credential rather than the credential (`TOKEN_TTL`, `PASSWORD_FILE`). */
 const ABOUT_A_CREDENTIAL =
-  /_(?:TYPE|TTL|ID|URL|URI|FILE|PATH|DIR|LENGTH|LEN|SIZE|EXPIRY|EXPIRES(?:_IN|_AT)?|ENDPOINT|HOST|PORT|NAME|USER|USERNAME|COUNT|LIMIT|TIMEOUT|MIN|MAX|MIN_LENGTH|ENABLED|HEADER|PREFIX|FORMAT|VERSION|MODE|REGION|STDIN|FD|PROMPT|CMD|COMMAND|HELPER|STORE|SOURCE|POLICY|RESET|HINT|PROVIDER)$/i;
+  /_(?:TYPE|TTL|ID|URL|URI|FILE|PATH|DIR|LENGTH|LEN|SIZE|EXPIRY|EXPIRES(?:_IN|_AT)?|ENDPOINT|HOST|PORT|NAME|USER|USERNAME|COUNT|LIMIT|TIMEOUT|MIN|MAX|MIN_LENGTH|ENABLED|HEADER|PREFIX|FORMAT|VERSION|MODE|REGION|STDIN|FD|PROMPT|CMD|COMMAND|HELPER|STORE|SOURCE|POLICY|RESET|HINT|PROVIDER|ENV|THRESHOLD)$/i;
 
 /**
  * Whether `name` names a credential. Accepts `UPPER_SNAKE`, `lower_snake`, `camelCase` and
@@ -35,6 +35,8 @@ function credentialName(name: string): boolean {
     .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
     .replace(/-/g, '_')
     .toUpperCase();
+  // What a peer accepts (`Accept-Signature: rsa-pss-sha512`) names an algorithm, not a credential.
+  if (snake.startsWith('ACCEPT_')) return false;
   // The id of a private key names which key signs, and comes beside it (a service-account file).
   if (/(?:PRIVATE|SECRET)_KEY_ID$/.test(snake)) return true;
   // `MYSQL_PWD` is a password; `PWD` and `OLDPWD` are directories.
@@ -52,10 +54,10 @@ export function notASecret(raw: string, command = false): boolean {
   if (v === '' || v.includes('…') || /^\*\*\*(?:\s|$)/.test(v) || v.startsWith('$(') || v.startsWith('`') || /^\$\{?[A-Za-z_]\w*(?::?[-?=+][^}]*)?\}?$/.test(v) || /^\*+$/.test(v)) return true;
   if (command) return false;
   return (
-    /^\d{1,7}$/.test(v) ||
+    /^\d{1,7}(?:\.\d+)?$/.test(v) ||
     /^#[0-9a-fA-F]{3,8}$/.test(v) ||
     /^(?:true|false|yes|no|on|off|null|nil|none|undefined|required|optional|bearer|basic)$/i.test(v) ||
-    /^<[^<>]*>$|^\{\{.*\}\}$|^%[A-Za-z_]\w*%$|^\[(?:REDACTED|MASKED|HIDDEN)[^\]]*\]$/i.test(v) ||
+    /^<[^<>]*>$|^\$?\{\{.*\}\}$|^%[A-Za-z_]\w*%$|^\[(?:REDACTED|MASKED|HIDDEN)[^\]]*\]$/i.test(v) ||
     /^(?:\/|\.{1,2}\/|~\/)[\w./-]*$/.test(v) ||
     /^(?:process\.env|os\.environ|os\.getenv|ENV\[|env\(|getenv\()/.test(v)
   );

@@ -29,7 +29,13 @@ const TWO_COLUMNS = /^([ \t]*)((?:[\w.-]*[._-])?(?:password|passwd|passphrase|se
 // prints it, `X-Hub-Signature-256: sha256=…`, `Ocp-Apim-Subscription-Key: …`. The name's
 // last part says key, token, secret, signature, auth, password or credentials; not the
 // challenge headers (`WWW-Authenticate`) nor ones about a credential (`-Type`, `-Id`).
-const HEADER = /^([ \t]*(?:[<>*][ \t]+)?)(?!(?:WWW|Proxy)-Authenticate\b|Sec-WebSocket-)((?:[A-Za-z][A-Za-z0-9]*-)*[A-Za-z0-9]*(?:Key|KEY|key|Token|TOKEN|token|Secret|SECRET|secret|Signature|SIGNATURE|signature|Auth|AUTH|auth|Authorization|Password|PASSWORD|password|Credentials?|credentials?)s?(?:-\d+)?)(:[ \t]*)([^\s:]\S{7,})([ \t]*\r?)$/;
+const HEADER = /^([ \t]*(?:[<>*][ \t]+)?)(?!(?:WWW|Proxy)-Authenticate\b|Sec-WebSocket-|Key[ \t]*:|Cache-Key|Idempotency-Key|X-RateLimit-|Accept-Signature|Signature-Input)((?:[A-Za-z][A-Za-z0-9]*-)*[A-Za-z0-9]*(?:Key|KEY|key|Token|TOKEN|token|Secret|SECRET|secret|Signature|SIGNATURE|signature|Auth|AUTH|auth|Authorization|Password|PASSWORD|password|Credentials?|credentials?)s?(?:-\d+)?)([ \t]*:[ \t]*)([^\s:]\S{7,})([ \t]*\r?)$/;
+
+// A quoted name and a quoted value side by side: `("X-Api-Key", "…")` (a setter or a tuple),
+// `['DB_PASSWORD'] = '…'` (an environment map), `"X-Api-Key":[]string{"…"}` (Go's http.Header).
+const PAIR = /(["'])([A-Za-z_][\w.-]{0,127})\1([ \t]*(?:,|\][ \t]*=|:[ \t]*(?:\[\]string\{|\[))[ \t]*)(["'])([^"'\n]{1,512})\4/g;
+// YAML flow mappings and Elixir keyword lists with a bare value: `{user: bob, password: …}`.
+const FLOW = /([{[,][ \t]*)([A-Za-z_][\w.-]*)(:[ \t]+)([^\s,{}[\]"']+)(?=[ \t]*[,}\]])/g;
 
 /** Whether a value printed under a credential name is one (not a status word, a service port, a placeholder). */
 function secretValue(v: string): boolean {
@@ -50,9 +56,11 @@ export function maskPrinted(line: string, mask: Mask): string {
       return isCredentialName(setter) && !LOOKUP.test(name) && secretValue(v) ? all.replace(`${q}${v}${q}`, `${q}${mask(v)}${q}`) : all;
     });
   }
+  if (/["']/.test(out)) out = out.replace(PAIR, (all, q: string, name: string, sep: string, vq: string, v: string) => (isCredentialName(name) && secretValue(v) ? `${q}${name}${q}${sep}${vq}${mask(v)}${vq}` : all));
+  if (/[{[]/.test(out) && out.includes(': ')) out = out.replace(FLOW, (all, lead: string, name: string, sep: string, v: string) => (isCredentialName(name) && secretValue(v) && /\d/.test(v) ? `${lead}${name}${sep}${mask(v)}` : all));
   if (/identified|password/i.test(out)) out = out.replace(SQL, (all, head: string, q: string, v: string) => (notASecret(v) ? all : `${head}${q}${mask(v)}${q}`));
   const header = out.includes(':') ? HEADER.exec(out) : null;
-  if (header && !notASecret(header[4] as string) && !/^[a-z]+[.!]?$/.test(header[4] as string)) out = `${header[1]}${header[2]}${header[3]}${mask(header[4] as string)}${header[5]}`;
+  if (header && secretValue(header[4] as string) && !/\.{3}$/.test(header[4] as string)) out = `${header[1]}${header[2]}${header[3]}${mask(header[4] as string)}${header[5]}`;
   const cols = TWO_COLUMNS.exec(out);
   if (cols && isCredentialName(cols[2] as string) && secretValue(cols[4] as string)) out = `${cols[1]}${cols[2]}${cols[3]}${mask(cols[4] as string)}${cols[5]}`;
   return out;

@@ -14,16 +14,20 @@
 // Variation selectors combine with the character before them (a class of them beside other
 // characters reads as misleading, so they are kept apart).
 const VARIATION = String.raw`[\ufe00-\ufe0f]`;
+// Astral characters that draw nothing, as surrogate pairs: tags (U+E0000–E007F), variation
+// selectors 17–256 (U+E0100–E01EF), musical symbol format controls (U+1D173–1D17A), shorthand
+// format controls (U+1BCA0–1BCA3), Egyptian hieroglyph format controls (U+13430–1343F).
+const ASTRAL_INVISIBLE = String.raw`\udb40[\udc00-\udc7f\udd00-\uddef]|\ud834[\udd73-\udd7a]|\ud82f[\udca0-\udca3]|\ud80d[\udc30-\udc3f]`;
 // Escape sequences (CSI, OSC, two-byte), C0/C1 controls but tab, LF, CR and NUL, DEL, NBSP,
 // soft hyphen, the combining grapheme joiner, wide and zero-width spaces, bidirectional
 // controls, word joiners, BOM, and characters NFKC folds to ASCII: super- and subscripts,
 // letterlike and enclosed forms, small and fullwidth forms, mathematical letters (`𝐏𝐀𝐒𝐒`).
 // Not `…` (U+2026): masks hold it.
 const HIDING = new RegExp(
-  String.raw`[\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\xa0\xad\u061c\u115f\u1160\u17b4\u17b5\u180e\u2000-\u200f\u202a-\u202f\u205f-\u206f\u2070-\u209f\u2100-\u214f\u2460-\u24ff\u3000\u3164\ufe50-\ufe6f\ufeff\uff00-\uffef]|\u034f|\ud835[\udc00-\udfff]|${VARIATION}`,
+  String.raw`[\x01-\x08\x0b\x0c\x0e-\x1f\x7f-\xa0\xad\u061c\u115f\u1160\u17b4\u17b5\u180e\u2000-\u200f\u202a-\u202f\u205f-\u206f\u2070-\u209f\u2100-\u214f\u2460-\u24ff\u3000\u3164\ufe50-\ufe6f\ufeff\uff00-\uffef]|\u034f|\ud835[\udc00-\udfff]|${VARIATION}|${ASTRAL_INVISIBLE}|[\u0600-\u0605\u2800\ufff9-\ufffb]`,
 );
 const ESCAPES = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b\n]*(?:\u0007|\u001b\\)?|\u001b[P^_X][^\u001b\n]*(?:\u001b\\)?|\u001b[ -/]*[0-~]|\u009b[0-?]*[ -/]*[@-~]/g;
-const INVISIBLE = new RegExp(String.raw`[\x01-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0]|\u034f|${VARIATION}`, 'g');
+const INVISIBLE = new RegExp(String.raw`[\x01-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0\u0600-\u0605\u2800\ufff9-\ufffb]|\u034f|${VARIATION}|${ASTRAL_INVISIBLE}`, 'g');
 
 /** Whether `text` holds a character that hides or disguises what a reader sees. */
 export function hasHidingCharacters(text: string): boolean {

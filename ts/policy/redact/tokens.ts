@@ -36,7 +36,7 @@ export const RULES: Rule[] = [
   // credential, signed headers and a signature).
   {
     name: 'authorization',
-    pattern: /(?<![\w-])(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*["']?((?:[A-Za-z][\w.-]{0,40}[ \t]+)?)((?=[^\s"']{8})[^\s"',]+(?:,[ \t]*[\w-]+=[^\s"',]+)*)/gi,
+    pattern: /(?<![\w-])(?:Proxy-)?Authorization["']?[ \t]*[:=][ \t]*["']?((?:[A-Za-z][\w.-]{0,40}[ \t]+)?)((?=[^\s"']{8}|[\w-]+="[^"\n]{4})(?:[\w-]+="[^"\n]*"|[^\s"',]+)(?:,[ \t]*[\w-]+=(?:"[^"\n]*"|[^\s"',]+))*)/gi,
     group: 2,
     skip: (v) => notASecret(v) || /^[A-Za-z][\w.-]*[ \t]+(?:\$|<|\*\*\*|\{\{|…)/.test(v) || /^[a-z]+[.!]?$/.test(v),
     needle: /authorization/i,
