@@ -3,7 +3,7 @@
  * is written), how it runs, and its first record.
  */
 import { existsSync, statSync } from 'node:fs';
-import { resolve as resolvePath } from 'node:path';
+import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { ProcwardError } from '../errors.js';
 import type { WriterIdentity } from '../persist/writer.js';
 import { childEnvironment, shellCommand, validateCommand } from '../policy/environment.js';
@@ -70,7 +70,7 @@ export function newSession(command: string, opts: StartOptions, ctx: SpawnContex
   if (!opts.environment && commandBytes > MAX_COMMAND_BYTES) {
     throw new ProcwardError('INVALID_ARGUMENT', `the command is ${commandBytes} bytes long; procward takes at most ${MAX_COMMAND_BYTES} (1 MiB; pass longer scripts in a file)`);
   }
-  const cwd = opts.environment ? (opts.cwd ?? '~') : resolvePath(opts.cwd ?? process.cwd());
+  const cwd = opts.environment ? (opts.cwd ?? '~') : opts.cwd !== undefined && isAbsolute(opts.cwd) ? resolvePath(opts.cwd) : resolvePath(hostCwd(), opts.cwd ?? '.');
   if (!opts.environment && (!existsSync(cwd) || !statSync(cwd).isDirectory())) {
     throw new ProcwardError('ENOENT', `working directory ${cwd} does not exist or is not a directory`);
   }
@@ -114,4 +114,20 @@ export function newSession(command: string, opts: StartOptions, ctx: SpawnContex
     ...(watchPatterns.length > 0 && { watchPatterns, watchFired: 0 }),
   };
   return { spec, record };
+}
+
+/**
+ * The host's working directory (`process.cwd()`, libuv's `uv_cwd`), which a job without a
+ * `cwd` starts in. Throws `ENOENT` saying so, and what to pass instead, when it no longer
+ * exists (deleted or moved away under the host).
+ */
+function hostCwd(): string {
+  try {
+    return process.cwd();
+  } catch {
+    throw new ProcwardError(
+      'ENOENT',
+      "the host's own working directory no longer exists (it was deleted or moved), so a job without a working directory has none to start in: pass cwd (the tool's workdir, the CLI's --cwd) naming a directory that exists",
+    );
+  }
 }
