@@ -1,6 +1,7 @@
-// Checks that the modules of procward-core import each other without a cycle.
+// Checks that the modules of a crate import each other without a cycle: procward-core, or
+// with `--root src` the binding crate.
 //
-//   node scripts/rust-module-cycles.mjs [--graph]
+//   node scripts/rust-module-cycles.mjs [--root DIR] [--graph]
 //
 // Reads every `.rs` file under crates/procward-core/src (not src/bin: the supervisor is a
 // crate of its own and reaches the core as `procward_core::`), and draws an edge from a
@@ -16,7 +17,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 
-const root = join(import.meta.dirname, '..', 'crates', 'procward-core', 'src');
+const rootArg = process.argv.indexOf('--root');
+const root = join(import.meta.dirname, '..', ...(rootArg > 0 ? [process.argv[rootArg + 1]] : ['crates', 'procward-core', 'src']));
+const crateName = rootArg > 0 ? process.argv[rootArg + 1] : 'procward-core';
 
 /** Every `.rs` file below `dir`, except the binaries' folder. */
 function rustFiles(dir) {
@@ -223,8 +226,8 @@ if (process.argv.includes('--graph')) {
 }
 const edges = [...graph.values()].reduce((n, s) => n + s.size, 0);
 if (components.length) {
-  console.error(`procward-core: ${components.length} import cycle(s) among its modules:`);
+  console.error(`${crateName}: ${components.length} import cycle(s) among its modules:`);
   for (const c of components) console.error(`  ${cycleThrough(c.sort()[0], new Set(c)).join(' -> ')}   (modules in the cycle: ${c.sort().join(', ')})`);
   process.exit(1);
 }
-console.log(`procward-core: no import cycle among ${graph.size} modules (${edges} edges, ${files.length} files).`);
+console.log(`${crateName}: no import cycle among ${graph.size} modules (${edges} edges, ${files.length} files).`);

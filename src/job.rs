@@ -2,8 +2,8 @@
 
 use crate::identity::Identity;
 use crate::invalid;
+use crate::jobevent::JobEvent;
 use crate::map_error;
-use crate::spawn::JobEvent;
 use crate::terminal::TerminalScreen;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;

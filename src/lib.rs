@@ -13,6 +13,7 @@
 pub mod cgroup;
 pub mod identity;
 pub mod job;
+pub mod jobevent;
 pub mod kill;
 pub mod leftovers;
 pub mod lockfile;

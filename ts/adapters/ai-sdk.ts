@@ -18,7 +18,7 @@
  */
 import { jsonSchema, type Tool, tool } from 'ai';
 import type { ProcessRegistry, ToolProvider, ToolResult } from 'procward';
-import { type ProcwardToolName, type ProcwardToolsOptions, runTool, toolSpecs } from './common.js';
+import { type ProcwardToolName, type ProcwardToolsOptions, runTool, toolSpecs } from './neutraltools.js';
 
 /** Options of {@link procwardTools}. */
 export interface AiSdkToolsOptions extends ProcwardToolsOptions {

@@ -16,7 +16,7 @@
  */
 import { type DynamicStructuredTool, tool } from '@langchain/core/tools';
 import type { ProcessRegistry, ToolProvider, ToolResult } from 'procward';
-import { type ProcwardToolsOptions, resultText, runTool, toolSpecs } from './common.js';
+import { type ProcwardToolsOptions, resultText, runTool, toolSpecs } from './neutraltools.js';
 
 /** Options of {@link procwardTools}. */
 export interface LangChainToolsOptions extends ProcwardToolsOptions {

@@ -16,7 +16,7 @@
  */
 import { type FunctionTool, tool } from '@openai/agents';
 import type { ProcessRegistry } from 'procward';
-import { type ProcwardToolsOptions, resultText, runTool, toolSpecs } from './common.js';
+import { type ProcwardToolsOptions, resultText, runTool, toolSpecs } from './neutraltools.js';
 
 /** Options of {@link procwardTools}. */
 export type OpenAiAgentsToolsOptions = ProcwardToolsOptions;

@@ -8,7 +8,7 @@
 import { existsSync, lstatSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { ExecutionEnvironment } from '../../remote/environments.js';
-import { common } from './common.js';
+import { common } from './commonoptions.js';
 import { table } from './format.js';
 import { type Common, note, print } from './output.js';
 

@@ -4,7 +4,7 @@ import type { ProcessRegistry } from '../../registry.js';
 import type { KillResult } from '../../types.js';
 import { duration, envNames, envPair, size } from './args.js';
 import { commandLine } from './cmdline.js';
-import { common } from './common.js';
+import { common } from './commonoptions.js';
 import { environmentNamed, hostEnvironments } from './environments.js';
 import { withRegistry } from './host.js';
 import { type Common, note, print } from './output.js';

@@ -2,7 +2,7 @@
 import { constants as osConstants } from 'node:os';
 import type { Command } from 'commander';
 import { duration, int } from './args.js';
-import { common } from './common.js';
+import { common } from './commonoptions.js';
 import { describeEnd, terminalSafe } from './format.js';
 import { interrupted, withRegistry } from './host.js';
 import { type Common, note, print } from './output.js';

@@ -4,7 +4,7 @@
  * `exits.ts` for the table).
  */
 import { Command } from 'commander';
-import { common } from './common.js';
+import { common } from './commonoptions.js';
 import { exitFor, EXIT_STATUS_HELP } from './exits.js';
 import { closeEnvironments, hostEnvironments, registerEnvironments } from './environments.js';
 import { registerJobs } from './jobs.js';

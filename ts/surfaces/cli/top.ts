@@ -11,7 +11,7 @@ import type { ProcessEntry } from '../../processes.js';
 import type { ProcessRegistry } from '../../registry.js';
 import type { SessionSummary } from '../../types.js';
 import { duration } from './args.js';
-import { common } from './common.js';
+import { common } from './commonoptions.js';
 import { age, bytes, printable, shortStatus, table } from './format.js';
 import { Interrupted, interrupted, withRegistry } from './host.js';
 import { type Common, out } from './output.js';

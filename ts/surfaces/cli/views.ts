@@ -4,7 +4,7 @@ import type { ProbeResult, ProcessEntry } from '../../processes.js';
 import type { ProcessRegistry } from '../../registry.js';
 import type { SessionSummary } from '../../types.js';
 import { int } from './args.js';
-import { common } from './common.js';
+import { common } from './commonoptions.js';
 import { age, ago, describeEnd, flags, logFooter, printable, shortStatus, table, terminalSafe } from './format.js';
 import { withRegistry } from './host.js';
 import { type Common, print } from './output.js';
