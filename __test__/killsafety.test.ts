@@ -55,26 +55,31 @@ function inNamespace(scenario: string): Promise<NsResult> {
 const ns = canUnshare();
 
 describe.skipIf(!ns)('kill safety: records naming PID 1', () => {
-  it('a running record naming PID 1 with its real start time ends as lost (no host can follow it), and its kill signals nothing', async () => {
+  // The record's root is refused and never signalled; the job's own process still carries
+  // the session's mark, which proves it the job's whatever the record says: the kill ends it.
+  it('a running record naming PID 1 with its real start time ends as lost (no host can follow it); its kill spares PID 1 and ends the marked job', async () => {
     const r = await inNamespace('pid1-running');
-    expect(r.kill).toMatchObject({ outcome: 'already_exited', signalled: [] });
+    expect(r.kill).toMatchObject({ outcome: 'already_exited', signalled: [r.job], survivors: [] });
     expect(r.kill.refused).toEqual([{ pid: 1, reason: 'pid_le_1' }]);
-    expect(r.pid1Alive && r.sentinelAlive && r.jobAlive).toBe(true);
+    expect(r.pid1Alive && r.sentinelAlive).toBe(true);
+    expect(r.jobAlive).toBe(false);
   }, 90_000);
 
-  it('an exited record naming PID 1 gives already_exited with the refusal listed and signals nothing', async () => {
+  it('an exited record naming PID 1 gives already_exited with the refusal listed; only the marked job is signalled', async () => {
     const r = await inNamespace('pid1-exited');
-    expect(r.kill).toMatchObject({ outcome: 'already_exited', signalled: [], survivors: [] });
+    expect(r.kill).toMatchObject({ outcome: 'already_exited', signalled: [r.job], survivors: [] });
     expect(r.kill.refused).toEqual([{ pid: 1, reason: 'pid_le_1' }]);
-    expect(r.pid1Alive && r.sentinelAlive && r.jobAlive).toBe(true);
+    expect(r.pid1Alive && r.sentinelAlive).toBe(true);
+    expect(r.jobAlive).toBe(false);
   }, 90_000);
 
   it('a session.json naming PID 1 (no checkpoint) is refused the same way', async () => {
     const r = await inNamespace('session-json');
-    expect(r.kill.code ?? r.kill.outcome).toMatch(/KILL_REFUSED|already_exited/);
-    expect(r.kill.signalled).toEqual([]);
+    expect(r.kill.outcome).toBe('already_exited');
+    expect(r.kill.signalled).toEqual([r.job]);
     expect(r.kill.refused).toEqual([{ pid: 1, reason: 'pid_le_1' }]);
-    expect(r.pid1Alive && r.sentinelAlive && r.jobAlive).toBe(true);
+    expect(r.pid1Alive && r.sentinelAlive).toBe(true);
+    expect(r.jobAlive).toBe(false);
   }, 90_000);
 });
 
@@ -98,11 +103,12 @@ describe.skipIf(!ns)('kill safety: cgroups and groups a record names', () => {
     expect(r.sentinelAlive).toBe(true);
   }, 90_000);
 
-  it('a record naming a live unrelated process that leads no session is refused (not_session_leader)', async () => {
+  it('a record naming a live unrelated process that leads no session is refused (not_session_leader); the marked job still ends', async () => {
     const r = await inNamespace('not-leader');
-    expect(r.kill).toMatchObject({ code: 'KILL_REFUSED', signalled: [] });
+    expect(r.kill).toMatchObject({ outcome: 'already_exited', signalled: [r.job] });
     expect(r.kill.refused).toEqual([{ pid: r.sentinel.child, reason: 'not_session_leader' }]);
     expect(r.sentinelAlive).toBe(true);
+    expect(r.jobAlive).toBe(false);
   }, 90_000);
 });
 

@@ -100,9 +100,11 @@ export interface KillTreeOptions {
    */
   mark?: string;
   /**
-   * Refuse a live root that neither carries `mark` nor is in the job's cgroup (`no_proof`,
-   * nothing signalled): a record alone proves nothing. Default false: the caller vouches for
-   * the root (a process it just started).
+   * Refuse a live root that neither carries `mark` nor is in the job's cgroup (`no_proof`:
+   * neither it nor its process group is signalled): a record alone proves nothing. The
+   * processes that carry `mark` or are in the cgroup are still the job's and are killed (a
+   * stranger that took an ended job's PID in the job's own clock tick has its start time
+   * too). Default false: the caller vouches for the root (a process it just started).
    */
   requireProof?: boolean;
 }

@@ -447,7 +447,9 @@ async function inside(args) {
     }, 10_000);
     const s = pid > 0 ? stat(pid) : null;
     if (!s) throw new Error(`the ${p.leftover} leftover never wrote its PID`);
-    const marked = carriesMark(pid);
+    // An environment read that met an exec (the `sleep` replacing `sh`) comes back empty:
+    // a marked leftover is given a little while to show its mark.
+    const marked = p.leftover === 'marked' ? await until(() => carriesMark(pid), 2000) : carriesMark(pid);
     if (marked !== (p.leftover === 'marked')) throw new Error(`the ${p.leftover} leftover ${pid} ${marked ? 'carries' : 'does not carry'} the mark`);
     return { pid, start: s.start, kind: p.leftover };
   };
@@ -575,7 +577,7 @@ async function inside(args) {
       if (p.variant === 'kill') {
         try {
           const k = await r.kill(id, { graceMs: GRACE_MS });
-          return { signalled: k.signalled, outcome: k.outcome };
+          return { signalled: k.signalled, outcome: k.outcome, report: k };
         } catch (e) {
           return { signalled: e.details?.signalled ?? [], error: `${e.code}: ${e.message}` };
         }
@@ -589,7 +591,7 @@ async function inside(args) {
     if (p.path === 'tool') {
       const r = st.fresh ?? st.registry;
       const k = await handleToolCall(r, 'process', { action: 'kill', session_id: id, grace_ms: GRACE_MS }, { taskId: st.taskId });
-      return k.error ? { signalled: k.error.details?.signalled ?? [], error: `${k.error.code}: ${k.error.message}` } : { signalled: k.signalled, outcome: k.outcome };
+      return k.error ? { signalled: k.error.details?.signalled ?? [], error: `${k.error.code}: ${k.error.message}` } : { signalled: k.signalled, outcome: k.outcome, report: k };
     }
     if (p.path === 'cli') {
       const r = await runCli(['--state-dir', st.stateDir, 'kill', '--json', '--grace', `${GRACE_MS}ms`, id], env);
@@ -598,10 +600,10 @@ async function inside(args) {
         j = JSON.parse(r.stdout);
       } catch {}
       if (r.code !== 0 || !j || j.error) return { signalled: j?.error?.details?.signalled ?? [], error: `exit ${r.code}: ${(j?.error ? `${j.error.code}: ${j.error.message}` : r.stderr).trim()}` };
-      return { signalled: j.signalled, outcome: j.outcome };
+      return { signalled: j.signalled, outcome: j.outcome, report: j };
     }
     const k = await st.server.call('process_control', { action: 'kill', session_id: id, grace_ms: GRACE_MS });
-    return k.error ? { signalled: k.error.details?.signalled ?? [], error: `${k.error.code}: ${k.error.message}` } : { signalled: k.signalled, outcome: k.outcome };
+    return k.error ? { signalled: k.error.details?.signalled ?? [], error: `${k.error.code}: ${k.error.message}` } : { signalled: k.signalled, outcome: k.outcome, report: k };
   };
 
   /**

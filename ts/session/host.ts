@@ -348,7 +348,9 @@ export abstract class HostSession extends BaseSession {
     // A root that ended (another kill of ours) and was reaped between the core's verdict and
     // its session check reads as no session leader: it is gone, not a stranger.
     const rootRefused = report.refused.find((x) => x.pid === root.pid && !(x.reason === 'not_session_leader' && verdict(root) !== 'current'));
-    if (rootRefused && wasRunning) {
+    // A root refused for want of a proof while the job's proven processes were ended: the
+    // record named a stranger (the job had ended), and the kill took what the job left.
+    if (rootRefused && wasRunning && report.signalled.length === 0) {
       const hint =
         rootRefused.reason === 'no_proof'
           ? ownMark(r) === undefined

@@ -72,13 +72,9 @@ pub fn environ_carries(environ: &[u8], mark: &str) -> bool {
 pub fn carries_mark(pid: i32, mark: &str) -> bool {
   #[cfg(target_os = "linux")]
   {
-    use std::io::Read;
-    let Ok(Some(file)) = crate::sys::open_proc(pid, "environ") else { return false };
+    let Ok(Some(dir)) = crate::sys::open_proc_dir(pid) else { return false };
     let mut environ = Vec::new();
-    if file.take(MAX_ENVIRON).read_to_end(&mut environ).is_err() {
-      return false;
-    }
-    environ_carries(&environ, mark)
+    matches!(read_environ(&dir, &mut environ), Ok(true)) && environ_carries(&environ, mark)
   }
   #[cfg(not(target_os = "linux"))]
   {
@@ -122,7 +118,7 @@ pub fn marked_processes_except(marks: &[&str], known: &std::collections::HashSet
       // The environment and the stat through one descriptor of /proc/<pid>: both are that
       // process's, or unreadable once it is reaped, never a later holder's of its PID.
       let Ok(Some(dir)) = crate::sys::open_proc_dir(pid) else { continue };
-      if !matches!(crate::sys::read_in(&dir, "environ", MAX_ENVIRON, &mut environ), Ok(true)) || memchr_mark(&environ).is_none() {
+      if !matches!(read_environ(&dir, &mut environ), Ok(true)) || memchr_mark(&environ).is_none() {
         continue;
       }
       let Some(i) = marks.iter().position(|m| environ_carries(&environ, m)) else { continue };
@@ -138,6 +134,96 @@ pub fn marked_processes_except(marks: &[&str], known: &std::collections::HashSet
   {
     let _ = (marks, known);
     Vec::new()
+  }
+}
+
+/// Reads the environment of the process whose `/proc/<pid>` directory `dir` is (see
+/// [`crate::sys::read_in`]: `Ok(false)` once it is gone), whole even across an `execve`.
+///
+/// An `environ` file reads the memory map the process had when it was opened: an exec
+/// after the open leaves the read an old map being torn down, which reads empty or cut
+/// short. During the exec itself the new map has no environment yet and reads empty. Either
+/// way the block the process is being given may carry a mark. So a read shorter than the
+/// environment `/proc/<pid>/stat` gives (fields 50 and 51, `env_start` and `env_end`; both
+/// 0 while an exec builds the new map) is made again, with a fresh open, while the process
+/// lives and is no kernel thread, for at most [`EXEC_WAIT`]. A usual environment costs one
+/// read; an empty or cut one, a stat read more.
+#[cfg(target_os = "linux")]
+fn read_environ(dir: &std::fs::File, out: &mut Vec<u8>) -> std::io::Result<bool> {
+  // Room for a usual environment in one read: the kernel copies it page by page within it.
+  out.reserve(ENVIRON_CHUNK);
+  let start = std::time::Instant::now();
+  let mut stat = Vec::new();
+  // When the stat first gave an empty environment (see below).
+  let mut empty_since = None;
+  for attempt in 0.. {
+    // `false`: no such process, or (seen during an exec) no memory map to read just then.
+    let read = crate::sys::read_in(dir, "environ", MAX_ENVIRON, out)?;
+    if read && (out.last() == Some(&0) || out.len() as u64 == MAX_ENVIRON) {
+      return Ok(true);
+    }
+    // Empty or cut: a kernel thread, a zombie, an `env -i` process, or an exec under way.
+    if !crate::sys::read_in(dir, "stat", 4096, &mut stat)? {
+      return Ok(false);
+    }
+    let now = std::time::Instant::now();
+    let whole = match env_span(&stat) {
+      Some(EnvSpan::Building) => false,
+      // The exec sets `env_start` and `env_end` to one address before it lays the entries
+      // out: an empty span is believed (`env -i`) once it has lasted [`EMPTY_SETTLE`].
+      Some(EnvSpan::Bytes(0)) => read && now.duration_since(*empty_since.get_or_insert(now)) >= EMPTY_SETTLE,
+      Some(EnvSpan::Bytes(n)) => read && out.len() as u64 >= n,
+      None => true,
+    };
+    if whole || now.duration_since(start) >= EXEC_WAIT {
+      return Ok(read);
+    }
+    if attempt > 0 {
+      std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+  }
+  unreachable!("the loop returns")
+}
+
+/// How long an empty environment span must last to be taken as empty (see [`read_environ`]).
+#[cfg(target_os = "linux")]
+const EMPTY_SETTLE: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Bytes reserved for an environment read (see [`read_environ`]).
+#[cfg(target_os = "linux")]
+const ENVIRON_CHUNK: usize = 64 << 10;
+
+/// Longest wait for an `execve` under way to give a process its new environment (see
+/// [`read_environ`]): the kernel does it in microseconds, a loaded machine may take longer.
+#[cfg(target_os = "linux")]
+const EXEC_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// A live user process's environment, as its `/proc/<pid>/stat` gives it.
+#[cfg(target_os = "linux")]
+#[derive(Debug, PartialEq)]
+enum EnvSpan {
+  /// An exec is building the new memory map (`env_end`, field 51, still 0).
+  Building,
+  /// `env_end - env_start` (fields 51 and 50) bytes.
+  Bytes(u64),
+}
+
+/// The environment a stat text gives; `None` for a zombie, a dead process, a kernel thread
+/// (field 9, `flags`, with `PF_KTHREAD`) or a text that is no stat line.
+#[cfg(target_os = "linux")]
+fn env_span(stat: &[u8]) -> Option<EnvSpan> {
+  const PF_KTHREAD: u64 = 0x0020_0000;
+  let close = stat.iter().rposition(|&b| b == b')')?;
+  let fields: Vec<&str> = std::str::from_utf8(&stat[close + 1..]).ok()?.split_ascii_whitespace().collect();
+  // After ')': field 3 (state) is at index 0, so field N at index N - 3.
+  let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
+  let state = fields.first()?.chars().next()?;
+  if matches!(state, 'Z' | 'X' | 'x') || field(9)? & PF_KTHREAD != 0 {
+    return None;
+  }
+  match (field(50)?, field(51)?) {
+    (_, 0) => Some(EnvSpan::Building),
+    (start, end) => Some(EnvSpan::Bytes(end.saturating_sub(start))),
   }
 }
 
@@ -193,5 +279,73 @@ mod tests {
       c.wait().unwrap();
     }
     assert!(!carries_mark(m, MARK));
+  }
+
+  #[cfg(target_os = "linux")]
+  #[test]
+  fn the_environment_span_of_a_stat_line() {
+    // Fields 3.. of a real line (a `sh` after its exec), with flags (9), env_start (50) and env_end (51) set below.
+    let line = |state: char, flags: u64, start: u64, end: u64| {
+      let mut f: Vec<String> =
+        "R 1 2 3 0 -1 0 144 0 0 0 0 0 0 0 20 0 1 0 1060046 524288 36 1 2 3 4 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 5 6 7 8 9 10 11 0"
+          .split(' ')
+          .map(String::from)
+          .collect();
+      f[0] = state.to_string();
+      f[9 - 3] = flags.to_string();
+      f[50 - 3] = start.to_string();
+      f[51 - 3] = end.to_string();
+      format!("42 (a) b)) {}\n", f.join(" ")).into_bytes()
+    };
+    assert_eq!(env_span(&line('S', 0x40_0000, 100, 2712)), Some(EnvSpan::Bytes(2612)));
+    assert_eq!(env_span(&line('R', 0, 300, 300)), Some(EnvSpan::Bytes(0)));
+    assert_eq!(env_span(&line('R', 0, 0, 0)), Some(EnvSpan::Building));
+    assert_eq!(env_span(&line('Z', 0, 100, 200)), None);
+    assert_eq!(env_span(&line('S', 0x20_0000, 0, 0)), None, "a kernel thread");
+    assert_eq!(env_span(b"no stat line"), None);
+  }
+
+  #[cfg(target_os = "linux")]
+  #[test]
+  fn a_process_with_an_empty_environment_carries_no_mark() {
+    let mut child = std::process::Command::new("sleep").arg("30").env_clear().spawn().unwrap();
+    let pid = child.id() as i32;
+    crate::testwait::until("the exec", || std::fs::read_to_string(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with("sleep")));
+    let carries = carries_mark(pid, MARK);
+    let found = marked_processes(&[MARK]).iter().any(|(_, p)| p.pid == pid);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!((carries, found), (false, false));
+  }
+
+  #[cfg(target_os = "linux")]
+  #[test]
+  fn a_process_in_the_middle_of_an_exec_still_carries_its_mark() {
+    // While the kernel builds a new image, `/proc/<pid>/environ` reads empty (the new
+    // memory map has no environment yet): a kill's scan at that instant must not miss a job's
+    // daemon. The process re-executes itself 400 times; every read while it lives carries.
+    let dir = std::env::temp_dir().join(format!("procward-reexec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("reexec.sh");
+    std::fs::write(&script, "n=${N:-0}; if [ $n -lt 400 ]; then N=$((n+1)) exec sh \"$0\"; fi\n").unwrap();
+    let mark = MARK.replace(":0", ":7");
+    let mut child = std::process::Command::new("sh").arg(&script).env(MARK_VAR, &mark).spawn().unwrap();
+    let pid = child.id() as i32;
+    let live = || crate::sys::read_stat(pid).ok().flatten().is_some_and(|p| !p.is_dead());
+    let (mut reads, mut missed, mut scan_missed) = (0, 0, 0);
+    while live() {
+      let carries = carries_mark(pid, &mark);
+      let scanned = reads % 8 != 0 || marked_processes(&[mark.as_str()]).iter().any(|(_, p)| p.pid == pid);
+      // Counted only when it still lives after the read (an exit makes the read empty too).
+      if live() {
+        reads += 1;
+        missed += usize::from(!carries);
+        scan_missed += usize::from(!scanned);
+      }
+    }
+    child.wait().unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(reads > 50, "too few reads to tell: {reads}");
+    assert_eq!((missed, scan_missed), (0, 0), "of {reads} reads of a live process, these missed its mark");
   }
 }

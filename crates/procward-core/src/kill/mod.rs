@@ -93,8 +93,9 @@ pub struct KillOptions {
   /// Default none.
   pub mark: Option<String>,
   /// Signal a live root only when a proof says it is the job's (the mark or the cgroup),
-  /// never on its recorded identity alone: a root without one is refused (`no_proof`) and
-  /// nothing is signalled. The registry sets it for every session it knows from a record
+  /// never on its recorded identity alone: a root without one is refused (`no_proof`), and
+  /// neither it nor its group is signalled; the job's proven processes (its cgroup's
+  /// members, those carrying its mark) are still killed, as behind a replaced root. The registry sets it for every session it knows from a record
   /// (recovered, or another host's); a caller that vouches for the process it names (the
   /// host that started it and holds it as its child) need not. Default off.
   pub require_proof: bool,
@@ -129,8 +130,12 @@ impl Default for KillOptions {
 ///
 /// Nothing the guard refuses is signalled (see [`crate::guard`]): a root that is PID <= 1,
 /// the host, in its group or session, one of its ancestors, or (with
-/// `require_session_leader`) not a session leader is listed in `refused` and the kill does
-/// nothing else.
+/// `require_session_leader`) not a session leader, or (with `require_proof`) not proven the
+/// job's is listed in `refused`, and neither it nor any group of its number is signalled.
+/// The job's proven processes (the members of its cgroup, those carrying its mark) are still
+/// killed, each after the guard's check of its own: a refused root is no process of the job
+/// (say a stranger that took an ended job's PID within the job's own clock tick, and so
+/// carries its recorded start time).
 ///
 /// A root whose PID now names another process (`refused_reused`) or cannot be read (the
 /// verdict `unknown`: listed as a survivor, never reported dead) is never signalled, nor is
@@ -303,14 +308,13 @@ impl Run<'_> {
     #[cfg(not(target_os = "linux"))]
     let _ = cgroup;
     if root.pid <= 1 {
-      self.refuse(root.pid, Refusal::PidLe1);
-      return None;
+      return self.refuse_root(Refusal::PidLe1);
     }
     let target = self.root_target();
     // Opened before the check: the process judged below is the one the pidfd names.
     let handle = self.handle(root.pid);
     if matches!(handle, run::Handle::Never) && self.report.refused.iter().any(|r| r.pid == Some(root.pid)) {
-      return None;
+      return self.proofs_alone();
     }
     let (root_verdict, root_info) = self.check(target);
     match root_verdict {
@@ -325,8 +329,7 @@ impl Run<'_> {
         // A record is no proof: the root must carry the session's mark or be in its cgroup.
         .or_else(|| (crate::membership::MARK_READABLE && require_proof && !self.proven(root.pid)).then_some(Refusal::NoProof));
         if let Some(reason) = refusal {
-          self.refuse(root.pid, reason);
-          return None;
+          return self.refuse_root(reason);
         }
         drop(handle);
         Some(Some(info))
@@ -336,8 +339,7 @@ impl Run<'_> {
       // group's number for the job any more, so each member needs a proof of its own.
       Verdict::Gone if same_boot => {
         if let Err(reason) = self.host.check_group_id(root.pid) {
-          self.refuse(root.pid, reason);
-          return None;
+          return self.refuse_root(reason);
         }
         self.report.already_gone.push(root.pid);
         self.members_need_proof = true;
@@ -360,6 +362,16 @@ impl Run<'_> {
         self.proofs_alone()
       }
     }
+  }
+
+  /// Refuses the root (never signalled, nor any group of its number) and goes on with the
+  /// job's proofs alone: a refused root is no process of the job (a stranger that took an
+  /// ended job's PID, even in the job's own clock tick, so with its start time; or a record
+  /// naming a process procward never signals), and what the job left is still known by its
+  /// cgroup and its mark, each member checked by the guard on its own.
+  fn refuse_root(&mut self, reason: Refusal) -> Option<Option<ProcessInfo>> {
+    self.refuse(self.root.pid, reason);
+    self.proofs_alone()
   }
 
   /// Goes on with the job's proofs as its only source of targets (see `begin`): the

@@ -16,8 +16,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 impl Run<'_> {
-  /// Sends the group signal when the guard allows it at this instant: the leader is ours
-  /// (identity `current`), leads its own session, and the group spares the host. A session
+  /// Sends the group signal when the guard allows it at this instant: the group may be the
+  /// job's (`Run::group_is_jobs`), the leader is ours (identity `current`), leads its own session, and the group spares the host. A session
   /// leader stays one for life, so the check between two identity reads holds for the signal.
   ///
   /// The signal goes through a pidfd of the root opened before the check
@@ -27,6 +27,11 @@ impl Run<'_> {
   /// gets `kill(-pgid)` right after the checks. The pidfd is closed at once: a batch of
   /// hundreds of trees never holds one per tree.
   pub(super) fn signal_group(&mut self, root: Target, sig: Signal) -> bool {
+    // A group of the root's number that may not be the job's (the root is a stranger, or
+    // gone) gets no signal, whoever leads it now.
+    if !self.group_is_jobs {
+      return false;
+    }
     let fd = match PidFd::open(root.pid) {
       Ok(fd) => Some(fd),
       Err(OpenError::Unsupported) => None,

@@ -65,19 +65,61 @@ fn a_live_root_without_the_mark_is_refused_as_no_proof() {
 #[test]
 fn a_marked_escapee_of_an_ended_job_is_killed_outside_its_group() {
   // The job started a daemon in a session of its own and ended; the daemon's parent is gone.
-  let (mut child, id) = spawn_marked("(setsid sleep 30 >/dev/null 2>&1 &) ; exit 0", Some(&own_mark(3)));
-  child.wait().unwrap();
-  let mut daemon = None;
-  crate::testwait::until("the daemon", || {
-    daemon =
-      crate::membership::marked_processes(&[own_mark(3).as_str()]).into_iter().map(|(_, p)| p).find(|p| p.start_time >= id.start_time);
-    daemon.is_some()
-  });
-  let daemon = identity(daemon.unwrap().pid).unwrap().unwrap();
+  let (id, daemon) = job_with_daemon(&own_mark(3));
   let opts = KillOptions { grace: Duration::from_millis(300), mark: Some(own_mark(3)), require_proof: true, ..Default::default() };
   let report = kill_tree(&id, &opts).unwrap();
   assert_eq!(report.signalled, vec![daemon.pid], "{report:?}");
   assert_ne!(verdict(&daemon), Verdict::Current);
+}
+
+#[test]
+fn a_stranger_with_the_ended_jobs_pid_and_start_time_is_refused_and_the_jobs_escapee_still_ends() {
+  // Seen in the PID-reuse harness: the stranger took the PID in the job's own clock tick, so
+  // the record's identity names it exactly. It carries no mark: refused, never signalled;
+  // the job's marked daemon (in a session of its own) is still the job's and is killed. The
+  // stranger starts first here, so that the record's start time is no later than the daemon's.
+  let (mut stranger, stranger_id) = spawn_marked("sleep 30", Some(&own_mark(5).replace(":0", ":e")));
+  let (_job, daemon) = job_with_daemon(&own_mark(5));
+  let opts = KillOptions { grace: Duration::from_millis(300), mark: Some(own_mark(5)), require_proof: true, ..Default::default() };
+  let report = kill_tree(&stranger_id, &opts).unwrap();
+  let stranger_alive = verdict(&stranger_id);
+  unsafe { libc::kill(-stranger_id.pid, libc::SIGKILL) };
+  stranger.wait().unwrap();
+  assert_eq!(stranger_alive, Verdict::Current, "the stranger was signalled: {report:?}");
+  assert_eq!(report.refused, vec![Refused { pid: Some(stranger_id.pid), cgroup: None, reason: Refusal::NoProof }]);
+  assert_eq!(report.signalled, vec![daemon.pid], "{report:?}");
+  assert_ne!(verdict(&daemon), Verdict::Current);
+}
+
+#[test]
+fn a_stranger_in_the_hosts_group_with_the_jobs_pid_and_start_time_is_refused_and_the_escapee_still_ends() {
+  // As above, with a stranger the guard refuses on its own (a plain child of the host, in its
+  // process group): refused `host_group`, and the job's marked daemon still ends.
+  let mut stranger = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+  let stranger_id = crate::identity::identity_of_child(stranger.id() as i32).unwrap();
+  let (_job, daemon) = job_with_daemon(&own_mark(6));
+  let opts = KillOptions { grace: Duration::from_millis(300), mark: Some(own_mark(6)), require_proof: true, ..Default::default() };
+  let report = kill_tree(&stranger_id, &opts).unwrap();
+  let stranger_alive = verdict(&stranger_id);
+  stranger.kill().unwrap();
+  stranger.wait().unwrap();
+  assert_eq!(stranger_alive, Verdict::Current, "the stranger was signalled: {report:?}");
+  assert_eq!(report.refused, vec![Refused { pid: Some(stranger_id.pid), cgroup: None, reason: Refusal::HostGroup }]);
+  assert_eq!(report.signalled, vec![daemon.pid], "{report:?}");
+  assert_ne!(verdict(&daemon), Verdict::Current);
+}
+
+/// A job that started a daemon in a session of its own (`setsid`) and ended, both carrying
+/// `mark`: the job's identity and the daemon's, once the daemon runs.
+fn job_with_daemon(mark: &str) -> (Identity, Identity) {
+  let (mut job, id) = spawn_marked("(setsid sleep 30 >/dev/null 2>&1 &) ; exit 0", Some(mark));
+  job.wait().unwrap();
+  let mut daemon = None;
+  crate::testwait::until("the daemon", || {
+    daemon = crate::membership::marked_processes(&[mark]).into_iter().map(|(_, p)| p).find(|p| p.start_time >= id.start_time);
+    daemon.is_some()
+  });
+  (id, identity(daemon.unwrap().pid).unwrap().unwrap())
 }
 
 /// The live members of process group `pgid`, once there are `n` of them.

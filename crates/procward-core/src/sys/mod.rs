@@ -27,7 +27,7 @@ mod platform;
 
 pub(crate) use platform::{boot_id, process_table, read_stat};
 #[cfg(target_os = "linux")]
-pub(crate) use platform::{open_proc, open_proc_dir, parse_stat, read_in, read_proc_file};
+pub(crate) use platform::{open_proc_dir, parse_stat, read_in, read_proc_file};
 
 /// One process as the kernel reports it.
 ///
