@@ -37,7 +37,7 @@ function inPipe(args: string[], env: NodeJS.ProcessEnv = {}) {
 }
 
 describe('usage errors and units', () => {
-  it('a duration without a unit is refused with a hint, for --timeout and --grace alike; exit 2, one line', async () => {
+  it('a duration without a unit is refused with a hint, for --timeout and --grace alike; exit 2 (wait: its own 125), one line', async () => {
     const state = tempDir();
     for (const [args, value] of [
       [['wait', 'proc_0000', '--timeout', '30'], '30'],
@@ -45,7 +45,7 @@ describe('usage errors and units', () => {
       [['start', '--timeout', '1.5', '--', 'true'], '1.5'],
     ] as const) {
       const r = await cli([...args, '--state-dir', state]);
-      expect(r.code).toBe(2);
+      expect(r.code).toBe(args[0] === 'wait' ? 125 : 2);
       expect(r.stdout).toBe('');
       expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
       expect(r.stderr).toMatch(new RegExp(`^procward: INVALID_ARGUMENT: .*give a unit: ${value.replace('.', '\\.')}s or ${value.replace('.', '\\.')}ms\\?`));
@@ -65,10 +65,10 @@ describe('usage errors and units', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
   });
 
-  it('a missing session is exit 1 with the library code; tree of a PID that does not exist is not success', async () => {
+  it('a missing session is exit 1 (wait: its own 125) with the library code; tree of a PID that does not exist is not success', async () => {
     const state = tempDir();
     const r = await cli(['wait', 'proc_000000000000', '--state-dir', state]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(125);
     expect(r.stderr).toMatch(/^procward: UNKNOWN_SESSION: /);
     for (const pid of ['999999', '4194304']) {
       const t = await cli(['tree', pid]);
@@ -80,7 +80,7 @@ describe('usage errors and units', () => {
   it('--help ends with the exit status table; --version prints the version alone', async () => {
     const help = await cli(['--help']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/Exit status:\n {2}0 +success[\s\S]*124 +wait --timeout/);
+    expect(help.stdout).toMatch(/Exit status:\n {2}0 +success[\s\S]*124 +wait gave up first[\s\S]*125 +wait itself failed/);
     const v = await cli(['--version']);
     expect(v.stdout).toMatch(/^\d+\.\d+\.\d+\S*\n$/);
   });

@@ -4,7 +4,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ProcessRegistry } from '../dist/index.mjs';
-import { cleanupGroup, cli, crashHost, isAlive, startHost, tempDir, until } from './support.js';
+import { CLI, cleanupGroup, cli, crashHost, isAlive, startHost, tempDir, until } from './support.js';
 
 describe('CLI round trip across processes', () => {
   it('start in one process, list and poll from others, wait from a third gets exit code 7 and the output', async () => {
@@ -49,7 +49,7 @@ describe('CLI round trip across processes', () => {
     expect(p.signal).toMatch(/^SIG(TERM|KILL)$/);
   });
 
-  it('wait --timeout exits 124 while the job runs; unknown ids exit 1 with a clear error; a bad timeout is a usage error (2)', async () => {
+  it('wait --timeout exits 124 while the job runs; unknown ids exit 1 with a clear error (wait: 125); a bad timeout is a usage error (2; wait: 125)', async () => {
     const state = tempDir();
     const s = JSON.parse((await cli(['start', '--state-dir', state, '--json', '--', 'sleep 20'])).stdout);
     cleanupGroup(s.pid);
@@ -58,9 +58,47 @@ describe('CLI round trip across processes', () => {
     const bad = await cli(['poll', 'proc_000000000000', '--state-dir', state, '--json']);
     expect(bad.code).toBe(1);
     expect(JSON.parse(bad.stdout).error.code).toBe('UNKNOWN_SESSION');
+    const badWait = await cli(['wait', 'proc_000000000000', '--state-dir', state]);
+    expect(badWait.code).toBe(125);
+    expect(badWait.stderr).toMatch(/UNKNOWN_SESSION/);
     const badTimeout = await cli(['wait', s.id, '--state-dir', state, '--timeout', '0ms']);
-    expect(badTimeout.code).toBe(2);
+    expect(badTimeout.code).toBe(125);
     expect(badTimeout.stderr).toMatch(/timeout must be a duration of at least 1ms/);
+    const badOption = await cli(['--state-dir', state, 'wait', s.id, '--no-such-option']);
+    expect(badOption.code).toBe(125);
+    const badPoll = await cli(['poll', s.id, '--state-dir', state, '--no-such-option']);
+    expect(badPoll.code).toBe(2);
+  });
+
+  // Issue 28, kind 11: the job's outcome and wait's own never share a status.
+  it("wait: a job's own 124 and 125 are 1 (the code on stderr and in --json), 126 and 2 stay themselves, SIGINT is 130; a SIGTERM to wait is 124", async () => {
+    const state = tempDir();
+    const start = async (cmd: string) => {
+      const s = JSON.parse((await cli(['start', '--state-dir', state, '--json', '--', cmd])).stdout);
+      cleanupGroup(s.pid);
+      return s.id as string;
+    };
+    const ids = await Promise.all(['exit 124', 'exit 125', 'exit 126', 'exit 2', 'kill -INT $$'].map(start));
+    const waited = await Promise.all(ids.map((id) => cli(['wait', id, '--state-dir', state, '-q'])));
+    expect(waited.map((w) => w.code)).toEqual([1, 1, 126, 2, 130]);
+    expect(waited[0].stderr).toContain('exit code 124');
+    expect(waited[1].stderr).toContain('exit code 125');
+    const json = JSON.parse((await cli(['wait', ids[0], '--state-dir', state, '--json'])).stdout);
+    expect(json).toMatchObject({ exitCode: 124, signal: null });
+    // wait itself interrupted by SIGTERM (a CI runner's cancel): its own 124, the job runs on.
+    const long = await start('sleep 30');
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [CLI, 'wait', long, '--state-dir', state, '-q'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => (err += d));
+    // Once its registry is open (its lock in hosts/), its SIGTERM handler follows at once.
+    await until(() => readdirSync(join(state, 'hosts')).some((f) => f.startsWith(`${child.pid}-`)), 15_000, 'wait to open the registry');
+    await new Promise((r) => setTimeout(r, 200));
+    child.kill('SIGTERM');
+    const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    expect(code, err).toBe(124);
+    const p = JSON.parse((await cli(['poll', long, '--state-dir', state, '--json'])).stdout);
+    expect(p.status).toBe('running');
   });
 
   it('several words after -- keep their argument boundaries', async () => {

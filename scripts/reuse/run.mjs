@@ -226,6 +226,24 @@ function commOf(pid) {
   }
 }
 
+/** The cgroup the session's records name (checkpoint, session.json), or what was found instead. */
+function recordedCgroup(stateDir, id) {
+  const out = {};
+  for (const [name, path] of [
+    ['checkpoint', join(stateDir, 'checkpoint.json')],
+    ['session', join(stateDir, 'sessions', id, 'session.json')],
+  ]) {
+    try {
+      const j = JSON.parse(readFileSync(path, 'utf8'));
+      const e = name === 'checkpoint' ? j.sessions?.find((x) => x.id === id) : j;
+      out[name] = e ? (e.cgroup ?? 'none') : 'no entry';
+    } catch (e) {
+      out[name] = String(e.code ?? e);
+    }
+  }
+  return out;
+}
+
 function carriesMark(pid) {
   const env = environOf(pid);
   return env?.some((e) => MARK_VARS.some((v) => e.startsWith(`${v}=`))) === true;
@@ -721,7 +739,16 @@ async function inside(args) {
       if (leftoverEnded && !p.contained) anomalies.push(record(st, 'an unprovable leftover of an uncontained job ended in the kill (unexpected, not unsafe)', {}));
       if (!leftoverEnded && p.contained) {
         c.anomalies++;
-        anomalies.push(record(st, 'an unprovable leftover in the job`s cgroup survived the kill', { leftoverProcess: st.leftover, kill: k }));
+        // Where it is, and what the record says: for the next look at this anomaly.
+        const cgroupNow = (() => {
+          try {
+            return readFileSync(`/proc/${st.leftover.pid}/cgroup`, 'utf8').trim();
+          } catch (e) {
+            return String(e.code ?? e);
+          }
+        })();
+        const recordCgroup = st.stateDir ? recordedCgroup(st.stateDir, st.id) : null;
+        anomalies.push(record(st, 'an unprovable leftover in the job`s cgroup survived the kill', { leftoverProcess: st.leftover, kill: k, cgroupNow, recordCgroup }));
       }
     }
 

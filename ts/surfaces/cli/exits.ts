@@ -10,16 +10,44 @@ import { EXIT_PIPE_CLOSED, OutputClosed } from './output.js';
 /** Usage errors (unknown command or option, a bad or missing argument), as getopt-style tools exit. */
 export const EXIT_USAGE = 2;
 
+/**
+ * `wait`'s own outcomes, apart from the job's (as GNU `timeout` keeps 124 and 125): it gave
+ * up before the job ended (its `--timeout`, or it was interrupted), or it failed itself
+ * (usage, unknown session, stdout closed, ...).
+ */
+export const WAIT_GAVE_UP = 124;
+export const WAIT_FAILED = 125;
+
+/** Set once the command line names `wait` (its parse or its action began): see {@link waitStatus}. */
+export const waitCommand = { ran: false };
+
+/** `wait`'s status for its own outcome (the status any other command would exit with). */
+export function waitStatus(status: number): number {
+  if (status === 0) return 0;
+  return status === 130 || status === 143 ? WAIT_GAVE_UP : WAIT_FAILED;
+}
+
+/**
+ * `wait`'s status for the job's outcome (its exit code, or 128+N for signal N): as it is,
+ * but a job's own 124 or 125 is 1 (failed), so that those two always mean `wait`'s own; the
+ * exact code is on stderr and in `--json`.
+ */
+export function jobStatus(status: number): number {
+  return status === WAIT_GAVE_UP || status === WAIT_FAILED ? 1 : status;
+}
+
 /** The table `--help` ends with (the README has the same). */
 export const EXIT_STATUS_HELP = `Exit status:
   0        success
   1        the operation failed (unknown session, kill survivors, ...): "procward: CODE: message" on stderr
   2        usage error (unknown command or option, bad or missing argument)
-  124      wait --timeout passed; the job keeps running
-  128+N    wait: the job was ended by signal N (137 = SIGKILL, 143 = SIGTERM)
-  130      interrupted by Ctrl-C (wait, log -f, top); the job keeps running
+  130      interrupted by Ctrl-C (log -f, top); the job keeps running
   141      stdout's reader went away (| head)
-  wait exits with the job's own exit code.`;
+  wait exits with the job's outcome, or with 124 or 125 for its own:
+  0-255    the job's exit code (a job's own 124 or 125 is 1: the exact code is on stderr and in --json)
+  128+N    the job was ended by signal N (137 = SIGKILL, 143 = SIGTERM)
+  124      wait gave up first (--timeout, Ctrl-C, SIGTERM); the job keeps running
+  125      wait itself failed (usage, unknown session, stdout closed, ...)`;
 
 /** The exit status for `err`, after printing it (nothing for help, version and a closed stdout). */
 export function exitFor(err: unknown, json: boolean): number {

@@ -3,6 +3,7 @@ import { constants as osConstants } from 'node:os';
 import type { Command } from 'commander';
 import { duration, int } from './args.js';
 import { common } from './commonoptions.js';
+import { jobStatus, WAIT_GAVE_UP, waitCommand } from './exits.js';
 import { describeEnd, terminalSafe } from './format.js';
 import { interrupted, withRegistry } from './host.js';
 import { type Common, note, print } from './output.js';
@@ -73,7 +74,18 @@ export function registerLogs(program: Command): void {
     .argument('<id>', 'session id or unique prefix')
     .option('--timeout <duration>', 'give up after this long (500ms, 30s, 5m): exit 124, the job keeps running', duration('timeout', 1))
     .option('-q, --quiet', 'do not print the output, only wait')
-    .addHelpText('after', '\nExit status: the job\'s exit code; 128+N when signal N ended it; 124 on timeout; 130 when interrupted (the job keeps running); 1 when the exit code is unknown (lost).')
+    .addHelpText(
+      'after',
+      "\nExit status: the job's exit code (a job's own 124 or 125 is 1; the exact code is on stderr and in --json); 128+N when signal N ended it; 1 when the exit code is unknown (lost). wait's own: 124 when it gave up first (--timeout, Ctrl-C, SIGTERM; the job keeps running), 125 when it failed (usage, unknown session, ...).",
+    )
+    // Its usage errors too exit with wait's own status (see exits.ts).
+    .exitOverride((err) => {
+      waitCommand.ran = true;
+      throw err;
+    })
+    .hook('preAction', () => {
+      waitCommand.ran = true;
+    })
     .action(async (id: string, opts: Common & { timeout?: number; quiet?: boolean }) => {
       await withRegistry(opts, async (r, signal) => {
         const w = await r.wait(id, { ...(opts.timeout !== undefined && { timeoutMs: opts.timeout }), signal });
@@ -82,7 +94,7 @@ export function registerLogs(program: Command): void {
           if (!opts.quiet) reportGaps(w.id, await streamOutput(r, w.id, { from: 0, ...forTerminal('plain') }));
           note(`${w.id}: ${w.timedOut ? 'still running (timed out)' : describeEnd(w)}`);
         }
-        process.exitCode = w.timedOut ? 124 : (w.exitCode ?? (w.signal ? signalExit(w.signal) : 1));
+        process.exitCode = w.timedOut ? WAIT_GAVE_UP : jobStatus(w.exitCode ?? (w.signal ? signalExit(w.signal) : 1));
       });
     });
 }

@@ -5,7 +5,7 @@
  */
 import { Command } from 'commander';
 import { common } from './commonoptions.js';
-import { exitFor, EXIT_STATUS_HELP } from './exits.js';
+import { exitFor, EXIT_STATUS_HELP, waitCommand, waitStatus } from './exits.js';
 import { closeEnvironments, hostEnvironments, registerEnvironments } from './environments.js';
 import { registerJobs } from './jobs.js';
 import { registerLogs } from './logs.js';
@@ -59,6 +59,9 @@ common(program.command('mcp'))
 export function run(): void {
   program.parseAsync(process.argv).then(
     () => finish(typeof process.exitCode === 'number' ? process.exitCode : 0),
-    (err: unknown) => finish(exitFor(err, jsonOutput)),
+    (err: unknown) => {
+      const status = exitFor(err, jsonOutput);
+      finish(waitCommand.ran ? waitStatus(status) : status);
+    },
   );
 }
