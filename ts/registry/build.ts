@@ -18,7 +18,7 @@ import type { SessionRecord } from '../session/record.js';
 import { Deadlines } from '../session/termination.js';
 import type { RegistryOptions } from '../types.js';
 import { finish } from './finish.js';
-import { consume, watch } from './notify.js';
+import { watch } from './notify.js';
 import { clean, type RegistryState, rebalance, refresh, tailChars } from './state.js';
 
 /**
@@ -61,7 +61,6 @@ export function buildState(options: RegistryOptions, diagnostics: string[], emit
     finish: (live, outcome) => finish(st, live, outcome),
     watch: (live, text) => watch(st, live, text),
     watcherFor: (record) => watching.watcherFor(record),
-    consume: (live) => consume(st, live),
     clean: (text, startsInKeyBlock) => clean(st, text, startsInKeyBlock),
     persist: () => store.persist(),
     persistSoon: () => store.persistSoon(),

@@ -7,6 +7,7 @@ import { checkOptions } from '../options.js';
 import { sessionSignal, signalPlan } from '../session/signal.js';
 import { assertGraceMs } from '../session/termination.js';
 import type { KillOptions, KillResult, SignalResult } from '../types.js';
+import { consume } from './notify.js';
 import { actOn, assertOpen, type RegistryState, refresh } from './state.js';
 
 /** `ProcessRegistry.kill`: every argument checked before any side effect, then the kind's kill. */
@@ -18,9 +19,15 @@ export async function kill(st: RegistryState, id: string, opts: KillOptions): Pr
   assertGraceMs(graceMs);
   const live = actOn(st, id);
   await refresh(st, live);
+  // The caller sees the end in the kill's result: its completion is delivered (DESIGN
+  // section 7), whether the end comes during the kill or came before it.
+  live.endReaders++;
   try {
-    return await live.kind.kill(graceMs);
+    const result = await live.kind.kill(graceMs);
+    consume(st, live);
+    return result;
   } finally {
+    live.endReaders--;
     // What the kill left of an ended job: nothing, unless a survivor is still dying.
     st.leftovers.check([live]);
   }

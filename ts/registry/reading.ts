@@ -54,12 +54,14 @@ export async function wait(st: RegistryState, id: string, opts: WaitOptions): Pr
   signal?.throwIfAborted();
   if (live.record.status === 'running') {
     const tick = live.kind.waitTick();
+    // An end published while this waits is this caller's (see Live.endReaders).
+    live.endReaders++;
     const timedOut = await untilEnd(live, {
       ...(timeoutMs !== undefined && { timeoutMs }),
       ...(signal && { signal }),
       ...(tick && { tick }),
       tickMs: DETACHED_TICK_MS,
-    });
+    }).finally(() => live.endReaders--);
     const result = await pollResult(st, live);
     if (!timedOut) consume(st, live);
     return { ...result, timedOut, processRunning: live.record.status === 'running' };

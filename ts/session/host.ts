@@ -341,10 +341,7 @@ export abstract class HostSession extends BaseSession {
         // A full disk: the claim file tells the owner as well (see endFromExit).
       }
     }
-    const result = (outcome: KillResult['outcome']): KillResult => {
-      host.consume(live);
-      return { id: r.id, outcome, ...report, exitCode: r.exitCode, signal: r.signal };
-    };
+    const result = (outcome: KillResult['outcome']): KillResult => ({ id: r.id, outcome, ...report, exitCode: r.exitCode, signal: r.signal });
     // A root that ended (another kill of ours) and was reaped between the core's verdict and
     // its session check reads as no session leader: it is gone, not a stranger.
     const rootRefused = report.refused.find((x) => x.pid === root.pid && !(x.reason === 'not_session_leader' && verdict(root) !== 'current'));

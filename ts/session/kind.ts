@@ -53,6 +53,12 @@ export interface Live {
   /** Stops the background finishing of a kill that timed out. */
   finisher?: AbortController;
   waiters: Set<() => void>;
+  /**
+   * Calls under way that will return the session's end to their caller (a `wait`, a kill
+   * asked for by a caller): an end published meanwhile is delivered to them, so its
+   * completion is consumed before it would be queued or told to `completion` listeners.
+   */
+  endReaders: number;
   /** Matches output lines against the session's watch patterns. */
   watcher?: LineWatcher;
   /** Bytes of a detached durable job's log already fed to the watcher. */
@@ -168,8 +174,6 @@ export interface SessionHost {
   watch(live: Live, text: string | null): void;
   /** The session's watcher for patterns read back from its record. */
   watcherFor(record: SessionRecord): LineWatcher | undefined;
-  /** Marks the session's completion delivered. */
-  consume(live: Live): void;
   /** Redacts text leaving the registry (unless redaction is off). */
   clean(text: string, startsInKeyBlock?: boolean): string;
   /** Writes the checkpoint now (shared with concurrent writers). */

@@ -107,7 +107,6 @@ class Unfollowable extends WrappingSession {
   async kill(graceMs: number): Promise<KillResult> {
     const r = this.live.record;
     if (r.status === 'running' || this.refusedRoot) return this.inner.kill(graceMs);
-    this.host.consume(this.live);
     return { id: r.id, outcome: 'already_exited', ...EMPTY_REPORT, exitCode: r.exitCode, signal: r.signal };
   }
 

@@ -35,6 +35,7 @@ export function newLive(record: SessionRecord, tailChars: number, detached: bool
     pendingLost: undefined,
     finisher: undefined,
     waiters: new Set(),
+    endReaders: 0,
     watchOffset: undefined,
     job: undefined,
     tailLimit: undefined,

@@ -211,7 +211,6 @@ export class SandboxSession extends BaseSession {
       if (seen) this.endFromExit(seen);
       else if (lost) host.finish(live, { exitCode: null, signal: null, reason: 'lost', source: 'environment' });
       await this.follow?.poller.tick();
-      host.consume(live);
       return { ...base, outcome: 'already_exited', exitCode: r.exitCode, signal: r.signal };
     }
     if (res.survivors.length > 0) {
@@ -225,7 +224,6 @@ export class SandboxSession extends BaseSession {
     this.follow?.poller.stop();
     // The signal that ended the job (a follower may have recorded the same from the claim already).
     host.finish(live, { exitCode: null, signal: res.signal, reason: 'killed', source: 'kill' });
-    host.consume(live);
     return { ...base, outcome: 'killed', signalled: res.signalled, escalated: res.escalated, exitCode: r.exitCode, signal: r.signal };
   }
 

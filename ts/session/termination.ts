@@ -272,7 +272,6 @@ export class Deadlines {
       return;
     }
     const r = live.record;
-    const delivered = r.notificationDelivered;
     // Set before the kill, so that the end the kill publishes carries it.
     r.timedOut = true;
     try {
@@ -285,8 +284,8 @@ export class Deadlines {
     if (r.status === 'exited' && r.reason !== 'killed') delete r.timedOut;
     else if (r.status === 'exited') r.terminationSource = 'timeout';
     else if (r.status === 'running' && !live.finisher) delete r.timedOut;
-    // The kill consumed the completion; the deadline is no reader of it.
-    if (delivered === false && r.notificationDelivered === true) r.notificationDelivered = false;
+    // The deadline's kill is no reader of the end: its completion stays queued (only a
+    // caller's kill, in registry/kill.ts, consumes it).
     r.updatedAt = Math.max(Date.now(), r.updatedAt + 1);
     this.host.killed(live);
   }
