@@ -182,15 +182,47 @@ describe('end reasons are true', () => {
     }
   });
 
-  it('a killed job that exits by its own trap still records the kill’s signal, never `signal: null`', async () => {
-    const s = await start("trap 'exit 143' TERM; echo trapped; while :; do sleep 0.05; done");
-    // A SIGTERM before the trap would end the job by the signal, not by its trap's exit.
-    await until(async () => (await ctx.registry.readLog(s.id)).lines.includes('trapped'), 10_000, 'the trap');
-    const k = await ctx.registry.kill(s.id, { graceMs: 5000 });
-    expect(k.outcome).toBe('killed');
-    const p = await ctx.registry.poll(s.id);
-    expect(p.reason).toBe('killed');
-    expect(p.signal).toMatch(/^SIG(TERM|KILL)$/);
+  // Issue 28, kind 4: `signal` only when a signal ended the process; a job that exits by its
+  // own TERM trap keeps its exit code, and the kill's result says what it sent.
+  for (const code of [0, 3, 143]) {
+    it(`a killed job that exits ${code} from its own trap: reason killed, exitCode ${code}, signal null; the kill sent SIGTERM`, async () => {
+      const s = await start(`trap 'exit ${code}' TERM; echo trapped; while :; do sleep 0.05; done`);
+      // A SIGTERM before the trap would end the job by the signal, not by its trap's exit.
+      await until(async () => (await ctx.registry.readLog(s.id)).lines.includes('trapped'), 10_000, 'the trap');
+      const k = await ctx.registry.kill(s.id, { graceMs: 10_000 });
+      expect(k).toMatchObject({ outcome: 'killed', exitCode: code, signal: null, killSignal: 'SIGTERM', escalated: false });
+      expect(await ctx.registry.poll(s.id)).toMatchObject({ reason: 'killed', exitCode: code, signal: null });
+    });
+  }
+
+  it('a durable job, and one killed from another host, that exits 0 from its trap: the same (exitCode 0, signal null)', async () => {
+    const state = tempDir();
+    const r = await ProcessRegistry.open({ stateDir: state });
+    try {
+      const s = await r.spawn("trap 'exit 0' TERM; echo trapped; while :; do sleep 0.05; done", { durable: true });
+      cleanupGroup(s.supervisorPid ?? s.pid);
+      await until(async () => (await r.readLog(s.id)).lines.includes('trapped'), 10_000, 'the trap');
+      const other = await ProcessRegistry.open({ stateDir: state });
+      try {
+        expect(await other.kill(s.id, { graceMs: 10_000 })).toMatchObject({ outcome: 'killed', exitCode: 0, signal: null, killSignal: 'SIGTERM' });
+      } finally {
+        await other.close();
+      }
+      expect(await r.wait(s.id, { timeoutMs: 20_000 })).toMatchObject({ reason: 'killed', exitCode: 0, signal: null });
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('a job the kill ends by its signal: exitCode null, signal SIGTERM (or SIGKILL after escalation, as killSignal says)', async () => {
+    const plain = await start('sleep 30');
+    expect(await ctx.registry.kill(plain.id, { graceMs: 5000 })).toMatchObject({ outcome: 'killed', exitCode: null, signal: 'SIGTERM', killSignal: 'SIGTERM' });
+    const stubborn = await start("trap '' TERM; echo armed; while :; do sleep 0.05; done");
+    await until(async () => (await ctx.registry.readLog(stubborn.id)).lines.includes('armed'), 10_000, 'the trap');
+    const k = await ctx.registry.kill(stubborn.id, { graceMs: 200 });
+    expect(k).toMatchObject({ outcome: 'killed', exitCode: null, signal: 'SIGKILL', killSignal: 'SIGKILL', escalated: true });
+    const gone = await ctx.registry.kill(plain.id, { graceMs: 200 });
+    expect(gone).toMatchObject({ outcome: 'already_exited', killSignal: null });
   });
 });
 

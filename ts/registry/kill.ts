@@ -25,7 +25,7 @@ export async function kill(st: RegistryState, id: string, opts: KillOptions): Pr
   try {
     const result = await live.kind.kill(graceMs);
     consume(st, live);
-    return result;
+    return { ...result, killSignal: result.signalled.length === 0 ? null : result.escalated ? 'SIGKILL' : 'SIGTERM' };
   } finally {
     live.endReaders--;
     // What the kill left of an ended job: nothing, unless a survivor is still dying.

@@ -12,9 +12,9 @@
  * ended), at a slower pace, and stops once none is left.
  *
  * A kill from any host leaves its claim on the far side (see `KILL_CLAIM` in `farshell.ts`),
- * and the poller believes the claim alone, whatever the exit file says (the wrapper may
- * record the job's own status, 143 or a trap's code, before or after): a `killed` file ends
- * the session `killed` with the signal it names; while a `kill` file's deadline is ahead no
+ * and the poller believes the claim: a `killed` file ends the session `killed` (the wrapper
+ * may have recorded the job's own status, 143 or a trap's code: that status is the end's,
+ * else the signal the claim names); while a `kill` file's deadline is ahead no
  * end is reported (neither the exit file's nor a vanished wrapper's); after it, with no
  * `killed`, the exit file and the wrapper decide as usual.
  *
@@ -33,8 +33,12 @@ export interface PollerEvents {
   pid?(pid: number): void;
   /** The job ended: its exit code, or (exit code null) the name of the signal that ended it; both null when the exit file said neither. */
   exit(code: number | null, signal: string | null): void;
-  /** A kill (of any host) ended the job, by this signal (the name its `killed` file gives). */
-  killed(signal: string): void;
+  /**
+   * A kill (of any host) ended the job. `signal`: the last signal the kill sent (the name
+   * its `killed` file gives); `exit`: what the exit file says, when the wrapper wrote one
+   * (a trap's own code after the kill's SIGTERM), else null.
+   */
+  killed(signal: string, exit: { exitCode: number | null; signal: string | null } | null): void;
   /** Bytes of the log left out by {@link SandboxPoller.readToEnd} (its `keep`), before the output that follows. */
   skipped?(bytes: number): void;
   /** The environment stayed unreachable past the deadline, or is gone for good. */
@@ -218,7 +222,7 @@ export class SandboxPoller {
     // A kill writes `killed` once nothing of the job is left: while the wrapper runs, the file is the job's own.
     if (chunk.killedBy !== null && !chunk.wrapperAlive) {
       this.ended = true;
-      this.events.killed(chunk.killedBy);
+      this.events.killed(chunk.killedBy, chunk.exited ? (chunk.exit ?? null) : null);
       this.schedule(this.delay);
       return;
     }

@@ -8,8 +8,8 @@ import { native } from '../native.js';
 import { pageTail } from '../output/paging.js';
 import { visibleTail } from '../output/tail.js';
 import { type JobFiles, killRequested, type RecordedExit, sessionFiles } from '../persist/jobfiles.js';
-import type { KillResult, SignalResult, WriteOptions } from '../types.js';
-import type { JobSession, LeftoverQuery, Live, LogOptions, LogPage, NativeScreen, OutputText, RedactView, SessionHost, StopProbe } from './kind.js';
+import type { SignalResult, WriteOptions } from '../types.js';
+import type { JobSession, LeftoverQuery, Live, LogOptions, LogPage, NativeScreen, OutputText, RedactView, SessionHost, StopProbe, KindKillResult } from './kind.js';
 import { writeInput } from './input.js';
 import { inputOf } from './live.js';
 import { killClaimed } from './termination.js';
@@ -29,7 +29,7 @@ export abstract class BaseSession implements JobSession {
   }
 
   abstract refresh(): Promise<void>;
-  abstract kill(graceMs: number): Promise<KillResult>;
+  abstract kill(graceMs: number): Promise<KindKillResult>;
 
   /** The registry signals the recorded identity (this machine's process). */
   signal(_name: string): Promise<SignalResult> | null {
@@ -125,10 +125,11 @@ export abstract class BaseSession implements JobSession {
     const timedOut = end.timedOut === true;
     const killed = timedOut || live.killed || killRequested(files) || (files !== null && killClaimed(files.dir));
     const known = end.exitCode !== null || end.signal !== null;
-    // An end nobody recorded, after our kill reached the leader: our last signal ended it.
-    // A killed job that exited by itself on the signal (a trap) still names the signal a
-    // kill always sends first: a kill is never recorded without one.
-    const signal = end.signal ?? live.killSignal ?? (killed ? 'SIGTERM' : null);
+    // `signal` only when a signal ended the process (then `exitCode` is null): a killed job
+    // that exited by itself after the kill's SIGTERM (a trap) keeps its own exit code and no
+    // signal (the kill's result says what it sent). An end nobody recorded, after our kill
+    // reached the leader: our last signal is all that is known to have ended it.
+    const signal = known ? end.signal : killed ? (live.killSignal ?? 'SIGTERM') : null;
     this.host.finish(live, { ...end, signal, reason: killed ? 'killed' : known ? 'exited' : 'lost', source: timedOut ? 'timeout' : killed ? 'kill' : known ? 'process' : 'recovery' });
   }
 }
@@ -170,7 +171,7 @@ export abstract class WrappingSession implements JobSession {
     return this.inner.waitTick();
   }
 
-  kill(graceMs: number): Promise<KillResult> {
+  kill(graceMs: number): Promise<KindKillResult> {
     return this.inner.kill(graceMs);
   }
 

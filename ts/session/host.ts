@@ -10,9 +10,8 @@ import { NativeTail } from '../output/tail.js';
 import { type JobFiles, jobFiles, killRequested, type RecordedExit, removeSessionDir, writePrivate } from '../persist/jobfiles.js';
 import { shellCommand } from '../policy/environment.js';
 import { type Identity, type KillReport, killTree, type Verdict, verdict } from '../processes.js';
-import type { KillResult } from '../types.js';
 import { BaseSession } from './base.js';
-import { EMPTY_REPORT, type LeftoverQuery, type Outcome, type StartSpec, type StopProbe } from './kind.js';
+import { EMPTY_REPORT, type LeftoverQuery, type Outcome, type StartSpec, type StopProbe, type KindKillResult } from './kind.js';
 import { settle } from './live.js';
 import { markVariables, newMark, ownMark } from './mark.js';
 import { claimKillBatched, createKillMarker, createKillMarkerBatched, finishKillInBackground, killClaimed } from './termination.js';
@@ -263,7 +262,7 @@ export abstract class HostSession extends BaseSession {
    * Tree kill (see `ProcessRegistry.kill`): a kill marker first, the guard-checked tree
    * kill, a claim when two kills reach the leader, and survivors finished in the background.
    */
-  async kill(graceMs: number): Promise<KillResult> {
+  async kill(graceMs: number): Promise<KindKillResult> {
     const { live, host } = this;
     const r = live.record;
     const wasRunning = r.status === 'running';
@@ -341,7 +340,7 @@ export abstract class HostSession extends BaseSession {
         // A full disk: the claim file tells the owner as well (see endFromExit).
       }
     }
-    const result = (outcome: KillResult['outcome']): KillResult => ({ id: r.id, outcome, ...report, exitCode: r.exitCode, signal: r.signal });
+    const result = (outcome: KindKillResult['outcome']): KindKillResult => ({ id: r.id, outcome, ...report, exitCode: r.exitCode, signal: r.signal });
     // A root that ended (another kill of ours) and was reaped between the core's verdict and
     // its session check reads as no session leader: it is gone, not a stranger.
     const rootRefused = report.refused.find((x) => x.pid === root.pid && !(x.reason === 'not_session_leader' && verdict(root) !== 'current'));

@@ -122,7 +122,7 @@ export interface JobSession {
   /** What `wait` runs every tick to notice an end nobody reports (undefined: the end is an event). */
   waitTick(): (() => void) | undefined;
   /** Tree kill with a grace period in milliseconds, checked by the caller. */
-  kill(graceMs: number): Promise<KillResult>;
+  kill(graceMs: number): Promise<KindKillResult>;
   /**
    * Sends one signal (a `JOB_SIGNALS` name, checked by the caller) to a job this kind signals
    * itself (a sandbox session's, on the far side); null when the job's recorded identity is
@@ -223,4 +223,7 @@ export interface StartSpec {
 }
 
 /** An empty kill report: nothing signalled. */
+/** A kind's kill result: the registry adds `killSignal` from its report (see `registry/kill.ts`). */
+export type KindKillResult = Omit<KillResult, 'killSignal'>;
+
 export const EMPTY_REPORT = { signalled: [], alreadyGone: [], refusedReused: [], survivors: [], survivorIdentities: [], escalated: false, refused: [] };

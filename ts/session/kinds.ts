@@ -4,11 +4,10 @@
  * entry that no kind can follow (see {@link unfollowable}) is ended `lost` by the host that
  * owns it, with a diagnostic saying why.
  */
-import type { KillResult } from '../types.js';
 import { WrappingSession } from './base.js';
 import { DurableSession } from './durable.js';
 import { ForeignSession } from './foreign.js';
-import { EMPTY_REPORT, type JobSession, type LeftoverQuery, type Live, type SessionHost, type StartSpec, type StopProbe } from './kind.js';
+import { EMPTY_REPORT, type JobSession, type LeftoverQuery, type Live, type SessionHost, type StartSpec, type StopProbe, type KindKillResult } from './kind.js';
 import { LocalSession } from './local.js';
 import type { SessionRecord } from './record.js';
 import { SandboxSession } from './sandbox.js';
@@ -104,7 +103,7 @@ class Unfollowable extends WrappingSession {
     }
   }
 
-  async kill(graceMs: number): Promise<KillResult> {
+  async kill(graceMs: number): Promise<KindKillResult> {
     const r = this.live.record;
     if (r.status === 'running' || this.refusedRoot) return this.inner.kill(graceMs);
     return { id: r.id, outcome: 'already_exited', ...EMPTY_REPORT, exitCode: r.exitCode, signal: r.signal };

@@ -9,8 +9,7 @@ import { existsSync } from 'node:fs';
 import { type JobFiles, sessionFiles, writePrivate, writePrivateAsync } from '../persist/jobfiles.js';
 import { readSessionFile } from '../persist/recovery.js';
 import { HostSession } from './host.js';
-import type { KillResult } from '../types.js';
-import type { Outcome, StartSpec } from './kind.js';
+import type { Outcome, StartSpec, KindKillResult } from './kind.js';
 import type { Identity } from '../processes.js';
 import { ownMark } from './mark.js';
 import { guardJob, releaseJob } from './guardian.js';
@@ -71,7 +70,7 @@ export class LocalSession extends HostSession {
    * within 200 ms, and on close) holds the end. A bulk kill then costs its markers and
    * claims, not a file replaced per job on the event loop (1-5 ms each on a busy disk).
    */
-  async kill(graceMs: number): Promise<KillResult> {
+  async kill(graceMs: number): Promise<KindKillResult> {
     this.killing++;
     try {
       return await super.kill(graceMs);

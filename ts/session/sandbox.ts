@@ -16,9 +16,9 @@ import { leadsWithKeyMaterial } from '../policy/redact.js';
 import type { ExecutionEnvironment } from '../remote/environments.js';
 import { farSignalResult, signalRemote } from '../remote/farsignal.js';
 import { farDir, killRemote, launch, SandboxPoller, sandboxDir } from '../remote/sandbox.js';
-import type { KillResult, SignalResult } from '../types.js';
+import type { SignalResult } from '../types.js';
 import { BaseSession } from './base.js';
-import { EMPTY_REPORT, type LogOptions, type LogPage, type OutputText, type RedactView, type StartSpec } from './kind.js';
+import { EMPTY_REPORT, type LogOptions, type LogPage, type OutputText, type RedactView, type StartSpec, type KindKillResult } from './kind.js';
 
 export class SandboxSession extends BaseSession {
   /** The poller of this session: following it (`following`), or only read from on demand. */
@@ -142,10 +142,13 @@ export class SandboxSession extends BaseSession {
           this.skippedBytes += bytes;
           if (live.tail instanceof OutputTail) live.tail.skip(bytes);
         },
-        killed: (signal) => {
-          // A kill of any host ended it (its claim on the far side says so, and by which signal).
+        killed: (signal, exit) => {
+          // A kill of any host ended it (its claim on the far side says so, and by which
+          // signal). The job's own status when the wrapper recorded one (a trap's exit
+          // code after the SIGTERM), else the claim's signal: `signal` only when a signal ended it.
           live.killSignal ??= signal;
-          host.finish(live, { exitCode: null, signal, reason: 'killed', source: 'kill' });
+          const known = exit !== null && (exit.exitCode !== null || exit.signal !== null);
+          host.finish(live, { exitCode: known ? exit.exitCode : null, signal: known ? exit.signal : signal, reason: 'killed', source: 'kill' });
         },
         exit: (code, signal) => {
           // During a kill the kill decides whether this end is `killed` (see kill).
@@ -183,7 +186,7 @@ export class SandboxSession extends BaseSession {
    * file while it runs on, or leave processes behind).
    * Errors: `ENVIRONMENT_UNAVAILABLE` (the session stays as it was), `KILL_SURVIVORS`.
    */
-  async kill(graceMs: number): Promise<KillResult> {
+  async kill(graceMs: number): Promise<KindKillResult> {
     const { live, host } = this;
     const r = live.record;
     const base = { id: r.id, ...EMPTY_REPORT };

@@ -36,6 +36,14 @@ export interface KillResult extends KillReport {
   id: string;
   /** `killed`, or `already_exited` when the session had ended before the kill. */
   outcome: 'killed' | 'already_exited';
+  /** How the job ended, as its record says: its own exit code, null when a signal ended it or the status is unknown. */
   exitCode: number | null;
+  /**
+   * The signal that ended the job, null when it exited by itself: a job that exits from its
+   * own TERM trap after the kill's SIGTERM has its exit code here and `signal: null` (what
+   * the kill sent is `killSignal`).
+   */
   signal: string | null;
+  /** The last signal this kill sent: `SIGTERM`, `SIGKILL` after escalation (`escalated`), null when it signalled nothing. */
+  killSignal: 'SIGTERM' | 'SIGKILL' | null;
 }

@@ -15,6 +15,8 @@ export function shortStatus(s: SessionSummary): string {
   if (s.reason === 'lost') return paint('magenta', 'lost');
   if (s.reason === 'failed_start') return paint('red', 'failed');
   if (s.signal) return paint(s.reason === 'killed' ? 'yellow' : 'red', s.signal);
+  // A kill ended it, the job exiting by itself (a TERM trap): its own code, in the kill's colour.
+  if (s.reason === 'killed') return paint('yellow', `exit ${s.exitCode ?? '?'}`);
   return s.exitCode === 0 ? 'exit 0' : paint('red', `exit ${s.exitCode ?? '?'}`);
 }
 
