@@ -3,8 +3,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { descendants, identity, killTree, ProcessRegistry, probe, verdict } from '../dist/index.mjs';
-import { cleanupGroup, cleanupPid, isAlive, until, perTestRegistry, tempDir } from './support.js';
+import { descendants, handleToolCall, identity, killTree, ProcessRegistry, probe, verdict } from '../dist/index.mjs';
+import { cleanupGroup, cleanupPid, cli, isAlive, until, perTestRegistry, tempDir } from './support.js';
 
 const ctx = perTestRegistry();
 
@@ -223,6 +223,20 @@ describe('end reasons are true', () => {
     expect(k).toMatchObject({ outcome: 'killed', exitCode: null, signal: 'SIGKILL', killSignal: 'SIGKILL', escalated: true });
     const gone = await ctx.registry.kill(plain.id, { graceMs: 200 });
     expect(gone).toMatchObject({ outcome: 'already_exited', killSignal: null });
+  });
+
+  it('the tool and the CLI say it too: kill_signal / killSignal beside the job`s own exit code', async () => {
+    const trapping = "trap 'exit 5' TERM; echo trapped; while :; do sleep 0.05; done";
+    const s = await start(trapping);
+    await until(async () => (await ctx.registry.readLog(s.id)).lines.includes('trapped'), 10_000, 'the trap');
+    const k = await handleToolCall(ctx.registry, 'process', { action: 'kill', session_id: s.id, grace_ms: 10_000 });
+    expect(k).toMatchObject({ outcome: 'killed', exit_code: 5, signal: null, kill_signal: 'SIGTERM' });
+    const state = tempDir();
+    const started = JSON.parse((await cli(['start', '--state-dir', state, '--json', '--', trapping])).stdout);
+    cleanupGroup(started.pid);
+    await until(async () => (await cli(['log', started.id, '--state-dir', state])).stdout.includes('trapped'), 10_000, 'the trap');
+    const c = JSON.parse((await cli(['kill', started.id, '--state-dir', state, '--json', '--grace', '10s'])).stdout);
+    expect(c).toMatchObject({ outcome: 'killed', exitCode: 5, signal: null, killSignal: 'SIGTERM' });
   });
 });
 
