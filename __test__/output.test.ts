@@ -14,6 +14,24 @@ describe('output views', () => {
     expect(t.totalChars).toBe(300);
   });
 
+  // Issue 28, kind 3: a character the cap cuts is dropped whole and counted in full.
+  it('the rolling tail counts a character cut by the cap in all its bytes, whole chunks or not', () => {
+    for (const [parts, cap, kept, dropped] of [
+      [['a🎉bc'], 3, 'bc', 5],
+      [['a', '🎉', 'b', 'c'], 3, 'bc', 5],
+      [['ééé', 'xy'], 3, 'xy', 6],
+      [['日本語'], 4, '語', 6],
+      [['x🎉'], 2, '', 5],
+    ] as const) {
+      const t = new OutputTail(cap);
+      for (const p of parts) t.append(p);
+      expect(t.droppedChars, parts.join('')).toBe(dropped);
+      expect(t.text()).toBe(kept);
+      expect(t.droppedChars).toBe(dropped);
+      expect(t.heldChars + t.droppedChars).toBe(t.totalChars);
+    }
+  });
+
   it('plain text drops ANSI colours and OSC titles and keeps the latest progress frame', () => {
     expect(plainText('\u001b[31mred\u001b[0m\r\n\u001b]0;title\u0007ok\n')).toBe('red\nok\n');
     expect(plainText('progress 10%\rprogress 40%')).toBe('progress 40%');

@@ -35,7 +35,9 @@ describe('secrets through the registry (issue 12)', () => {
     try {
       const s = await r.spawn(`cat ${join(dir, 'id_rsa')}; echo done`, { notifyOnComplete: true });
       cleanupGroup(s.pid);
-      const w = await r.wait(s.id, { timeoutMs: 20_000 });
+      // Polled, not waited for: a wait would take the completion (listeners hear only those queued).
+      await until(async () => (await r.poll(s.id)).status === 'exited', 20_000, 'the end');
+      const w = await r.poll(s.id);
       expect(w.exitCode).toBe(0);
       expect(w.outputPreview).toContain('done');
       expect(w.outputPreview).toContain('[REDACTED PRIVATE KEY]');

@@ -64,9 +64,34 @@ export class OutputTail {
     if (this.size > this.maxChars) this.text();
   }
 
-  /** Bytes dropped from the front because of the cap. */
+  /**
+   * Bytes dropped from the front because of the cap: every byte the text no longer holds,
+   * a character cut by the cap included (it is dropped whole, see {@link text}).
+   */
   get droppedChars(): number {
-    return this.totalChars - Math.min(this.size, this.maxChars);
+    return this.totalChars - this.keptBytes();
+  }
+
+  /** Bytes {@link text} keeps: the last `maxChars`, less the rest of a character they start inside. */
+  private keptBytes(): number {
+    if (this.size <= this.maxChars) return this.size;
+    let skip = this.size - this.maxChars;
+    let kept = this.maxChars;
+    for (let i = this.head; i < this.chunks.length && kept > 0; i++) {
+      const chunk = this.chunks[i] as Buffer;
+      if (skip >= chunk.length) {
+        skip -= chunk.length;
+        continue;
+      }
+      // Continuation bytes (10xxxxxx) at the front belong to a character that starts before it.
+      while (skip < chunk.length && kept > 0 && ((chunk[skip] as number) & 0xc0) === 0x80) {
+        skip++;
+        kept--;
+      }
+      if (skip < chunk.length) break;
+      skip = 0;
+    }
+    return kept;
   }
 
   /** The retained text (the last `maxChars` bytes, starting at a whole character). */

@@ -138,8 +138,13 @@ impl Tail {
     }
   }
 
-  /// Moves the front to `start`, taking the key markers of the dropped bytes into the state.
-  fn drop_to(&mut self, start: usize) {
+  /// Moves the front to `start`, or past it to the next whole character (a UTF-8 sequence
+  /// is kept whole or dropped whole, so `dropped` counts every byte the text no longer
+  /// holds), taking the key markers of the dropped bytes into the state.
+  fn drop_to(&mut self, mut start: usize) {
+    while start < self.buf.len() && self.buf[start] & 0xC0 == 0x80 {
+      start += 1;
+    }
     self.start = start;
     // A marker whose end has not arrived yet is decided on a later append.
     let decided = start.min(self.buf.len().saturating_sub(MARKER_MAX + 2));
@@ -242,6 +247,29 @@ mod tests {
     assert_eq!(t.text(), "éé");
     t.set_limit(3);
     assert_eq!(t.text(), "é");
+  }
+
+  /// Issue 28, kind 3: what was dropped is counted in the bytes the text no longer holds,
+  /// whole characters included: never fewer than the bytes gone.
+  #[test]
+  fn counts_a_character_cut_by_the_limit_as_dropped() {
+    for (input, limit, kept, dropped) in
+      [("a🎉bc", 3, "bc", 5), ("éééxy", 3, "xy", 6), ("日本語", 4, "語", 6), ("x🎉", 2, "", 5), ("abc", 3, "abc", 0)]
+    {
+      let mut t = Tail::new(limit);
+      t.append(input);
+      assert_eq!(
+        (t.text().as_str(), t.dropped(), t.held() as u64 + t.dropped()),
+        (kept, dropped, input.len() as u64),
+        "{input:?} at {limit}"
+      );
+    }
+    // Chunk by chunk, the same.
+    let mut t = Tail::new(3);
+    for part in ["a", "🎉", "b", "c"] {
+      t.append(part);
+    }
+    assert_eq!((t.text().as_str(), t.dropped()), ("bc", 5));
   }
 
   const KEY: &str = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA44AKKB/PRg0UpksGh9iiRlcFmgZvEgvSvrblBKb5KqMxsOGl\nJU7XLI2pRLkr0ZctDLig/N94yOky2YalQXv8M57zrQIRXrUAIfOibj4KXRr7XUdM\n-----END RSA PRIVATE KEY-----\n";
