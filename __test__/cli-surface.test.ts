@@ -117,7 +117,7 @@ describe('colour', () => {
     expect(await inPipe(['list', '--state-dir', state])).toContain('end-of-command');
   }, 60_000);
 
-  it('output on a terminal: control characters the plain view keeps (bell, shift-out, ESC ( 0) are shown escaped; a pipe gets them as written; --raw keeps colour', async () => {
+  it('output: control characters (bell, shift-out, ESC ( 0) are shown escaped by the plain view, on a terminal and in a pipe (issue 28, kind 8); --raw keeps them and colour', async () => {
     const state = tempDir();
     const s = await started(state, 'printf "bell\\007 so\\016 si\\017 charset\\033(0q\\033(B end\\n"; printf "\\033[32mgreen\\033[0m\\n"');
     await cli(['wait', s.id, '--state-dir', state]);
@@ -127,7 +127,8 @@ describe('colour', () => {
     const waited = await onTerminal(['wait', s.id, '--state-dir', state]);
     expect(waited).toContain('bell\\x07');
     expect(waited).not.toContain('\u0007');
-    expect(await inPipe(['log', s.id, '--state-dir', state])).toBe('bell\u0007 so\u000e si\u000f charset\u001b(0q\u001b(B end\ngreen\n');
+    expect(await inPipe(['log', s.id, '--state-dir', state])).toBe('bell\\x07 so\\x0e si\\x0f charset\\x1b(0q\\x1b(B end\ngreen\n');
+    expect(await inPipe(['log', s.id, '--state-dir', state, '--raw'])).toContain('bell\u0007 so\u000e si\u000f charset\u001b(0q');
     expect(await onTerminal(['log', s.id, '--state-dir', state, '--raw', '--tail', '1'])).toContain('\u001b[32mgreen\u001b[0m');
     expect(await inPipe(['poll', s.id, '--state-dir', state])).not.toContain('\u0007');
   }, 60_000);

@@ -4,6 +4,7 @@
  * `readLog`.
  */
 import { insideKeyBlockAt } from '../policy/redact.js';
+import { escapeControls, escapedTail } from './controls.js';
 
 // Control strings, whole: DCS (ESC P), SOS (ESC X), PM (ESC ^), APC (ESC _) up to ST
 // (ESC \ or C1 ST), OSC (ESC ]) up to ST or BEL, and their C1 forms. A terminal shows none
@@ -44,18 +45,19 @@ export function plainText(text: string): string {
 
 /**
  * A view of output, redacted by `clean` (`null`: redaction is off). Plain: escape sequences
- * are removed first, so a token wrapped in colour codes is still recognised. Raw: redacted
- * as written, and when a secret shows only once the escapes are gone, the plain view is
- * returned instead (never a leak).
+ * are removed first, so a token wrapped in colour codes is still recognised, and the C0
+ * controls left (NUL, a bell, ...) are shown as `\xNN` after redaction (see `controls.ts`).
+ * Raw: redacted as written, and when a secret shows only once the escapes are gone, the
+ * plain view is returned instead (never a leak).
  */
 export function redactedView(text: string, view: 'plain' | 'raw', clean: ((text: string) => string) | null): string {
-  if (clean === null) return view === 'plain' ? plainText(text) : text;
+  if (clean === null) return view === 'plain' ? escapeControls(plainText(text)) : text;
   // Text the plain view leaves as it is needs one redaction, not two.
-  if (!PLAIN_CHANGES.test(text)) return clean(text);
+  if (!PLAIN_CHANGES.test(text)) return view === 'plain' ? escapeControls(clean(text)) : clean(text);
   const plain = clean(plainText(text));
-  if (view === 'plain') return plain;
+  if (view === 'plain') return escapeControls(plain);
   const raw = clean(text);
-  return plainText(raw) === plain ? raw : plain;
+  return plainText(raw) === plain ? raw : escapeControls(plain);
 }
 
 /** Characters read before a preview window so a secret cut by the window is still recognised. */
@@ -85,7 +87,8 @@ export function preview(
   }
   const cut = Math.max(0, text.length - size);
   const cleaned = clean(plain, cut === 0 ? startsInKeyBlock : insideKeyBlockAt(text, cut, startsInKeyBlock));
-  return cleaned.length > maxChars ? cleaned.slice(cleaned.length - maxChars) : cleaned;
+  // The plain view's controls as `\xNN`, counted in the window as shown.
+  return escapedTail(cleaned, maxChars);
 }
 
 /** One page of lines. */

@@ -19,6 +19,7 @@ import { Deadlines } from '../session/termination.js';
 import type { RegistryOptions } from '../types.js';
 import { finish } from './finish.js';
 import { watch } from './notify.js';
+import { escapeControls } from '../output/controls.js';
 import { clean, type RegistryState, rebalance, refresh, tailChars } from './state.js';
 
 /**
@@ -30,7 +31,8 @@ export function buildState(options: RegistryOptions, diagnostics: string[], emit
   const sessions = new Map<string, Live>();
   const leftovers = new Leftovers(sessions);
   checkRegistryOptions(options);
-  const watching = new Watching(options, diagnostics, (text) => clean(st, text));
+  // A watch event's line is model-facing: its controls shown as `\xNN` after redaction.
+  const watching = new Watching(options, diagnostics, (text) => escapeControls(clean(st, text)));
   const environments = new ConfiguredEnvironments(options.environments);
   const spawnGate = new SpawnGate(options.spawnPolicy, () => runningRecords(sessions));
   const store = new SessionStore(options, sessions, diagnostics);

@@ -32,6 +32,7 @@ import { compileFilter } from './toolfilter.js';
 import { takeNotifications } from './toolnotify.js';
 import type { ToolError, ToolResult, ToolSuccess } from './toolresult.js';
 import { readOutput, type ToolOutput } from './tooloutput.js';
+import { escapeStrings } from '../output/controls.js';
 import { type Access, ToolScope } from './toolscope.js';
 import { callOf, type ToolSurface } from './toolnames.js';
 import { waitForHost } from './toolwait.js';
@@ -120,6 +121,12 @@ export async function handleToolCall(
   context: ToolContext = {},
   options: ToolCallOptions = {},
 ): Promise<ToolResult> {
+  // Every string a model reads carries no C0 control but TAB, LF and CR, nor DEL (a NUL
+  // ends some hosts' conversations): each as `\xNN`, the raw view's colours included.
+  return escapeStrings(await handle(registry, name, input, context, options));
+}
+
+async function handle(registry: ProcessRegistry, name: string, input: unknown, context: ToolContext, options: ToolCallOptions): Promise<ToolResult> {
   try {
     checkStrict('tool context', toolContext, context);
     let done: Done;

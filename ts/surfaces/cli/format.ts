@@ -5,8 +5,9 @@ import { paint } from './color.js';
 /** `running`, or how the session ended: `exited (exit code 0)`, `killed (killed by SIGTERM)`. */
 export function describeEnd(s: SessionSummary): string {
   if (s.status === 'running') return 'running';
-  const how = s.signal ? `killed by ${s.signal}` : s.exitCode !== null ? `exit code ${s.exitCode}` : 'exit status unknown';
-  return `${s.reason ?? 'exited'} (${how}${s.deadlineExceeded ? ', its timeout passed' : ''})`;
+  // Every field of a record may be anyone's bytes (a crafted state file): printed escaped.
+  const how = s.signal ? `killed by ${printable(s.signal)}` : s.exitCode !== null ? `exit code ${s.exitCode}` : 'exit status unknown';
+  return `${printable(s.reason ?? 'exited')} (${how}${s.deadlineExceeded ? ', its timeout passed' : ''})`;
 }
 
 /** Short status for tables: `running`, `stopped`, `exit 0`, `exit 3`, `SIGTERM`, `lost`, coloured by how it went. */
@@ -14,7 +15,7 @@ export function shortStatus(s: SessionSummary): string {
   if (s.status === 'running') return s.stopped ? paint('yellow', 'stopped') : paint('green', 'running');
   if (s.reason === 'lost') return paint('magenta', 'lost');
   if (s.reason === 'failed_start') return paint('red', 'failed');
-  if (s.signal) return paint(s.reason === 'killed' ? 'yellow' : 'red', s.signal);
+  if (s.signal) return paint(s.reason === 'killed' ? 'yellow' : 'red', printable(s.signal));
   // A kill ended it, the job exiting by itself (a TERM trap): its own code, in the kill's colour.
   if (s.reason === 'killed') return paint('yellow', `exit ${s.exitCode ?? '?'}`);
   return s.exitCode === 0 ? 'exit 0' : paint('red', `exit ${s.exitCode ?? '?'}`);
