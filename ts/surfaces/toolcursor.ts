@@ -15,6 +15,11 @@
  * without its line break yet: it is returned again) and finds the place again after the
  * tail's front moved. The check value catches a cut or mistyped cursor; it is no secret
  * (a cursor grants nothing: its holder may read the whole output anyway).
+ *
+ * A reader inside a line longer than a result holds gets version 2,
+ * `2:<id>:<mode>:<line>:<dropped>:<hash>:<col>` and its check value: `line` is that line's
+ * number plus one, `col` how many of its characters (as the plain view shows it, redacted)
+ * were returned, and `hash` the FNV-1a of those characters.
  */
 import { ProcwardError } from '../errors.js';
 
@@ -28,8 +33,10 @@ export interface CursorPosition {
   line: number;
   /** `t` mode: bytes dropped before the tail's first line when the cursor was made (`f`: 0). */
   dropped: number;
-  /** FNV-1a (32 bits) of the last line read; 0 when none was read. */
+  /** FNV-1a (32 bits) of the last line read; 0 when none was read. With `col`: of the part of it read. */
   hash: number;
+  /** Characters of line `line - 1` returned so far when it was read in part; 0 once read whole. */
+  col: number;
 }
 
 /** 32-bit FNV-1a of a string's UTF-16 code units. */
@@ -44,7 +51,8 @@ export function lineHash(text: string): number {
 
 /** The opaque string for a position. */
 export function encodeCursor(p: CursorPosition): string {
-  const payload = `1:${p.sessionId.slice(5)}:${p.mode}:${p.line}:${p.dropped}:${p.hash}`;
+  const head = `${p.sessionId.slice(5)}:${p.mode}:${p.line}:${p.dropped}:${p.hash}`;
+  const payload = p.col > 0 ? `2:${head}:${p.col}` : `1:${head}`;
   return Buffer.from(`${payload}:${lineHash(payload).toString(36)}`).toString('base64url');
 }
 
@@ -65,13 +73,17 @@ export function decodeCursor(cursor: unknown): CursorPosition {
   // Decoding ignores stray trailing characters: only the exact encoding is a cursor.
   if (bytes.toString('base64url') !== cursor) throw invalid('not a cursor string');
   const parts = bytes.toString('latin1').split(':');
-  if (parts.length !== 7 || parts[0] !== '1') throw invalid('not a cursor string');
-  const [, hex, mode, line, dropped, hash, check] = parts as [string, string, string, string, string, string, string];
-  if (lineHash(parts.slice(0, 6).join(':')).toString(36) !== check) throw invalid('its check value does not match (cut or edited)');
-  if (!/^[0-9a-f]{12}$/.test(hex) || (mode !== 'f' && mode !== 't') || !COUNT.test(line) || !COUNT.test(dropped) || !COUNT.test(hash)) throw invalid('malformed');
+  const v2 = parts[0] === '2';
+  if (parts.length !== (v2 ? 8 : 7) || (parts[0] !== '1' && !v2)) throw invalid('not a cursor string');
+  const [, hex, mode, line, dropped, hash] = parts as [string, string, string, string, string, string];
+  const col = v2 ? (parts[6] as string) : '0';
+  const check = parts[parts.length - 1] as string;
+  if (lineHash(parts.slice(0, -1).join(':')).toString(36) !== check) throw invalid('its check value does not match (cut or edited)');
+  if (!/^[0-9a-f]{12}$/.test(hex) || (mode !== 'f' && mode !== 't') || !COUNT.test(line) || !COUNT.test(dropped) || !COUNT.test(hash) || !COUNT.test(col)) throw invalid('malformed');
   const n = (s: string) => Number(s);
-  if (!Number.isSafeInteger(n(line)) || !Number.isSafeInteger(n(dropped)) || n(hash) > 0xffffffff) throw invalid('malformed');
-  return { sessionId: `proc_${hex}`, mode, line: n(line), dropped: n(dropped), hash: n(hash) };
+  if (!Number.isSafeInteger(n(line)) || !Number.isSafeInteger(n(dropped)) || n(hash) > 0xffffffff || !Number.isSafeInteger(n(col))) throw invalid('malformed');
+  if (v2 && (n(col) === 0 || n(line) === 0)) throw invalid('malformed');
+  return { sessionId: `proc_${hex}`, mode, line: n(line), dropped: n(dropped), hash: n(hash), col: n(col) };
 }
 
 /** `INVALID_ARGUMENT` when the cursor was made for another session than `sessionId`. */

@@ -76,21 +76,51 @@ export async function readOutput(registry: ProcessRegistry, id: string, spec: Re
   // A read after a cursor returns at most maxChars characters of whole lines (3 bytes of
   // UTF-8 at most each), unless a filter has to look through more; other reads keep head
   // and tail of all they read.
-  const maxBytes = spec.maxBytes ?? (incremental && !spec.filter ? Math.min(MAX_PAGE_BYTES, 3 * spec.maxChars + 4096) : MAX_PAGE_BYTES);
+  let maxBytes = spec.maxBytes ?? (incremental && !spec.filter ? Math.min(MAX_PAGE_BYTES, 3 * spec.maxChars + 4096) : MAX_PAGE_BYTES);
   const notes: string[] = [];
   let got: LogResult;
   let skip = 0;
+  // Characters of the first line read that an earlier read returned (a cursor inside a long line).
+  let col = 0;
   if (spec.from === 'start') {
     got = await page(registry, id, 0, ALL_LINES, maxBytes);
   } else if ('cursor' in spec.from) {
-    ({ got, skip } = await resume(registry, id, decodeCursor(spec.from.cursor), maxBytes, notes));
+    const pos = decodeCursor(spec.from.cursor);
+    // Inside a long line: read it as far as one read holds, to go on from its column.
+    if (pos.col > 0) maxBytes = MAX_PAGE_BYTES;
+    ({ got, skip, col } = await resume(registry, id, pos, maxBytes, notes));
   } else {
     got = await page(registry, id, spec.from.offset, spec.from.limit ?? 200, maxBytes);
   }
-  const lines = got.lines.slice(skip);
-  const first = got.offset + skip;
+  if (incremental && got.lines.length - skip === 0 && got.offset + skip < got.totalLines && maxBytes < MAX_PAGE_BYTES) {
+    // The next line did not fit in what the page's byte cap left: read on from it, as far
+    // as one read holds (a long line is then returned by columns, below).
+    got = await page(registry, id, got.offset + skip, ALL_LINES, MAX_PAGE_BYTES);
+    skip = 0;
+    col = 0;
+    maxBytes = MAX_PAGE_BYTES;
+  }
+  let lines = got.lines.slice(skip);
+  let first = got.offset + skip;
   let end = got.offset + got.lines.length;
   const explicit = spec.from !== 'start' && !incremental;
+  // The first line, when it is longer than a result holds: read by columns (see `inLine`).
+  let long: { readable: string } | null = null;
+  const longAt = first;
+  if (incremental && !spec.filter && lines.length > 0) {
+    const part = await inLine(registry, id, lines[0] as string, first, col, maxBytes, spec.maxChars);
+    if (part !== null && 'partial' in part) return partialResult(got, first, part, again);
+    if (part !== null) {
+      if (part.note) notes.push(part.note);
+      long = { readable: part.readable };
+      lines = [part.rest, ...lines.slice(1)];
+      // Nothing new in the line the cursor stopped in: not shown again as an empty line.
+      if (col > 0 && part.rest === '') {
+        lines = lines.slice(1);
+        first += 1;
+      }
+    }
+  }
   let rows = lines;
   let numbers: number[] | null = null;
   let matched: number | undefined;
@@ -113,15 +143,19 @@ export async function readOutput(registry: ProcessRegistry, id: string, spec: Re
   } else if (end < got.totalLines && !(explicit && got.lines.length === ((spec.from as { limit?: number }).limit ?? 200))) {
     notes.push(`more output follows (lines ${end}-${got.totalLines - 1}; the page's byte cap ended this read): ${again} with this cursor`);
   }
+  // A long line that ended this read: the cursor keeps its column, so a line still growing
+  // (no line break yet) goes on from there, and one read whole is not returned again.
+  const endsInLong = long !== null && end === longAt + 1;
   const last = got.lines[end - 1 - got.offset];
   const cursor = encodeCursor({
     sessionId: got.id,
     mode: absolute(got) ? 'f' : 't',
     line: (absolute(got) ? (got.droppedLines as number) : 0) + end,
     dropped: absolute(got) ? (got.droppedLines as number) : got.droppedChars,
-    hash: last === undefined ? 0 : lineHash(last),
+    hash: endsInLong ? lineHash((long as { readable: string }).readable) : last === undefined ? 0 : lineHash(last),
+    col: endsInLong ? (long as { readable: string }).readable.length : 0,
   });
-  const out: ToolOutput = { session_id: got.id, status: got.status, text: '', cursor, first_line: first, lines_read: end - first, total_lines: got.totalLines };
+  const out: ToolOutput = { session_id: got.id, status: got.status, text: '', cursor, first_line: first, lines_read: Math.max(0, end - first), total_lines: got.totalLines };
   if (matched !== undefined) out.matched_lines = matched;
   const fitted = fitText(rows.join('\n'), spec.maxChars, numbers ? 0 : first, numbers ? 'matches' : 'lines', spec.readOn);
   out.text = fitted.text;
@@ -131,34 +165,111 @@ export async function readOutput(registry: ProcessRegistry, id: string, spec: Re
   return out;
 }
 
+/** A line's end as the page's byte cap leaves it (see `cutMarker` in `output/paging.ts`). */
+const CUT_AT_END = / \[… (\d+) more bytes of this line cut\]$/;
+
+/** Part of one long line, to be returned alone (the cursor stays inside the line). */
+interface Partial {
+  partial: string;
+  /** The line as far as one read holds, redacted. */
+  readable: string;
+  col: number;
+  /** Characters of the line after this part (as far as one read holds). */
+  more: number;
+}
+
 /**
- * The page after a cursor, and how many of its lines were read before (the line the cursor
- * ended on, when it is unchanged). A cursor's last line is read again: one that grew since
- * (a prompt that got its line break) comes back whole. In the in-memory tail, a front that
- * moved is followed by finding the last line read again (by its hash, at or before where it
- * was); when it is gone, the tail is read from its start and the note says output was lost.
+ * The first line a cursor read reaches, by columns, when it is longer than the result's
+ * budget (`maxChars`), was cut by the page's byte cap, or the cursor stopped inside it
+ * (`col` > 0): the line is read again as far as one read holds (4 MiB), and either the next
+ * `maxChars` characters from `col` are this read's whole result (`partial`), or what is
+ * left of it fits and is the read's first row (`rest`). Null for a line that needs neither.
+ * A line past 4 MiB shows its first 4 MiB; the note says how much more was not shown.
  */
-async function resume(registry: ProcessRegistry, id: string, pos: CursorPosition, maxBytes: number, notes: string[]): Promise<{ got: LogResult; skip: number }> {
+async function inLine(registry: ProcessRegistry, id: string, line: string, first: number, col: number, maxBytes: number, maxChars: number): Promise<Partial | { rest: string; readable: string; note?: string } | null> {
+  if (col === 0 && line.length <= maxChars && !CUT_AT_END.test(line)) return null;
+  let whole = line;
+  if (CUT_AT_END.test(whole) && maxBytes < MAX_PAGE_BYTES) whole = (await page(registry, id, first, 1, MAX_PAGE_BYTES)).lines[0] ?? whole;
+  const cut = CUT_AT_END.exec(whole);
+  const readable = cut ? whole.slice(0, cut.index) : whole;
+  const rest = readable.slice(col);
+  if (rest.length > maxChars) {
+    // Never between the two halves of a surrogate pair.
+    const take = isHighSurrogate(rest.charCodeAt(maxChars - 1)) ? maxChars - 1 : maxChars;
+    return { partial: rest.slice(0, take), readable, col: col + take, more: rest.length - take };
+  }
+  return { rest, readable, ...(cut && { note: `line ${first} is longer than one read holds: ${cut[1]} bytes after its first ${MAX_PAGE_BYTES} are not shown` }) };
+}
+
+function isHighSurrogate(c: number): boolean {
+  return c >= 0xd800 && c <= 0xdbff;
+}
+
+/** The result of a read that returns part of one long line: the cursor stays in the line, at its new column. */
+function partialResult(got: LogResult, first: number, part: Partial, again: string): ToolOutput {
+  const cursor = encodeCursor({
+    sessionId: got.id,
+    mode: absolute(got) ? 'f' : 't',
+    line: (absolute(got) ? (got.droppedLines as number) : 0) + first + 1,
+    dropped: absolute(got) ? (got.droppedLines as number) : got.droppedChars,
+    hash: lineHash(part.readable.slice(0, part.col)),
+    col: part.col,
+  });
+  const where = `characters ${part.col - part.partial.length + 1}-${part.col} of line ${first}`;
+  return {
+    session_id: got.id,
+    status: got.status,
+    text: part.partial,
+    cursor,
+    first_line: first,
+    lines_read: 0,
+    total_lines: got.totalLines,
+    note: `this is ${where}, which goes on for ${part.more} more characters: ${again} with this cursor for the rest of it and the output after it`,
+  };
+}
+
+/**
+ * The page after a cursor, how many of its lines were read before (the line the cursor
+ * ended on, when it is unchanged), and, for a cursor inside a long line (`col` > 0), how
+ * many characters of the page's first line were returned already. A cursor's last line is
+ * read again: one that grew since (a prompt that got its line break) comes back whole; a
+ * long line goes on from its column while the part read is unchanged (else from its start,
+ * with a note). In the in-memory tail, a front that moved is followed by finding the last
+ * line read again (by its hash, at or before where it was); when it is gone, the tail is
+ * read from its start and the note says output was lost.
+ */
+async function resume(registry: ProcessRegistry, id: string, pos: CursorPosition, maxBytes: number, notes: string[]): Promise<{ got: LogResult; skip: number; col: number }> {
   const back = Math.max(0, pos.line - 1);
   const base = pos.mode === 'f' ? pos.dropped : 0;
+  // The line the cursor stopped after (or, with `col`, inside): the same one still?
+  const same = (line: string | undefined) => line !== undefined && (pos.col > 0 ? line.length >= pos.col && lineHash(line.slice(0, pos.col)) === pos.hash : lineHash(line) === pos.hash);
+  // Where to go on in a page whose line `j` is the cursor's line.
+  const from = (got: LogResult, j: number) => {
+    if (pos.col === 0) return { got, skip: j + 1, col: 0 };
+    if (same(got.lines[j])) return { got, skip: j, col: pos.col };
+    notes.push('the line the cursor stopped in changed since: it is read again from its start');
+    return { got, skip: j, col: 0 };
+  };
   let got = await page(registry, id, Math.max(0, back - base), ALL_LINES, maxBytes);
   checkSession(pos, got.id);
   const moved = pos.mode === 'f' ? absolute(got) && got.droppedLines !== pos.dropped : got.droppedChars !== pos.dropped;
   if (!moved) {
     if (back - base > got.totalLines) throw new ProcwardError('INVALID_ARGUMENT', 'cursor is not valid: it points past the end of the output');
-    return { got, skip: pos.line > 0 && got.lines.length > 0 && lineHash(got.lines[0] as string) === pos.hash ? 1 : 0 };
+    if (pos.line === 0 || got.lines.length === 0) return { got, skip: 0, col: 0 };
+    return pos.col > 0 ? from(got, 0) : { got, skip: same(got.lines[0]) ? 1 : 0, col: 0 };
   }
   if (pos.mode === 'f') {
     // The log's cap rotated lines away: absolute numbers still hold.
     const dropped = got.droppedLines as number;
     if (back < dropped) notes.push(`${dropped - back} lines after the cursor were dropped by the log cap before this read`);
     got = await page(registry, id, Math.max(0, back - dropped), ALL_LINES, maxBytes);
-    return { got, skip: back >= dropped && pos.line > 0 && got.lines.length > 0 && lineHash(got.lines[0] as string) === pos.hash ? 1 : 0 };
+    if (back < dropped || pos.line === 0 || got.lines.length === 0) return { got, skip: 0, col: 0 };
+    return pos.col > 0 ? from(got, 0) : { got, skip: same(got.lines[0]) ? 1 : 0, col: 0 };
   }
   got = await page(registry, id, 0, ALL_LINES, maxBytes);
   for (let j = Math.min(back, got.lines.length - 1); j >= 0; j--) {
-    if (lineHash(got.lines[j] as string) === pos.hash) return { got, skip: j + 1 };
+    if (same(got.lines[j])) return from(got, j);
   }
   notes.push('output after the cursor was dropped by the in-memory cap (maxOutputChars) before this read: this is the oldest output kept');
-  return { got, skip: 0 };
+  return { got, skip: 0, col: 0 };
 }
