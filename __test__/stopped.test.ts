@@ -40,7 +40,9 @@ describe('a stopped job', () => {
     expect((await ctx.registry.poll(s.id)).stopped).toBe(true);
     const k = await ctx.registry.kill(s.id, { graceMs: 30_000 });
     expect(k.escalated).toBe(false);
-    expect(k.signal).toBe('SIGTERM');
+    expect(k.killSignal).toBe('SIGTERM');
+    // Its trap's own exit 0 ended it (issue 28, kind 4): no signal, its exit code.
+    expect([k.signal, k.exitCode]).toEqual([null, 0]);
     expect(k.outcome).toBe('killed');
     const w = await ctx.registry.wait(s.id, { timeoutMs: 5000 });
     expect(w.outputPreview).toContain('cleaned');

@@ -210,9 +210,13 @@ export class ProcessRegistry extends EventEmitter<RegistryEvents> {
   }
 
   /**
-   * Ends the session's input, after the writes that wait: closes the pipe, sends EOF (Ctrl-D)
-   * to a PTY, or has a durable job's supervisor close its end of the FIFO (the job reads EOF
-   * once no writer is left).
+   * Ends the session's input, after the writes that wait: closes the pipe, has a durable
+   * job's supervisor close its end of the FIFO (the job reads EOF once no writer is left),
+   * or, on a PTY in canonical mode, sends the terminal's end of input (its `VEOF` character,
+   * Ctrl-D by default; twice when the line holds characters not sent yet) and keeps the
+   * terminal open (Windows ConPTY: Ctrl-Z and Enter). Later `write` and `submit` fail with
+   * `STDIN_CLOSED`. Errors: `ENOTSUP` for a PTY in raw mode (no end of input there; nothing
+   * is sent), `STDIN_CLOSED` when closed already, `SESSION_EXITED`.
    */
   async closeStdin(id: string): Promise<{ id: string; closed: true }> {
     return closeStdin(this.state, id);

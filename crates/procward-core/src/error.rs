@@ -12,6 +12,9 @@ pub enum Error {
   InvalidInput(String),
   /// The operation is not implemented on this platform (yet).
   Unsupported(&'static str),
+  /// The operation cannot be done in the object's present state (a terminal in raw mode has
+  /// no end of input); nothing was changed. The message says why.
+  NotPossible(String),
 }
 
 /// Result alias for the core.
@@ -44,7 +47,7 @@ impl Error {
         _ => "EIO".into(),
       },
       Error::InvalidInput(_) => "EINVAL".into(),
-      Error::Unsupported(_) => "ENOTSUP".into(),
+      Error::Unsupported(_) | Error::NotPossible(_) => "ENOTSUP".into(),
     }
   }
 }
@@ -71,6 +74,7 @@ impl fmt::Display for Error {
       Error::Io { context, source } => write!(f, "{context}: {source}"),
       Error::InvalidInput(msg) => write!(f, "invalid input: {msg}"),
       Error::Unsupported(what) => write!(f, "not supported on this platform: {what}"),
+      Error::NotPossible(why) => f.write_str(why),
     }
   }
 }

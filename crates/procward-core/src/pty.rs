@@ -60,6 +60,9 @@ pub enum InputKind {
 pub struct JobInput {
   input: Arc<Input>,
   kind: InputKind,
+  /// A PTY's line holds characters not sent yet: the last write did not end with a line
+  /// break (so its end of input takes two EOF characters, see [`JobInput::close`]).
+  line_open: std::sync::atomic::AtomicBool,
   /// A PTY's emulator, resized with it (see `terminal`).
   terminal: Option<SharedTerminal>,
 }
@@ -73,7 +76,7 @@ impl std::fmt::Debug for Input {
 impl JobInput {
   pub(crate) fn new(fd: OwnedFd, kind: InputKind) -> Result<Self> {
     crate::unixpipe::nonblocking(&fd).map_err(|e| Error::io("making the input non-blocking", e))?;
-    Ok(JobInput { input: Input::new(fd), kind, terminal: None })
+    Ok(JobInput { input: Input::new(fd), kind, terminal: None, line_open: std::sync::atomic::AtomicBool::new(false) })
   }
 
   /// The emulator that follows this PTY's size from now on.
@@ -103,6 +106,9 @@ impl JobInput {
   /// bytes for `timeout` (the writes queued behind it are `Dropped`), `Closed` after
   /// [`JobInput::close`] or when the input is dropped.
   pub fn write_all(&self, data: Vec<u8>, timeout: Duration, done: WriteDone) {
+    if let Some(&last) = data.last() {
+      self.line_open.store(!matches!(last, b'\n' | b'\r' | 0x04), std::sync::atomic::Ordering::Relaxed);
+    }
     self.input.write(data, timeout, done)
   }
 
@@ -120,23 +126,52 @@ impl JobInput {
     }
   }
 
-  /// Ends the input: closes the pipe (after the writes that wait), or sends the terminal's
-  /// EOF character (Ctrl-D) to a PTY, after them too. Errors: `InvalidInput` when the input
-  /// is closed already.
+  /// Ends the input: closes the pipe (after the writes that wait), or, on a PTY in
+  /// canonical mode, sends the end of input as the terminal defines it (its `VEOF`
+  /// character, Ctrl-D by default; twice when the line holds characters not sent yet, since
+  /// the first only sends them), after the writes that wait too; the terminal stays open (its
+  /// job is not hung up), and later writes fail as the input is closed. Errors:
+  /// `InvalidInput` when the input is closed already; `NotPossible` (`ENOTSUP`) for a
+  /// terminal in raw mode (`ICANON` off: no end of input there) or with `VEOF` disabled,
+  /// and nothing is sent or changed.
   pub fn close(&mut self) -> Result<()> {
     let closed = || Error::InvalidInput("stdin is closed".into());
     match self.kind {
       InputKind::Pipe => self.input.close().then_some(()).ok_or_else(closed),
       InputKind::Pty => {
+        let eof = self.eof_char()?;
+        let n = if self.line_open.load(std::sync::atomic::Ordering::Relaxed) { 2 } else { 1 };
         let (tx, rx) = std::sync::mpsc::channel();
-        self.write_all(b"\x04".to_vec(), DEFAULT_WRITE_TIMEOUT, Box::new(move |r| drop(tx.send(r))));
+        self.write_all(vec![eof; n], DEFAULT_WRITE_TIMEOUT, Box::new(move |r| drop(tx.send(r))));
         // Refused at once when closed; otherwise it is queued, and ends on its own.
-        match rx.try_recv() {
+        let sent = match rx.try_recv() {
           Ok(Err(WriteError { failure: WriteFailure::Closed, .. })) => Err(closed()),
           Ok(Err(e)) => Err(e.into()),
           _ => Ok(()),
-        }
+        };
+        self.input.end();
+        sent
       }
+    }
+  }
+
+  /// The terminal's end-of-input character (`VEOF`), when its line discipline has one.
+  fn eof_char(&self) -> Result<u8> {
+    let termios = self
+      .input
+      .with_fd(|fd| nix::sys::termios::tcgetattr(fd).map_err(std::io::Error::from))
+      .map_err(|e| match e.raw_os_error() {
+        Some(libc::EBADF) => Error::InvalidInput("stdin is closed".into()),
+        _ => Error::io("reading the terminal's settings", e),
+      })?;
+    if !termios.local_flags.contains(nix::sys::termios::LocalFlags::ICANON) {
+      return Err(Error::NotPossible(
+        "the terminal is in raw mode (the program reads keys, not lines): it has no end of input; send the program's own quit keys with write instead; nothing was sent".into(),
+      ));
+    }
+    match termios.control_chars[nix::sys::termios::SpecialCharacterIndices::VEOF as usize] {
+      0 => Err(Error::NotPossible("the terminal's end-of-input character (VEOF) is disabled; nothing was sent".into())),
+      c => Ok(c),
     }
   }
 

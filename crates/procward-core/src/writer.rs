@@ -52,6 +52,9 @@ struct State {
   close_when_drained: bool,
   /// The host let go of the input: what waits fails, and the descriptor closes.
   released: bool,
+  /// No write is taken any more, though the descriptor stays open (a terminal's end of
+  /// input was sent: closing its master would hang the job up).
+  ended: bool,
   /// Followed by the writer thread (which alone closes the descriptor meanwhile).
   followed: bool,
   /// When the job last took a byte.
@@ -74,6 +77,7 @@ impl Input {
         queue: VecDeque::new(),
         close_when_drained: false,
         released: false,
+        ended: false,
         followed: false,
         progress_at: Instant::now(),
         quiet_until: None,
@@ -90,7 +94,7 @@ impl Input {
   /// the write ends here.
   pub fn write(self: &Arc<Self>, data: Vec<u8>, timeout: Duration, done: WriteDone) {
     let mut s = self.lock();
-    if s.fd.is_none() || s.close_when_drained || s.released {
+    if s.fd.is_none() || s.close_when_drained || s.released || s.ended {
       drop(s);
       return done(Err(WriteError { written: 0, failure: WriteFailure::Closed }));
     }
@@ -132,6 +136,18 @@ impl Input {
     } else {
       s.fd = None;
     }
+    true
+  }
+
+  /// Takes no write from now on (they fail as [`WriteFailure::Closed`]); those made before
+  /// still go through, and the descriptor stays open. `false` when the input was closed or
+  /// ended already.
+  pub fn end(&self) -> bool {
+    let mut s = self.lock();
+    if s.fd.is_none() || s.close_when_drained || s.released || s.ended {
+      return false;
+    }
+    s.ended = true;
     true
   }
 
