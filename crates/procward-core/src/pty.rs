@@ -157,10 +157,8 @@ impl JobInput {
 
   /// The terminal's end-of-input character (`VEOF`), when its line discipline has one.
   fn eof_char(&self) -> Result<u8> {
-    let termios = self
-      .input
-      .with_fd(|fd| nix::sys::termios::tcgetattr(fd).map_err(std::io::Error::from))
-      .map_err(|e| match e.raw_os_error() {
+    let termios =
+      self.input.with_fd(|fd| nix::sys::termios::tcgetattr(fd).map_err(std::io::Error::from)).map_err(|e| match e.raw_os_error() {
         Some(libc::EBADF) => Error::InvalidInput("stdin is closed".into()),
         _ => Error::io("reading the terminal's settings", e),
       })?;
