@@ -19,7 +19,7 @@ describe('tool handler never throws (issue 17)', () => {
 });
 
 describe('tool scope with half a context (issue 17)', () => {
-  // ts/surfaces/tool.ts start() and manage('list'): `ctx.taskId ?? input.task_id` and
+  // ts/surfaces/tool/handler.ts start() and manage('list'): `ctx.taskId ?? input.task_id` and
   // `ctx.sessionKey ?? input.session_key`. A host that scopes calls by one of the two (an MCP
   // server made for one conversation: { sessionKey }) lets the model fill in the other:
   // list shows another conversation's sessions, and process_start files a job under another
@@ -186,7 +186,7 @@ describe('kill-after deadline of a durable job (issue 18)', () => {
 });
 
 describe('notifications larger than the budget (issue 17)', () => {
-  // ts/surfaces/toolnotify.ts takeNotifications took an event only when it fit whole and
+  // ts/surfaces/tool/notify.ts takeNotifications took an event only when it fit whole and
   // never cut one: a completion of a job whose command is over 200 000 characters was
   // pending forever at every max_chars. Now the first event that does not fit is cut.
   it('a completion whose command is longer than max_chars is delivered, cut', async () => {

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { handleToolCall, ProcessRegistry } from '../dist/index.mjs';
 import { RateLimit } from '../ts/policy/notifications.js';
-import { fitEvent, type ToolEvent } from '../ts/surfaces/toolnotify.js';
+import { fitEvent, type ToolEvent } from '../ts/surfaces/tool/notify.js';
 import { connectInMemory } from './mcp-support.js';
 import { cleanupGroup, perTestRegistry, until } from './support.js';
 

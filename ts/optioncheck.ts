@@ -2,7 +2,7 @@
  * The check of an options object against a strict zod schema, and the error it gives: an
  * unknown key with the closest known key as a hint ("did you mean `timeoutMs`?"), a value
  * of the wrong type named with what it got (`"100"` is a string). Shared by the registry's
- * options (`options.ts`), `killTree` (`processes.ts`) and the tool's input (`surfaces/tool.ts`).
+ * options (`options.ts`), `killTree` (`processes.ts`) and the tool's input (`surfaces/tool/handler.ts`).
  */
 import { z } from 'zod';
 import { ProcwardError } from './errors.js';

@@ -28,7 +28,7 @@ import { serveLogging } from './mcp/logging.js';
 import { callProgress } from './mcp/progress.js';
 import { serveLogResources } from './mcp/resources.js';
 import { mcpTools, routeCall } from './mcp/tools.js';
-import { handleToolCall, type ToolContext, type ToolResult } from './tool.js';
+import { handleToolCall, type ToolContext, type ToolResult } from './tool/handler.js';
 
 function toolResult(result: ToolResult): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown>, isError: 'error' in result };

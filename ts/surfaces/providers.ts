@@ -1,10 +1,10 @@
 /**
  * The tool definitions in the shape and strict dialect each LLM provider takes:
- * {@link toolDefinitionsFor}. Built from the live base schemas (`toolschema.ts`) by the
+ * {@link toolDefinitionsFor}. Built from the live base schemas (`tool/schema.ts`) by the
  * generic transformer (`strictschema.ts`), so they follow every field added there.
  */
 import { ProcwardError } from '../errors.js';
-import { type ToolDefinition, toolDefinitions } from './toolschema.js';
+import { type ToolDefinition, toolDefinitions } from './tool/schema.js';
 import { DIALECTS, type StrictProvider } from './providers/dialect.js';
 import { type JsonSchema, type OptionalBudget, toStrictSchema } from './providers/strictschema.js';
 

@@ -4,7 +4,7 @@
 type SnakeKey<K extends string> = K extends `${infer H}${infer T}` ? `${H extends Lowercase<H> ? H : `_${Lowercase<H>}`}${SnakeKey<T>}` : K;
 
 /**
- * A result as the LLM tool gives it (see `surfaces/tool.ts`): every key snake_case, at every
+ * A result as the LLM tool gives it (see `surfaces/tool/handler.ts`): every key snake_case, at every
  * depth, and a session's `id` named `session_id`.
  */
 export type Snake<T> = T extends readonly (infer E)[]

@@ -3,7 +3,7 @@
  * lines. Options are named only when the library's tool schemas have them, so the text
  * never promises an argument the tools refuse.
  */
-import { toolDefinitions } from '../toolschema.js';
+import { toolDefinitions } from '../tool/schema.js';
 
 function has(tool: string, key: string): boolean {
   const def = toolDefinitions().find((t) => t.name === tool);

@@ -25,7 +25,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { type LoggingLevel, LoggingLevelSchema, SetLevelRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { CompletionEvent, WatchEvent } from '../../policy/notifications.js';
 import type { ProcessRegistry } from '../../registry.js';
-import type { ToolContext } from '../tool.js';
+import type { ToolContext } from '../tool/handler.js';
 import { visibleSession } from './scope.js';
 import { oneLine } from './text.js';
 

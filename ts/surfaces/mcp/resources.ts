@@ -28,7 +28,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ProcessRegistry } from '../../registry.js';
 import type { SessionSummary } from '../../types.js';
-import type { ToolContext } from '../tool.js';
+import type { ToolContext } from '../tool/handler.js';
 import { visibleSession, visibleSessions } from './scope.js';
 import { oneLine } from './text.js';
 

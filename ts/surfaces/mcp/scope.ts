@@ -7,7 +7,7 @@
  */
 import type { ProcessRegistry } from '../../registry.js';
 import type { SessionSummary } from '../../types.js';
-import type { ToolContext } from '../tool.js';
+import type { ToolContext } from '../tool/handler.js';
 
 /** The sessions `context` may see, oldest first. */
 export function visibleSessions(registry: ProcessRegistry, context: ToolContext): Promise<SessionSummary[]> {

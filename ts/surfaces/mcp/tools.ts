@@ -11,15 +11,15 @@
  *   `close`, and any action added later: a new action is taken for one that acts until it
  *   is listed as read-only here). `destructiveHint: true`.
  *
- * Input schemas are derived from the library's `process` schema (`toolschema.ts`), so a
+ * Input schemas are derived from the library's `process` schema (`tool/schema.ts`), so a
  * property added there appears here: each tool lists the action names
  * it runs and the properties whose description does not name only the other tool's actions
  * before its first colon.
  * The library's tool surface (`toolDefinitions`, `handleToolCall`) keeps its single
  * `process` tool; only the MCP surface splits it.
  */
-import { READ_ACTIONS } from '../toolnames.js';
-import { toolDefinitions } from '../toolschema.js';
+import { READ_ACTIONS } from '../tool/names.js';
+import { toolDefinitions } from '../tool/schema.js';
 import { outputSchemas } from './outputschema.js';
 
 /** The MCP tool names. */

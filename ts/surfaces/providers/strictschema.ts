@@ -10,7 +10,7 @@
  * - objects closed with `additionalProperties: false` (OpenAI, Anthropic) or with the
  *   keyword removed (Gemini);
  * - maps (`{ type: object, additionalProperties: T }`, zod's `z.record`) become lists of
- *   `{ name, value }` pairs; the handler (`toolargs.ts`) turns them back;
+ *   `{ name, value }` pairs; the handler (`tool/args.ts`) turns them back;
  * - type unions (`["string", "number"]`) become `string` (the handler reads numeric
  *   strings); `const` becomes a one-value `enum`, `oneOf` becomes `anyOf`;
  * - constraint keywords the dialect refuses move into the description in words.

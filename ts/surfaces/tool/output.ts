@@ -5,14 +5,14 @@
  * says what went and how to read it), and a cursor to the page's end for the next read.
  * `text` only: no second copy of the lines.
  */
-import { ProcwardError } from '../errors.js';
-import { MAX_PAGE_BYTES } from '../output/paging.js';
-import type { ProcessRegistry } from '../registry.js';
-import type { LogResult } from '../types.js';
-import type { WatchMatcher } from '../native.js';
-import { fitText, fittingRows } from './toolbudget.js';
-import { type CursorPosition, checkSession, decodeCursor, encodeCursor, lineHash } from './toolcursor.js';
-import { filterLines } from './toolfilter.js';
+import { ProcwardError } from '../../errors.js';
+import { MAX_PAGE_BYTES } from '../../output/paging.js';
+import type { ProcessRegistry } from '../../registry.js';
+import type { LogResult } from '../../types.js';
+import type { WatchMatcher } from '../../native.js';
+import { fitText, fittingRows } from './budget.js';
+import { type CursorPosition, checkSession, decodeCursor, encodeCursor, lineHash } from './cursor.js';
+import { filterLines } from './filter.js';
 
 /** What one read returns (snake_case, as the tool's results are). */
 export interface ToolOutput {
@@ -47,7 +47,7 @@ export interface ReadSpec {
   filter?: WatchMatcher;
   /**
    * The call that reads on, when it is not the one being answered (`process action=log`
-   * for a poll's, a wait's or a start's output; see `toolnames.ts`): hints name it for
+   * for a poll's, a wait's or a start's output; see `names.ts`): hints name it for
    * `offset`/`limit` pages, and a start's result for reading on after its cursor (calling
    * `process_start` again would start another job). Default: none (the call is a log).
    */

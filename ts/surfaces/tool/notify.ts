@@ -12,9 +12,9 @@
  * calls. The text is redacted whole by the registry before it gets here, so a cut never
  * shows part of a secret the whole text would have masked.
  */
-import type { ProcwardEvent } from '../policy/notifications.js';
-import type { ProcessRegistry } from '../registry.js';
-import type { ToolScope } from './toolscope.js';
+import type { ProcwardEvent } from '../../policy/notifications.js';
+import type { ProcessRegistry } from '../../registry.js';
+import type { ToolScope } from './scope.js';
 
 /** An event as the model reads it: snake_case keys. */
 export interface ToolEvent {

@@ -8,11 +8,11 @@
  * a prefix resolves among the visible sessions only. A call without a context sees every
  * session (the library and CLI case).
  */
-import { ProcwardError } from '../errors.js';
-import type { ProcessRegistry } from '../registry.js';
-import { resolveSessionId } from '../session/ids.js';
-import type { ProcwardEvent } from '../policy/notifications.js';
-import { callOf, type ToolSurface } from './toolnames.js';
+import { ProcwardError } from '../../errors.js';
+import type { ProcessRegistry } from '../../registry.js';
+import { resolveSessionId } from '../../session/ids.js';
+import type { ProcwardEvent } from '../../policy/notifications.js';
+import { callOf, type ToolSurface } from './names.js';
 
 /** The host's context of a call. */
 export interface ScopeContext {

@@ -7,8 +7,8 @@
  * characters, no look-around or backreferences, and a line is matched on its head (its
  * first 64 KiB of UTF-8, less for a pattern that compiles to many automaton states).
  */
-import { fromNative, ProcwardError } from '../errors.js';
-import { native, type WatchMatcher } from '../native.js';
+import { fromNative, ProcwardError } from '../../errors.js';
+import { native, type WatchMatcher } from '../../native.js';
 
 /** Milliseconds one filter may spend matching lines; the lines after that are counted as not searched. */
 const FILTER_BUDGET_MS = 2_000;

@@ -8,34 +8,34 @@
  *
  * Inputs and results use snake_case keys. Every output and command in a result is already
  * redacted by the registry, whole, before this surface cuts or filters it. Output is cut to
- * a character budget (`toolbudget.ts`), read after a cursor (`toolcursor.ts`,
- * `tooloutput.ts`) and filtered by a linear-time regex (`toolfilter.ts`); every result
- * carries the pending events of its scope (`toolnotify.ts`); a call with a context acts
- * only on the sessions that context sees (`toolscope.ts`); waits follow the host's abort
- * signal and progress (`toolwait.ts`). The handler never throws: unknown tools or actions,
+ * a character budget (`budget.ts`), read after a cursor (`cursor.ts`,
+ * `output.ts`) and filtered by a linear-time regex (`filter.ts`); every result
+ * carries the pending events of its scope (`notify.ts`); a call with a context acts
+ * only on the sessions that context sees (`scope.ts`); waits follow the host's abort
+ * signal and progress (`wait.ts`). The handler never throws: unknown tools or actions,
  * missing ids and bad argument types come back as `{ error: { code, message } }`.
  *
- * The schemas live in `toolschema.ts` (re-exported here).
+ * The schemas live in `schema.ts` (re-exported here).
  */
 import { z } from 'zod';
-import { type ProcwardErrorCode, ProcwardError } from '../errors.js';
-import { checkStrict, didYouMean, type Shape } from '../optioncheck.js';
-import { normalizeToolArgs } from './toolargs.js';
-import { processInput, startInput } from './toolschema.js';
+import { type ProcwardErrorCode, ProcwardError } from '../../errors.js';
+import { checkStrict, didYouMean, type Shape } from '../../optioncheck.js';
+import { normalizeToolArgs } from './args.js';
+import { processInput, startInput } from './schema.js';
 
-export { openAiTools, type ToolDefinition, toolDefinitions } from './toolschema.js';
-export type * from './toolresult.js';
-import type { ProcessRegistry } from '../registry.js';
-import type { SessionSummary } from '../types.js';
-import { DEFAULT_MAX_CHARS, fitText, newestFitting } from './toolbudget.js';
-import { compileFilter } from './toolfilter.js';
-import { takeNotifications } from './toolnotify.js';
-import type { ToolError, ToolResult, ToolSuccess } from './toolresult.js';
-import { readOutput, type ToolOutput } from './tooloutput.js';
-import { escapeStrings } from '../output/controls.js';
-import { type Access, ToolScope } from './toolscope.js';
-import { callOf, type ToolSurface } from './toolnames.js';
-import { waitForHost } from './toolwait.js';
+export { openAiTools, type ToolDefinition, toolDefinitions } from './schema.js';
+export type * from './result.js';
+import type { ProcessRegistry } from '../../registry.js';
+import type { SessionSummary } from '../../types.js';
+import { DEFAULT_MAX_CHARS, fitText, newestFitting } from './budget.js';
+import { compileFilter } from './filter.js';
+import { takeNotifications } from './notify.js';
+import type { ToolError, ToolResult, ToolSuccess } from './result.js';
+import { readOutput, type ToolOutput } from './output.js';
+import { escapeStrings } from '../../output/controls.js';
+import { type Access, ToolScope } from './scope.js';
+import { callOf, type ToolSurface } from './names.js';
+import { waitForHost } from './wait.js';
 
 /** A result as the handler builds it, before it is typed as a {@link ToolSuccess}. */
 type Building = Record<string, unknown>;
@@ -91,7 +91,7 @@ export interface ToolCallOptions {
   /**
    * Called about once a second while a `wait` (or `yield_ms`) runs, for MCP progress
    * notifications: milliseconds waited, the wait's whole length, a line for people. With
-   * it, a wait lasts its whole `timeout_ms`; without it, at most 50 s (see `toolwait.ts`).
+   * it, a wait lasts its whole `timeout_ms`; without it, at most 50 s (see `wait.ts`).
    */
   onProgress?: (progress: { elapsedMs: number; totalMs: number; message: string }) => void;
   /**

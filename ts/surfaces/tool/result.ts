@@ -3,11 +3,11 @@
  * `session_id`), each with the pending `notifications` of the call's scope, or a
  * {@link ToolError}. Narrow with `'error' in result`, then by a key (`'pid' in result`).
  */
-import type { ProcwardErrorCode } from '../errors.js';
-import type { SessionStatus } from '../session/record.js';
-import type { KillResult, PollResult, SessionSummary, SignalResult, Snake, TerminalScreen, WaitResult } from '../types.js';
-import type { ToolEvent } from './toolnotify.js';
-import type { ToolOutput } from './tooloutput.js';
+import type { ProcwardErrorCode } from '../../errors.js';
+import type { SessionStatus } from '../../session/record.js';
+import type { KillResult, PollResult, SessionSummary, SignalResult, Snake, TerminalScreen, WaitResult } from '../../types.js';
+import type { ToolEvent } from './notify.js';
+import type { ToolOutput } from './output.js';
 
 /** A failed tool call: procward's error code (or `UNKNOWN_TOOL`, or `ERROR` for a foreign error), its message and details. */
 export interface ToolError {

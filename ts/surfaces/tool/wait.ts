@@ -8,8 +8,8 @@
  * and a call without a progress callback waits at most {@link UNREPORTED_WAIT_MS}, then
  * says the job is still running and to call again.
  */
-import type { ProcessRegistry } from '../registry.js';
-import type { WaitResult } from '../types.js';
+import type { ProcessRegistry } from '../../registry.js';
+import type { WaitResult } from '../../types.js';
 
 /** The longest wait of a call whose host takes no progress: below the common 60 s request timeout. */
 export const UNREPORTED_WAIT_MS = 50_000;

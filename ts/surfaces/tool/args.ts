@@ -25,8 +25,8 @@
  *
  * The input is never changed; a new object is returned.
  */
-import { ProcwardError } from '../errors.js';
-import { toolDefinitions } from './toolschema.js';
+import { ProcwardError } from '../../errors.js';
+import { toolDefinitions } from './schema.js';
 
 type Node = Record<string, unknown>;
 const isNode = (v: unknown): v is Node => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -55,7 +55,7 @@ function breaks(text: string, from: number, to: number): number {
  * `offset`/`limit` reads what went), `matches` when it is a filter's matching lines, each
  * led by its number (the marker counts from 0 among them). `pageWith`: the call that takes
  * that `offset`/`limit` when it is not the one being answered (`process action=log` in a
- * poll's result, see `toolnames.ts`); default none.
+ * poll's result, see `names.ts`); default none.
  */
 export function fitText(text: string, maxChars: number, firstLine: number, kind: 'lines' | 'matches' = 'lines', pageWith?: string): Fitted {
   if (text.length <= maxChars) return { text };

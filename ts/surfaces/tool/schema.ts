@@ -3,9 +3,9 @@
  * exported as JSON Schema (`z.toJSONSchema`). The handler that runs them is `tool.ts`.
  */
 import { z } from 'zod';
-import { MAX_PAGE_BYTES, MIN_PAGE_BYTES } from '../output/paging.js';
-import { DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS } from './toolbudget.js';
-import { UNREPORTED_WAIT_MS } from './toolwait.js';
+import { MAX_PAGE_BYTES, MIN_PAGE_BYTES } from '../../output/paging.js';
+import { DEFAULT_MAX_CHARS, MAX_MAX_CHARS, MIN_MAX_CHARS } from './budget.js';
+import { UNREPORTED_WAIT_MS } from './wait.js';
 
 const maxChars = z
   .number()

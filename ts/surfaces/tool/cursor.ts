@@ -21,7 +21,7 @@
  * number plus one, `col` how many of its characters (as the plain view shows it, redacted)
  * were returned, and `hash` the FNV-1a of those characters.
  */
-import { ProcwardError } from '../errors.js';
+import { ProcwardError } from '../../errors.js';
 
 /** Where a reader stopped. */
 export interface CursorPosition {
