@@ -26,6 +26,22 @@ describe('retention', () => {
     expect([...expiredIds(records, { maxSessions: 1 }, now)].sort()).toEqual(['new', 'old']);
   });
 
+  it('finishedTtlMs 0: a job with notifyOnComplete keeps its session until its completion is taken; one without goes at once', async () => {
+    const r = await ProcessRegistry.open({ finishedTtlMs: 0 });
+    try {
+      const told = await r.spawn('exit 3', { notifyOnComplete: true });
+      const quiet = await r.spawn('exit 4');
+      await new Promise((res) => setTimeout(res, 300));
+      const next = await r.spawn('exit 0'); // any write prunes
+      await new Promise((res) => setTimeout(res, 100));
+      await expect(r.poll(quiet.id)).rejects.toMatchObject({ code: 'UNKNOWN_SESSION' });
+      expect(await r.drainNotifications()).toMatchObject([{ sessionId: told.id, exitCode: 3 }]);
+      void next;
+    } finally {
+      await r.close();
+    }
+  });
+
   it('a registry forgets a finished session once its TTL has passed', async () => {
     const r = await ProcessRegistry.open({ finishedTtlMs: 50 });
     const a = await r.spawn('exit 0');
@@ -47,8 +63,11 @@ describe('retention', () => {
       rec('mine', 'exited', now - 20),
     ];
     const mine = (r: SessionRecord) => r.id !== 'theirs';
-    // TTL: everything finished long ago, except what another live host owns.
-    expect([...expiredIds(records, { finishedTtlMs: 1 }, now, mine)].sort()).toEqual(['delivered', 'mine', 'undelivered']);
+    // TTL: everything finished long ago, except what another live host owns and, for a
+    // day, an undelivered completion (issue 28, kind 12).
+    expect([...expiredIds(records, { finishedTtlMs: 1 }, now, mine)].sort()).toEqual(['delivered', 'mine']);
+    expect([...expiredIds(records, { finishedTtlMs: 0 }, now + 24 * 3600_000 - 100, mine)].sort()).toEqual(['delivered', 'mine']);
+    expect([...expiredIds(records, { finishedTtlMs: 0 }, now + 24 * 3600_000, mine)].sort()).toEqual(['delivered', 'mine', 'undelivered']);
     // Cap of 1: 'theirs' and 'undelivered' stay, so the cap is exceeded (2 kept).
     expect([...expiredIds(records, { maxSessions: 1 }, now, mine)].sort()).toEqual(['delivered', 'mine']);
   });

@@ -80,3 +80,23 @@ describe('cursors reach the newest output past a line longer than a result', () 
     for (const part of [...before.body.split('\n'), ...after.body.split('\n')]) expect(/^[\uDC00-\uDFFF]|[\uD800-\uDBFF]$/.test(part)).toBe(false);
   });
 });
+
+// Issue 28, kind 12: choices kept or changed, as the closing note says.
+describe('choices of kind 12', () => {
+  it('a cursor read that leaves lines for later says how many and where the newest output is', async () => {
+    const s = await ctx.registry.spawn('seq 1 3000');
+    cleanupGroup(s.pid);
+    await ctx.registry.wait(s.id, { timeoutMs: 10_000 });
+    const start = (await handleToolCall(ctx.registry, 'process', { action: 'log', session_id: s.id, offset: 0, limit: 1, max_chars: 1000 })) as Read;
+    const next = (await handleToolCall(ctx.registry, 'process', { action: 'poll', session_id: s.id, cursor: start.cursor, max_chars: 1000 })) as Read & { first_line: number; lines_read: number };
+    const after = 3000 - next.first_line - next.lines_read;
+    expect(next.note).toContain(`more output follows: call again with this cursor (${after} lines after this read; a poll without a cursor shows the newest output)`);
+  });
+
+  it('submit without text is Enter alone', async () => {
+    const s = await ctx.registry.spawn('read x; echo "got[$x]"', { stdin: true });
+    cleanupGroup(s.pid);
+    expect(await handleToolCall(ctx.registry, 'process', { action: 'submit', session_id: s.id })).not.toHaveProperty('error');
+    expect(await ctx.registry.wait(s.id, { timeoutMs: 10_000 })).toMatchObject({ exitCode: 0, outputPreview: 'got[]\n' });
+  });
+});

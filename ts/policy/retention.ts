@@ -6,8 +6,10 @@
  * Never pruned: a running session; a session the caller may not prune (`mayPrune`: a host
  * prunes only sessions it owns or that no live host owns, since a host with a shorter
  * retention must not delete the data of one that keeps it longer). The cap never prunes a
- * session whose completion event is not yet delivered either (the TTL still does). The cap
- * is therefore exceeded while more sessions than that are running, foreign or undelivered.
+ * session whose completion event is not yet delivered either, and the TTL only once that
+ * session ended a day ago ({@link UNDELIVERED_KEEP_MS}): an agent away longer than the TTL
+ * (or a host that set it to 0) still learns how its job ended. The cap is therefore exceeded
+ * while more sessions than that are running, foreign or undelivered.
  */
 import type { SessionRecord } from '../session/record.js';
 
@@ -23,6 +25,8 @@ export interface RetentionOptions {
 }
 
 export const DEFAULT_FINISHED_TTL_MS = 30 * 60 * 1000;
+/** How long past its end a session with an undelivered completion outlives the TTL: a day. */
+export const UNDELIVERED_KEEP_MS = 24 * 60 * 60 * 1000;
 export const DEFAULT_MAX_SESSIONS = 1000;
 
 /** A completion event is queued for the session and not yet delivered (see `notifications.ts`). */
@@ -39,7 +43,10 @@ export function expiredIds(records: Iterable<SessionRecord>, opts: RetentionOpti
   const all = [...records];
   const out = new Set<string>();
   const finished = all.filter((r) => r.status === 'exited' && mayPrune(r)).sort((a, b) => (a.exitedAt ?? 0) - (b.exitedAt ?? 0));
-  for (const r of finished) if ((r.exitedAt ?? 0) + ttl < now) out.add(r.id);
+  for (const r of finished) {
+    const keep = completionPending(r) ? Math.max(ttl, UNDELIVERED_KEEP_MS) : ttl;
+    if ((r.exitedAt ?? 0) + keep < now) out.add(r.id);
+  }
   let excess = all.length - out.size - cap;
   for (const r of finished) {
     if (excess <= 0) break;

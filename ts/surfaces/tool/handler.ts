@@ -312,8 +312,8 @@ async function manage(registry: ProcessRegistry, raw: unknown, ctx: ToolContext,
       if (input.data === undefined) throw new ProcwardError('INVALID_ARGUMENT', 'write needs data');
       return { result: await registry.write(id, input.data), maxChars };
     case 'submit':
-      if (input.text === undefined) throw new ProcwardError('INVALID_ARGUMENT', 'submit needs text');
-      return { result: await registry.submit(id, input.text), maxChars };
+      // No text is Enter alone (issue 28, kind 12): what a model means by "press Enter".
+      return { result: await registry.submit(id, input.text ?? ''), maxChars };
     case 'close':
       return { result: await registry.closeStdin(id), maxChars };
   }

@@ -137,7 +137,10 @@ export async function readOutput(registry: ProcessRegistry, id: string, spec: Re
     const k = fittingRows(rows, spec.maxChars);
     if (k < rows.length) {
       end = numbers ? (numbers[k] as number) : first + k;
-      notes.push(`more output follows: ${again} with this cursor`);
+      // Paging forward keeps every line for the reader; how far behind it is, and where the
+      // newest output is, are said (issue 28, kind 12).
+      const behind = got.totalLines - end;
+      notes.push(`more output follows: ${again} with this cursor (${behind} line${behind === 1 ? '' : 's'} after this read; a poll without a cursor shows the newest output)`);
     }
     rows = rows.slice(0, k);
   } else if (end < got.totalLines && !(explicit && got.lines.length === ((spec.from as { limit?: number }).limit ?? 200))) {

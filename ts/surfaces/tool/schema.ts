@@ -71,7 +71,7 @@ export const processInput = z
       .optional()
       .describe('signal: the signal to send: SIGINT (Ctrl-C), SIGTERM, SIGHUP, SIGQUIT, SIGKILL, SIGUSR1, SIGUSR2, SIGALRM, SIGCONT, SIGSTOP, SIGTSTP or SIGWINCH.'),
     data: z.string().optional().describe('write: raw text to send to stdin.'),
-    text: z.string().optional().describe('submit: a line to send to stdin, followed by Enter.'),
+    text: z.string().optional().describe('submit: a line to send to stdin, followed by Enter; without it, Enter alone.'),
     acknowledge: z.boolean().optional().describe('poll: also consume the completion notification.'),
     task_id: z.string().optional().describe('list: only this task.'),
     session_key: z.string().optional().describe('list: sessions of this conversation.'),
