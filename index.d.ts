@@ -62,6 +62,12 @@ export declare class NativeJob {
    */
   release(): void
   /**
+   * A PTY job's terminal foreground process group (`tcgetpgrp` on its master): the group
+   * a terminal's Ctrl-C reaches, which job control may have made apart from the job's own;
+   * `null` without a PTY, once the input is released, or when the terminal has none.
+   */
+  foregroundGroup(): number | null
+  /**
    * What a PTY job's screen shows now (the core's terminal emulator, fed with every byte
    * of its output; kept after the job ended); `null` for a job without a PTY.
    */
@@ -414,6 +420,12 @@ export interface SignalJobOptions {
   cgroup?: string
   /** As `KillOptions.sessionId`. */
   sessionId?: string
+  /**
+   * A PTY job's terminal foreground process group (see `NativeJob.foregroundGroup`): the
+   * signal goes to that group of the root's session, through one of its members, instead
+   * of the root's own group (the core's `signal_foreground`). Unix; ignored on Windows.
+   */
+  foregroundGroup?: number
 }
 
 /** The conventional name of a signal number (`SIGKILL` for 9). */

@@ -204,6 +204,14 @@ impl NativeJob {
     self.input = None;
   }
 
+  /// A PTY job's terminal foreground process group (`tcgetpgrp` on its master): the group
+  /// a terminal's Ctrl-C reaches, which job control may have made apart from the job's own;
+  /// `null` without a PTY, once the input is released, or when the terminal has none.
+  #[napi]
+  pub fn foreground_group(&self) -> Option<i32> {
+    self.input.as_ref().and_then(|i| i.foreground_group())
+  }
+
   /// What a PTY job's screen shows now (the core's terminal emulator, fed with every byte
   /// of its output; kept after the job ended); `null` for a job without a PTY.
   #[napi]

@@ -220,6 +220,10 @@ pub struct SignalJobOptions {
   pub cgroup: Option<String>,
   /// As `KillOptions.sessionId`.
   pub session_id: Option<String>,
+  /// A PTY job's terminal foreground process group (see `NativeJob.foregroundGroup`): the
+  /// signal goes to that group of the root's session, through one of its members, instead
+  /// of the root's own group (the core's `signal_foreground`). Unix; ignored on Windows.
+  pub foreground_group: Option<i32>,
 }
 
 /// One signal by name to the job led by `root` (the core's `signal_job` of this platform).
@@ -229,13 +233,12 @@ fn send_signal(root: &core::Identity, signal: &str, o: &SignalJobOptions) -> cor
   #[cfg(not(windows))]
   {
     let cgroup = o.cgroup.clone().map(|c| core::kill::CgroupClaim::new(c, o.session_id.clone()));
-    core::kill::signal_job_proven(
-      root,
-      core::kill::signal_named(signal)?,
-      o.mark.as_deref(),
-      cgroup.as_ref(),
-      o.require_proof.unwrap_or(false),
-    )
+    let sig = core::kill::signal_named(signal)?;
+    let proof = o.require_proof.unwrap_or(false);
+    match o.foreground_group {
+      Some(pgid) => core::kill::signal_foreground(root, pgid, sig, o.mark.as_deref(), cgroup.as_ref(), proof),
+      None => core::kill::signal_job_proven(root, sig, o.mark.as_deref(), cgroup.as_ref(), proof),
+    }
   }
 }
 

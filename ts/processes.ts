@@ -329,6 +329,13 @@ export interface SignalProof {
   requireProof?: boolean;
   cgroup?: string;
   sessionId?: string;
+  /**
+   * A PTY job's terminal foreground process group (`tcgetpgrp` on its master), when it is
+   * not the root's own: the signal goes to that group of the root's session, through one of
+   * its members (the group is never taken by its number alone), as a terminal's Ctrl-C
+   * does. `signalled` then lists the members the signal went through. Unix; ignored on Windows.
+   */
+  foregroundGroup?: number;
 }
 
 /**

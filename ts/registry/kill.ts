@@ -4,7 +4,7 @@
  */
 import { ProcwardError } from '../errors.js';
 import { checkOptions } from '../options.js';
-import { sessionSignal, signalPlan } from '../session/signal.js';
+import { sessionSignal, signalPlan, TERMINAL_SIGNALS } from '../session/signal.js';
 import { assertGraceMs } from '../session/termination.js';
 import type { KillOptions, KillResult, SignalResult } from '../types.js';
 import { consume } from './notify.js';
@@ -48,6 +48,14 @@ export async function signal(st: RegistryState, id: string, name: string): Promi
   // The platform's target: the group, or a durable job's own process (see session/signal.ts).
   const { target, viaGroup, missing, send } = signalPlan(r, sig, live.detached);
   if (!target) throw new ProcwardError('ENOTSUP', missing);
+  // A PTY job this host runs: a terminal signal goes to the terminal's foreground group, as
+  // Ctrl-C does (an interactive shell's command runs in a group of its own).
+  const fg = viaGroup && !r.durable && TERMINAL_SIGNALS.has(sig) ? (live.job?.foregroundGroup() ?? null) : null;
+  if (fg !== null && fg !== target.pid) {
+    const report = await send(target, fg);
+    if (report.signalled.length > 0) return { id: r.id, signal: sig, pid: target.pid, processGroup: true, foregroundGroup: fg, signalled: report.signalled };
+    // The foreground group left the session or ended meanwhile: the job's own group, as before.
+  }
   const report = await send(target);
   if (report.signalled.includes(target.pid)) return { id: r.id, signal: sig, pid: target.pid, processGroup: viaGroup, ...(!viaGroup && { signalled: report.signalled }) };
   if (report.refused.length > 0) throw new ProcwardError('KILL_REFUSED', `${sig} to session ${r.id} was refused: ${report.refused.map((x) => x.reason).join(', ')}`, { report });

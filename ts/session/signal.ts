@@ -60,8 +60,11 @@ export interface SignalPlan {
   viaGroup: boolean;
   /** Why there is no target (the `ENOTSUP` message). */
   missing: string;
-  /** Sends the signal to `target`; the report as the kill path reports. */
-  send(target: Identity): Promise<KillReport>;
+  /**
+   * Sends the signal to `target` (or, with `foregroundGroup`, a PTY job's terminal foreground
+   * group of `target`'s session); the report as the kill path reports.
+   */
+  send(target: Identity, foregroundGroup?: number): Promise<KillReport>;
 }
 
 /**
@@ -69,6 +72,9 @@ export interface SignalPlan {
  * on `platform`. Throws `ENOTSUP` on Windows for a name outside {@link WINDOWS_JOB_SIGNALS}
  * (details: `allowed`).
  */
+/** The signals a terminal sends its foreground process group (Ctrl-C, Ctrl-\\, Ctrl-Z). */
+export const TERMINAL_SIGNALS: ReadonlySet<string> = new Set(['SIGINT', 'SIGQUIT', 'SIGTSTP']);
+
 export function signalPlan(r: SessionRecord, sig: string, detached: boolean, platform: NodeJS.Platform = process.platform): SignalPlan {
   const other = `session ${r.id} runs in another environment (or has no process yet): it cannot be signalled from this host; kill it instead`;
   if (platform === 'win32') {
@@ -91,9 +97,11 @@ export function signalPlan(r: SessionRecord, sig: string, detached: boolean, pla
       ? `session ${r.id} is a durable job whose own process is not known yet: ${sig} would reach its supervisor; send one of ${[...SUPERVISOR_IGNORES].join(', ')} or kill it`
       : other,
     // Not via the group: the job's own tree, one by one, never the supervisor that leads the group.
-    send: async (target) => {
+    send: async (target, foregroundGroup) => {
       const proof = proofOf(r, detached);
-      return !viaGroup ? signalTree(target, sig, proof) : r.durable ? signalJob(target, sig, proof) : (leaderOnly(target) ?? signalJob(target, sig, proof));
+      if (!viaGroup) return signalTree(target, sig, proof);
+      if (r.durable) return signalJob(target, sig, proof);
+      return leaderOnly(target) ?? signalJob(target, sig, { ...proof, ...(foregroundGroup !== undefined && { foregroundGroup }) });
     },
   };
 }

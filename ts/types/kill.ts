@@ -13,8 +13,15 @@ export interface SignalResult {
   /**
    * When not `processGroup` (a durable job, see `signal`): the PIDs that got the signal, the
    * job's own process first, then its descendants as snapshotted before the first signal.
+   * With `foregroundGroup`: the member of that group the group signal went through.
    */
   signalled?: number[];
+  /**
+   * A PTY job's terminal foreground process group, when a terminal signal (`SIGINT`,
+   * `SIGQUIT`, `SIGTSTP`) went there rather than to the job's own group: job control (an
+   * interactive shell) puts the command it runs in a group of its own, as Ctrl-C reaches it.
+   */
+  foregroundGroup?: number;
 }
 
 /** Options of `ProcessRegistry.kill` and `killStartedSince`. */

@@ -155,6 +155,17 @@ impl JobInput {
     }
   }
 
+  /// The terminal's foreground process group (`tcgetpgrp` on the master: the group a
+  /// terminal's Ctrl-C reaches), for a PTY; `None` for a pipe, a closed input or when the
+  /// terminal has none.
+  pub fn foreground_group(&self) -> Option<i32> {
+    if self.kind != InputKind::Pty {
+      return None;
+    }
+    // SAFETY: tcgetpgrp only reads the terminal's state through a descriptor we hold.
+    self.input.with_fd(|fd| Ok(unsafe { libc::tcgetpgrp(fd.as_raw_fd()) })).ok().filter(|&g| g > 0)
+  }
+
   /// The terminal's end-of-input character (`VEOF`), when its line discipline has one.
   fn eof_char(&self) -> Result<u8> {
     let termios =

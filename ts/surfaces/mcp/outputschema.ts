@@ -52,6 +52,7 @@ export const outputSchemas = {
   process_control: objectSchema('kill: the tree kill\'s report; write/submit: bytes sent; close: stdin closed.', {
     ...session,
     outcome: { type: 'string', description: 'kill: killed, or already_exited when the job had ended before.' },
+    foreground_group: { type: 'integer', description: 'signal: the PTY terminal\'s foreground process group that got a terminal signal (SIGINT, SIGQUIT, SIGTSTP), when job control made it apart from the job\'s own.' },
     kill_signal: { ...nullableString, description: 'kill: the last signal it sent (SIGTERM, or SIGKILL after escalation), null when it signalled nothing; signal is how the job ended (null when it exited by itself, say from a TERM trap).' },
     survivors: { type: 'array', description: 'kill: processes still alive after SIGKILL (an error when not empty).' },
     bytes: { type: 'integer', description: 'write/submit: bytes written to stdin.' },

@@ -113,6 +113,82 @@ pub fn signal_job_proven(
   Ok(report)
 }
 
+/// [`signal_job_proven`], to the foreground process group `pgid` of a PTY job's terminal
+/// (`tcgetpgrp` on its master, see [`crate::pty::JobInput::foreground_group`]) when that is
+/// not the root's own group: a shell's job control puts the command it runs (`sleep` under
+/// `bash -i`) in a group of its own, which Ctrl-C in a terminal reaches and the root's group
+/// does not. The root is judged as [`signal_job_proven`] judges it (current, its own
+/// session's leader, proven when asked); the group is the job's only as a group of the
+/// root's session (the live root holds the session's number), never by its number alone:
+/// the signal goes through the pidfd of one of its members found in that session, checked
+/// after the open (`PIDFD_SIGNAL_PROCESS_GROUP`; without that flag, each member through its
+/// own pidfd). `signalled` holds the members signalled (the one whose pidfd carried the
+/// group signal). Nothing is sent when no member of `pgid` is in the root's session.
+pub fn signal_foreground(
+  root: &Identity,
+  pgid: i32,
+  signal: Signal,
+  mark: Option<&str>,
+  cgroup: Option<&super::CgroupClaim>,
+  require_proof: bool,
+) -> Result<KillReport> {
+  if pgid == root.pid || pgid <= 1 {
+    return signal_job_proven(root, signal, mark, cgroup, require_proof);
+  }
+  let mut report = KillReport::default();
+  let boot_id = sys::boot_id().map_err(|e| Error::io("reading the boot id", e))?;
+  let host = Host::current();
+  let root_ok = || {
+    let probe = probe_one(root.pid);
+    matches!((judge(root, &boot_id, &probe), &probe), (Verdict::Current, Probe::Found(info)) if info.pgid == root.pid && session_of(root.pid) == Some(root.pid) && host.check_process(info, Some(root.pid)).is_ok())
+  };
+  if !root_ok() {
+    report.already_gone.push(root.pid);
+    return Ok(report);
+  }
+  if crate::membership::MARK_READABLE
+    && require_proof
+    && !(mark.is_some_and(|m| crate::membership::carries_mark(root.pid, m)) || in_own_cgroup(root.pid, cgroup))
+  {
+    report.refused.push(super::Refused { pid: Some(root.pid), cgroup: None, reason: Refusal::NoProof });
+    return Ok(report);
+  }
+  let members: Vec<_> = sys::process_table()
+    .map_err(|e| Error::io("reading the process table", e))?
+    .into_iter()
+    .filter(|p| p.pgid == pgid && !p.is_dead() && p.start_time >= root.start_time && session_of(p.pid) == Some(root.pid))
+    .collect();
+  for p in &members {
+    let Ok(fd) = PidFd::open(p.pid) else { continue };
+    // After the open: the same process, still in the group and the root's session, the
+    // root still its live leader, and no process the guard refuses.
+    let now = sys::read_stat(p.pid).ok().flatten();
+    let ok = now
+      .is_some_and(|n| n.start_time == p.start_time && n.pgid == pgid && !n.is_dead() && host.check_process(&n, Some(root.pid)).is_ok())
+      && session_of(p.pid) == Some(root.pid)
+      && root_ok();
+    if !ok {
+      continue;
+    }
+    // One group signal through the first member's pidfd reaches them all; without the
+    // flag (Linux before 6.9), each member through its own.
+    match fd.signal_group(signal as i32) {
+      Ok(true) => {
+        report.signalled.push(p.pid);
+        break;
+      }
+      Ok(false) => {
+        if fd.signal(signal as i32).is_ok() {
+          report.signalled.push(p.pid);
+        }
+      }
+      Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+      Err(e) => return Err(Error::io(format!("sending {signal} to the group {pgid}"), e)),
+    }
+  }
+  Ok(report)
+}
+
 /// Whether `pid` is in the job's cgroup, when procward created it for the session.
 fn in_own_cgroup(pid: i32, cgroup: Option<&super::CgroupClaim>) -> bool {
   #[cfg(target_os = "linux")]
@@ -204,6 +280,31 @@ mod tests {
       assert_eq!(r.refused, vec![super::super::Refused { pid: Some(leader.pid), cgroup: None, reason: Refusal::NoProof }]);
     }
     assert_eq!(proven.signalled, vec![own_id.pid]);
+  }
+
+  #[test]
+  fn a_foreground_group_is_signalled_only_inside_the_roots_session() {
+    // The job's session: its leader, and a member in a group of its own (as job control
+    // makes one: setpgid(0, 0)).
+    let (mut child, leader) =
+      super::super::tests::spawn_session("python3 -c 'import os, time; os.setpgid(0, 0); time.sleep(30)' & wait; sleep 30");
+    let member = super::super::tests::wait_for_descendants(leader.pid, 1)[0].pid;
+    crate::testwait::until("the member's own group", || sys::read_stat(member).ok().flatten().is_some_and(|p| p.pgid == member));
+    // A stranger's group, outside the job's session (the test's own session).
+    let mut stranger = std::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+    let stranger_id = crate::identity::identity_of_child(stranger.id() as i32).unwrap();
+    let refused = signal_foreground(&leader, stranger_id.pid, Signal::SIGKILL, None, None, false).unwrap();
+    let stranger_alive = crate::identity::verdict(&stranger_id) == Verdict::Current;
+    let report = signal_foreground(&leader, member, Signal::SIGKILL, None, None, false).unwrap();
+    crate::testwait::until("the member to die", || sys::read_stat(member).ok().flatten().is_none_or(|p| p.is_dead()));
+    let leader_alive = crate::identity::verdict(&leader) == Verdict::Current;
+    stranger.kill().unwrap();
+    stranger.wait().unwrap();
+    unsafe { libc::kill(-leader.pid, libc::SIGKILL) };
+    child.wait().unwrap();
+    assert!(refused.signalled.is_empty() && stranger_alive, "{refused:?}");
+    assert_eq!(report.signalled, vec![member], "{report:?}");
+    assert!(leader_alive, "the root's own group was signalled");
   }
 
   #[test]

@@ -55,7 +55,7 @@ use crate::identity::{Identity, Verdict};
 pub use crate::killreport::{CgroupClaim, KillReport, KillRequest, Refused};
 use crate::probe::ProcessInfo;
 use crate::sys;
-pub use jobsignal::{signal_job, signal_job_proven};
+pub use jobsignal::{signal_foreground, signal_job, signal_job_proven};
 use nix::sys::signal::Signal;
 use run::{Run, Target};
 use settle::{settle_longer, wait_all};
