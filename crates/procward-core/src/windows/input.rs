@@ -168,6 +168,12 @@ impl JobInput {
     }
   }
 
+  /// A terminal's foreground process group: none on Windows (a console has no such group;
+  /// `signal` sends Ctrl-C through the console instead).
+  pub fn foreground_group(&self) -> Option<i32> {
+    None
+  }
+
   /// Resizes the pseudoconsole (PTY only). Errors: `InvalidInput` for a pipe job;
   /// `Unsupported` where `ResizePseudoConsole` is a stub (Wine 8); `Io` with its HRESULT.
   pub fn resize(&self, size: PtySize) -> Result<()> {
