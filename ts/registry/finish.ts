@@ -42,7 +42,10 @@ export function finish(st: RegistryState, live: Live, outcome: Outcome): boolean
   live.waiters.clear();
   // A caller's wait or kill under way returns this end: its completion is theirs, never
   // queued for a drain nor told to listeners (one delivery per end).
-  if (live.endReaders > 0 && live.kind.owned && pendingCompletion(r)) r.notificationDelivered = true;
+  if (live.endReaders > 0 && live.kind.owned && pendingCompletion(r)) {
+    r.notificationDelivered = true;
+    live.heldCompletion = true;
+  }
   const completion = pendingCompletion(r);
   if (completion && live.kind.owned) st.emit('completion', completion);
   // An end kept on disk (a durable job's exit file) lets its checkpoint write wait for the

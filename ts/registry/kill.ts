@@ -7,7 +7,7 @@ import { checkOptions } from '../options.js';
 import { sessionSignal, signalPlan, TERMINAL_SIGNALS } from '../session/signal.js';
 import { assertGraceMs } from '../session/termination.js';
 import type { KillOptions, KillResult, SignalResult } from '../types.js';
-import { consume } from './notify.js';
+import { consume, settleHeld } from './notify.js';
 import { actOn, assertOpen, type RegistryState, refresh } from './state.js';
 
 /** `ProcessRegistry.kill`: every argument checked before any side effect, then the kind's kill. */
@@ -22,12 +22,15 @@ export async function kill(st: RegistryState, id: string, opts: KillOptions): Pr
   // The caller sees the end in the kill's result: its completion is delivered (DESIGN
   // section 7), whether the end comes during the kill or came before it.
   live.endReaders++;
+  let seen = false;
   try {
     const result = await live.kind.kill(graceMs);
     consume(st, live);
+    seen = true;
     return { ...result, killSignal: result.signalled.length === 0 ? null : result.escalated ? 'SIGKILL' : 'SIGTERM' };
   } finally {
     live.endReaders--;
+    settleHeld(st, live, seen);
     // What the kill left of an ended job: nothing, unless a survivor is still dying.
     st.leftovers.check([live]);
   }

@@ -28,6 +28,29 @@ export function consume(st: RegistryState, live: Live): void {
   st.store.persist().catch(st.store.reportWriteError);
 }
 
+/**
+ * A reader under way (a caller's wait or kill) is done: `seen`, it returned the session's
+ * end to its caller. A completion held for readers (see `Live.heldCompletion`) stays
+ * delivered once one of them returned the end; when the last of them did not (a kill that
+ * threw `KILL_SURVIVORS`, an aborted or timed-out wait), it is queued again and told to
+ * listeners, so it is never lost.
+ */
+export function settleHeld(st: RegistryState, live: Live, seen: boolean): void {
+  if (!live.heldCompletion) return;
+  if (seen) {
+    delete live.heldCompletion;
+    return;
+  }
+  if (live.endReaders > 0) return;
+  delete live.heldCompletion;
+  const r = live.record;
+  r.notificationDelivered = false;
+  r.updatedAt = Date.now();
+  const completion = pendingCompletion(r);
+  if (completion && live.kind.owned) st.emit('completion', completion);
+  st.store.persist().catch(st.store.reportWriteError);
+}
+
 /** `ProcessRegistry.drainNotifications`: the pending events the caller owns, oldest first. */
 export async function drainNotifications(st: RegistryState, opts: DrainOptions): Promise<ProcwardEvent[]> {
   assertOpen(st);

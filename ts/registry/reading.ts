@@ -12,7 +12,7 @@ import { evictedLogResult } from '../persist/diskbudget.js';
 import type { Live } from '../session/kind.js';
 import { stoppedFlags, summary, untilEnd } from '../session/live.js';
 import type { ListFilter, LogResult, PollOptions, PollResult, ReadLogOptions, SessionSummary, TerminalScreen, WaitOptions, WaitResult } from '../types.js';
-import { consume } from './notify.js';
+import { consume, settleHeld } from './notify.js';
 import { refreshMany } from '../session/refreshmany.js';
 import { actOn, assertOpen, clean, get, type RegistryState, readOnlyFlag, refresh, SETTLED } from './state.js';
 
@@ -56,15 +56,23 @@ export async function wait(st: RegistryState, id: string, opts: WaitOptions): Pr
     const tick = live.kind.waitTick();
     // An end published while this waits is this caller's (see Live.endReaders).
     live.endReaders++;
-    const timedOut = await untilEnd(live, {
-      ...(timeoutMs !== undefined && { timeoutMs }),
-      ...(signal && { signal }),
-      ...(tick && { tick }),
-      tickMs: DETACHED_TICK_MS,
-    }).finally(() => live.endReaders--);
-    const result = await pollResult(st, live);
-    if (!timedOut) consume(st, live);
-    return { ...result, timedOut, processRunning: live.record.status === 'running' };
+    let seen = false;
+    try {
+      const timedOut = await untilEnd(live, {
+        ...(timeoutMs !== undefined && { timeoutMs }),
+        ...(signal && { signal }),
+        ...(tick && { tick }),
+        tickMs: DETACHED_TICK_MS,
+      });
+      const result = await pollResult(st, live);
+      // The result shows the end (it may have come as the timeout passed): the caller saw it.
+      seen = result.status === 'exited';
+      if (seen) consume(st, live);
+      return { ...result, timedOut, processRunning: live.record.status === 'running' };
+    } finally {
+      live.endReaders--;
+      settleHeld(st, live, seen);
+    }
   }
   consume(st, live);
   return { ...(await pollResult(st, live)), timedOut: false, processRunning: false };

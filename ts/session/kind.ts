@@ -59,6 +59,12 @@ export interface Live {
    * completion is consumed before it would be queued or told to `completion` listeners.
    */
   endReaders: number;
+  /**
+   * The end's completion was taken for a reader under way (`endReaders`): given back (queued
+   * again, told to listeners) if no reader returns the end after all (a kill that throws, a
+   * wait aborted), see `registry/notify.ts` `settleHeld`.
+   */
+  heldCompletion?: boolean;
   /** Matches output lines against the session's watch patterns. */
   watcher?: LineWatcher;
   /** Bytes of a detached durable job's log already fed to the watcher. */

@@ -74,7 +74,7 @@ pub fn carries_mark(pid: i32, mark: &str) -> bool {
   {
     let Ok(Some(dir)) = crate::sys::open_proc_dir(pid) else { return false };
     let mut environ = Vec::new();
-    matches!(read_environ(&dir, &mut environ), Ok(true)) && environ_carries(&environ, mark)
+    matches!(read_environ(&dir, &mut environ, std::time::Instant::now() + EXEC_WAIT), Ok(true)) && environ_carries(&environ, mark)
   }
   #[cfg(not(target_os = "linux"))]
   {
@@ -110,6 +110,9 @@ pub fn marked_processes_except(marks: &[&str], known: &std::collections::HashSet
     let Ok(dir) = std::fs::read_dir("/proc") else { return out };
     let me = std::process::id() as i32;
     let (mut environ, mut stat) = (Vec::new(), Vec::new());
+    // One wait for execs under way for the whole scan: a job whose processes keep their
+    // environment unreadable (unmapped pages) cannot make a kill wait per process.
+    let deadline = std::time::Instant::now() + EXEC_WAIT;
     for entry in dir.flatten() {
       let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
       if pid <= 1 || pid == me || known.contains(&pid) {
@@ -118,7 +121,7 @@ pub fn marked_processes_except(marks: &[&str], known: &std::collections::HashSet
       // The environment and the stat through one descriptor of /proc/<pid>: both are that
       // process's, or unreadable once it is reaped, never a later holder's of its PID.
       let Ok(Some(dir)) = crate::sys::open_proc_dir(pid) else { continue };
-      if !matches!(read_environ(&dir, &mut environ), Ok(true)) || memchr_mark(&environ).is_none() {
+      if !matches!(read_environ(&dir, &mut environ, deadline), Ok(true)) || memchr_mark(&environ).is_none() {
         continue;
       }
       let Some(i) = marks.iter().position(|m| environ_carries(&environ, m)) else { continue };
@@ -146,13 +149,13 @@ pub fn marked_processes_except(marks: &[&str], known: &std::collections::HashSet
 /// way the block the process is being given may carry a mark. So a read shorter than the
 /// environment `/proc/<pid>/stat` gives (fields 50 and 51, `env_start` and `env_end`; both
 /// 0 while an exec builds the new map) is made again, with a fresh open, while the process
-/// lives and is no kernel thread, for at most [`EXEC_WAIT`]. A usual environment costs one
-/// read; an empty or cut one, a stat read more.
+/// lives and is no kernel thread, until `deadline` (a read, or a scan of `/proc`, waits
+/// [`EXEC_WAIT`] at most in all). A usual environment costs one read; an empty or cut one,
+/// a stat read more.
 #[cfg(target_os = "linux")]
-fn read_environ(dir: &std::fs::File, out: &mut Vec<u8>) -> std::io::Result<bool> {
+fn read_environ(dir: &std::fs::File, out: &mut Vec<u8>, deadline: std::time::Instant) -> std::io::Result<bool> {
   // Room for a usual environment in one read: the kernel copies it page by page within it.
   out.reserve(ENVIRON_CHUNK);
-  let start = std::time::Instant::now();
   let mut stat = Vec::new();
   // When the stat first gave an empty environment (see below).
   let mut empty_since = None;
@@ -175,7 +178,7 @@ fn read_environ(dir: &std::fs::File, out: &mut Vec<u8>) -> std::io::Result<bool>
       Some(EnvSpan::Bytes(n)) => read && out.len() as u64 >= n,
       None => true,
     };
-    if whole || now.duration_since(start) >= EXEC_WAIT {
+    if whole || now >= deadline {
       return Ok(read);
     }
     if attempt > 0 {
